@@ -1,0 +1,401 @@
+/*
+ * CLegacySDK — a deliberately hostile callback SDK, for testing adapters.
+ *
+ * Plain C11 + pthreads. Every behaviour that real callback SDKs exhibit in
+ * production (synchronous callbacks, repeated callbacks, callbacks from
+ * arbitrary threads, callbacks that never come, re-entrant cancellation,
+ * late callbacks after cancel, out-of-order streams) can be switched on per
+ * operation, reproducibly from a seed, and counters prove what happened.
+ *
+ * Threading: every function is thread-safe unless its comment says
+ * otherwise. No SDK lock is held while a callback runs, so a callback may
+ * call any SDK function, including lsdk_cancel on its own operation.
+ *
+ * Ownership: on any status other than LSDK_OK a start function makes no
+ * callback and does not call release_context: the context is still yours.
+ * On LSDK_OK, release_context (if not NULL) is called exactly once, after
+ * the last callback the SDK will ever make for that operation.
+ */
+#ifndef CLEGACYSDK_H
+#define CLEGACYSDK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef int32_t lsdk_status_t;
+
+enum {
+    LSDK_OK = 0,
+    /** A required pointer argument (client, callback, out parameter) was NULL. */
+    LSDK_ERR_NULL_ARGUMENT = 1,
+    /** A numeric field of a behaviour, request or config is outside its documented range. */
+    LSDK_ERR_OUT_OF_RANGE = 2,
+    /** An enum-valued field holds a value that is not one of its constants. */
+    LSDK_ERR_UNKNOWN_ENUM = 3,
+    /** The client was destroyed (or is being destroyed). */
+    LSDK_ERR_CLIENT_DESTROYED = 4,
+    /** The handle is 0, was never issued, or was already released. */
+    LSDK_ERR_INVALID_HANDLE = 5,
+    /** Delivered to the callbacks of an operation that was cancelled. */
+    LSDK_ERR_CANCELLED = 6,
+    /** The default injected failure: the simulated remote end refused. */
+    LSDK_ERR_REMOTE = 7,
+    /** A call documented as not thread-safe was entered concurrently. */
+    LSDK_ERR_BUSY = 8,
+    /** lsdk_client_destroy was called from one of the client's own threads. */
+    LSDK_ERR_WRONG_THREAD = 9,
+    /** Memory or thread creation failed. */
+    LSDK_ERR_RESOURCES = 10,
+    /** pause/resume on a handle that is not a stream. */
+    LSDK_ERR_NOT_A_STREAM = 11,
+};
+
+/** A readable, static, never-NULL description of any status (unknown ones included). */
+const char *lsdk_status_string(lsdk_status_t status);
+
+/* ------------------------------------------------------------------------ */
+/* Behaviour                                                                */
+/* ------------------------------------------------------------------------ */
+
+/** Where callbacks are delivered (lsdk_behavior_t.delivery). */
+enum {
+    /** On the caller's thread, inside the start function, before it returns. Delays are ignored. */
+    LSDK_DELIVERY_SYNC = 0,
+    /** On one of the client's pool worker threads. */
+    LSDK_DELIVERY_WORKER = 1,
+    /** On a freshly created pthread, one per callback. */
+    LSDK_DELIVERY_FRESH_THREAD = 2,
+    /** Each callback draws one of the above from the operation's seed
+        (synchronous only for callbacks that can still happen inside start). */
+    LSDK_DELIVERY_MIXED = 3,
+};
+
+/** Outcome of the i-th completion of a request (lsdk_behavior_t.outcomes). */
+enum {
+    LSDK_OUTCOME_SUCCESS = 0,
+    LSDK_OUTCOME_ERROR = 1,
+};
+
+/** What lsdk_cancel does to an operation that has not finished (lsdk_behavior_t.cancel_mode). */
+enum {
+    /** Delivers an LSDK_ERR_CANCELLED completion synchronously inside lsdk_cancel, on the
+        cancelling thread (re-entrant when cancel is called from a callback). */
+    LSDK_CANCEL_CALLBACK_SYNC = 0,
+    /** Delivers an LSDK_ERR_CANCELLED completion later, from a worker thread. */
+    LSDK_CANCEL_CALLBACK_ASYNC = 1,
+    /** Stops the operation and delivers nothing more. */
+    LSDK_CANCEL_SILENT = 2,
+    /** Cancel is ignored: the operation goes on and completes normally. */
+    LSDK_CANCEL_IGNORED = 3,
+};
+
+/** How a stream ends (lsdk_behavior_t.stream_end). */
+enum {
+    LSDK_STREAM_END_SUCCESS = 0,
+    LSDK_STREAM_END_ERROR = 1,
+    /** No terminal event: the stream delivers its data and then goes silent. */
+    LSDK_STREAM_END_NONE = 2,
+};
+
+/** What a stream does while paused (lsdk_behavior_t.pause_mode). */
+enum {
+    /** No new events are produced while paused (events already being delivered may arrive). */
+    LSDK_PAUSE_STOPS = 0,
+    /** A live source: events keep being generated on schedule and are dropped while paused
+        (counted in stream_events_dropped_paused). */
+    LSDK_PAUSE_DROPS = 1,
+};
+
+#define LSDK_MAX_COMPLETIONS 8
+#define LSDK_MAX_DELAY_US 10000000u       /* 10 s */
+#define LSDK_MAX_CHUNK_SIZE (1u << 20)    /* 1 MiB */
+#define LSDK_MAX_STREAM_CONCURRENCY 8u
+#define LSDK_MAX_EVENTS_AFTER_TERMINAL 16u
+#define LSDK_MAX_WORKER_THREADS 64u
+
+/**
+ * Per-operation behaviour. Always start from lsdk_behavior_init (or
+ * lsdk_behavior_init_chaos) and then change fields: that keeps code working
+ * when fields are added. Every field is validated by the start functions.
+ */
+typedef struct lsdk_behavior {
+    /** LSDK_DELIVERY_*. Default LSDK_DELIVERY_WORKER. */
+    int32_t delivery;
+    /** Delay before each delivery, microseconds, 0...LSDK_MAX_DELAY_US. Default 0. */
+    uint32_t delay_us;
+    /** Extra random delay 0...jitter_us drawn per delivery, 0...LSDK_MAX_DELAY_US. Default 0. */
+    uint32_t jitter_us;
+
+    /** Requests: how many completions, 0 (never calls back) ... LSDK_MAX_COMPLETIONS. Default 1. */
+    uint32_t completion_count;
+    /** Requests: LSDK_OUTCOME_* of the i-th completion, for i < completion_count. Default all SUCCESS.
+        Each success carries a response whose `attempt` is i + 1, so repeats are distinguishable. */
+    int32_t outcomes[LSDK_MAX_COMPLETIONS];
+
+    /** LSDK_CANCEL_*. Default LSDK_CANCEL_CALLBACK_ASYNC. */
+    int32_t cancel_mode;
+    /** After a cancel takes effect, one more callback arrives later from a worker thread
+        (requests: a success completion; streams: a data event). Default false. */
+    bool late_callback_after_cancel;
+
+    /** Streams: bytes per data event, 1...LSDK_MAX_CHUNK_SIZE. Default 4096. */
+    uint32_t chunk_size;
+    /** Streams: a progress event after every n-th data event; 0 = no progress events. Default 1. */
+    uint32_t progress_every;
+    /** Streams: pause between producing consecutive events, microseconds, 0...LSDK_MAX_DELAY_US. Default 0. */
+    uint32_t interval_us;
+    /** Streams: 1 = events delivered in order from one thread at a time; 2...LSDK_MAX_STREAM_CONCURRENCY =
+        up to that many events of the stream are delivered at once from different threads, so they
+        can arrive out of order (never more than this many sequence numbers apart). Default 1. */
+    uint32_t stream_concurrency;
+    /** Streams: LSDK_STREAM_END_*. Default LSDK_STREAM_END_SUCCESS. */
+    int32_t stream_end;
+    /** Streams: deliver the terminal event twice. Default false. */
+    bool duplicate_terminal;
+    /** Streams: data events delivered after the terminal, 0...LSDK_MAX_EVENTS_AFTER_TERMINAL. Default 0. */
+    uint32_t events_after_terminal;
+    /** Streams: LSDK_PAUSE_*. Default LSDK_PAUSE_STOPS. */
+    int32_t pause_mode;
+
+    /** Status carried by ERROR outcomes and error stream ends. Must not be LSDK_OK or
+        LSDK_ERR_CANCELLED. Default LSDK_ERR_REMOTE. */
+    lsdk_status_t error_status;
+    /** Message carried by errors (copied by the start function; at most 255 bytes are kept).
+        NULL = a default message. */
+    const char *error_message;
+
+    /** Seed for every random choice of the operation; 0 = derived from the client's seed and
+        the operation's number, so a whole run is reproducible from the client's seed. */
+    uint64_t seed;
+} lsdk_behavior_t;
+
+/** Fills `behavior` with the defaults documented on each field. NULL is ignored. */
+void lsdk_behavior_init(lsdk_behavior_t *behavior);
+
+/** Fills `behavior` with every knob drawn from `seed` (delivery, delays up to 2 ms, repeats,
+    outcomes, cancel mode, late callbacks, stream shape and concurrency). Always valid input for
+    both start functions. The same seed gives the same behaviour. NULL is ignored. */
+void lsdk_behavior_init_chaos(lsdk_behavior_t *behavior, uint64_t seed);
+
+/* ------------------------------------------------------------------------ */
+/* Client                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lsdk_client lsdk_client_t;
+
+typedef struct lsdk_client_config {
+    /** Pool worker threads, 1...LSDK_MAX_WORKER_THREADS. Default 4. */
+    uint32_t worker_threads;
+    /** Seed from which per-operation seeds are derived. Default 0. */
+    uint64_t seed;
+    /** Test probe: called (if not NULL) inside lsdk_client_set_session_token while it is entered,
+        so a test can prove concurrent entry is detected without guessing a schedule. */
+    void (*session_token_probe)(void *probe_context);
+    void *probe_context;
+} lsdk_client_config_t;
+
+/** Fills `config` with the defaults. NULL is ignored. */
+void lsdk_client_config_init(lsdk_client_config_t *config);
+
+/**
+ * Creates a client with its worker pool and timer thread.
+ * `config` may be NULL (defaults). Errors: NULL_ARGUMENT (out_client), OUT_OF_RANGE, RESOURCES.
+ */
+lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client_t **out_client);
+
+/**
+ * Destroys a client. Operations in flight are cancelled as by lsdk_cancel, except that a cancel
+ * that would be IGNORED is treated as CALLBACK_ASYNC and all remaining delays are skipped; every
+ * callback their behaviour prescribes (late ones included) is made and every context released
+ * before this returns. Threads are joined.
+ * The pointer stays safe to pass afterwards: every call then returns LSDK_ERR_CLIENT_DESTROYED.
+ * Errors: NULL_ARGUMENT, CLIENT_DESTROYED (second destroy), WRONG_THREAD (called from one of the
+ * client's own threads, e.g. inside a callback: nothing is done).
+ */
+lsdk_status_t lsdk_client_destroy(lsdk_client_t *client);
+
+/**
+ * Sets the client-wide session token (copied; at most 255 bytes kept; NULL clears it).
+ * NOT THREAD-SAFE: callers must serialise every call for a client. Concurrent entry is detected
+ * and the losing call returns LSDK_ERR_BUSY without changing anything.
+ */
+lsdk_status_t lsdk_client_set_session_token(lsdk_client_t *client, const char *token);
+
+/** Copies the current session token (NUL-terminated, truncated to capacity) into `buffer`. */
+lsdk_status_t lsdk_client_get_session_token(lsdk_client_t *client, char *buffer, size_t capacity);
+
+/* ------------------------------------------------------------------------ */
+/* Handles                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** A reference-counted operation handle. 0 is never a valid handle. */
+typedef uint64_t lsdk_handle_t;
+#define LSDK_INVALID_HANDLE ((lsdk_handle_t)0)
+
+/**
+ * Cancels the operation. Idempotent (only the first call takes effect), thread-safe, callable from
+ * inside any callback of the same operation; harmless after the operation finished (returns LSDK_OK).
+ * What happens depends on the behaviour's cancel_mode. Errors: INVALID_HANDLE.
+ */
+lsdk_status_t lsdk_cancel(lsdk_handle_t handle);
+
+/** Stops producing new events of a stream. Idempotent. Errors: INVALID_HANDLE, NOT_A_STREAM. */
+lsdk_status_t lsdk_pause(lsdk_handle_t handle);
+
+/** Resumes a paused stream. Idempotent. Errors: INVALID_HANDLE, NOT_A_STREAM. */
+lsdk_status_t lsdk_resume(lsdk_handle_t handle);
+
+/** Drops the caller's reference. Every handle returned by a start function must be released
+    exactly once; a second release returns LSDK_ERR_INVALID_HANDLE and does nothing. */
+lsdk_status_t lsdk_handle_release(lsdk_handle_t handle);
+
+/** Called once per operation, after the SDK's last use of the context. */
+typedef void (*lsdk_release_fn)(void *context);
+
+/* ------------------------------------------------------------------------ */
+/* One-shot requests                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lsdk_request {
+    /** Resource name, copied (at most 255 bytes kept). May be NULL. */
+    const char *path;
+    /** Size of the response body, 0...LSDK_MAX_CHUNK_SIZE. */
+    uint32_t response_size;
+} lsdk_request_t;
+
+/** Valid only during the callback: the SDK overwrites and frees it afterwards. */
+typedef struct lsdk_response {
+    /** The operation's number within its client, starting at 1. */
+    uint64_t request_id;
+    /** Which completion this is (1 for the first; repeats count up). */
+    uint32_t attempt;
+    /** Body bytes: body[i] == lsdk_content_byte(request_id, i). NULL when body_length is 0. */
+    const uint8_t *body;
+    size_t body_length;
+    /** For errors: the message; for success: the request path. Never NULL. */
+    const char *message;
+} lsdk_response_t;
+
+/** status is LSDK_OK for a success; `response` is never NULL. */
+typedef void (*lsdk_completion_fn)(void *context, lsdk_status_t status, const lsdk_response_t *response);
+
+/**
+ * Starts a request. `request` and `behavior` may be NULL (defaults); both are copied.
+ * `release_context` may be NULL. `out_handle` may be NULL (then the SDK releases the handle itself);
+ * otherwise the handle is written there when this returns (after any synchronous callbacks ran) and
+ * must be released with lsdk_handle_release.
+ * Errors (no callback, no release_context call): NULL_ARGUMENT (client, completion), OUT_OF_RANGE,
+ * UNKNOWN_ENUM, CLIENT_DESTROYED, RESOURCES.
+ */
+lsdk_status_t lsdk_request_start(lsdk_client_t *client, const lsdk_request_t *request,
+                                 const lsdk_behavior_t *behavior, lsdk_completion_fn completion,
+                                 void *context, lsdk_release_fn release_context,
+                                 lsdk_handle_t *out_handle);
+
+/* ------------------------------------------------------------------------ */
+/* Streaming downloads                                                      */
+/* ------------------------------------------------------------------------ */
+
+enum {
+    /** bytes_done / bytes_total; sequence numbered like data. */
+    LSDK_EVENT_PROGRESS = 1,
+    /** data / length: bytes [offset, offset + length) of the content. */
+    LSDK_EVENT_DATA = 2,
+    /** Terminal: status LSDK_OK (success), an error, or LSDK_ERR_CANCELLED. */
+    LSDK_EVENT_END = 3,
+};
+
+/** Valid only during the callback. */
+typedef struct lsdk_event {
+    int32_t kind;
+    /** Per-operation sequence number: 0, 1, 2, ... in production order, over every kind. */
+    uint64_t sequence;
+    /** PROGRESS: bytes delivered so far; DATA: offset of the first byte. */
+    uint64_t bytes_done;
+    uint64_t bytes_total;
+    /** DATA only: data[i] == lsdk_content_byte(request_id, offset + i). */
+    const uint8_t *data;
+    size_t length;
+    /** END only. */
+    lsdk_status_t status;
+    /** END with an error: the message; otherwise "". Never NULL. */
+    const char *message;
+    /** The operation's number within its client. */
+    uint64_t request_id;
+} lsdk_event_t;
+
+typedef void (*lsdk_event_fn)(void *context, const lsdk_event_t *event);
+
+typedef struct lsdk_download_request {
+    /** Resource name, copied (at most 255 bytes kept). May be NULL. */
+    const char *path;
+    /** Content size, 0...2^40. Data events = ceil(total_bytes / chunk_size). */
+    uint64_t total_bytes;
+} lsdk_download_request_t;
+
+/**
+ * Starts a download: DATA and PROGRESS events, then one END unless the behaviour says otherwise.
+ * Same ownership and error rules as lsdk_request_start.
+ */
+lsdk_status_t lsdk_download_start(lsdk_client_t *client, const lsdk_download_request_t *request,
+                                  const lsdk_behavior_t *behavior, lsdk_event_fn on_event,
+                                  void *context, lsdk_release_fn release_context,
+                                  lsdk_handle_t *out_handle);
+
+/** The content byte at `offset` of the request numbered `request_id` (for verifying data). */
+uint8_t lsdk_content_byte(uint64_t request_id, uint64_t offset);
+
+/* ------------------------------------------------------------------------ */
+/* Counters                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lsdk_counters {
+    uint64_t operations_started;
+    /** Operations whose context was released (the SDK is done with them). */
+    uint64_t operations_finished;
+    uint64_t callbacks_sync;          /* delivered on the caller's thread inside start */
+    uint64_t callbacks_worker;        /* delivered on a pool worker */
+    uint64_t callbacks_fresh_thread;  /* delivered on a freshly created pthread */
+    /** Request completions after the first one of their operation. */
+    uint64_t callbacks_repeated;
+    /** Callbacks made after a cancel took effect, other than the cancellation completion itself. */
+    uint64_t callbacks_after_cancel;
+    /** Callbacks delivered synchronously inside lsdk_cancel. */
+    uint64_t callbacks_reentrant_cancel;
+    /** Cancels that took effect (first call per unfinished operation, any mode). */
+    uint64_t cancels;
+    uint64_t stream_events;                /* delivered stream events of every kind */
+    uint64_t stream_events_dropped_paused; /* generated and dropped while paused (PAUSE_DROPS) */
+    uint64_t stream_events_after_terminal; /* delivered after the stream's first END */
+    uint64_t stream_pauses;                /* pause calls that changed state */
+    uint64_t stream_resumes;               /* resume calls that changed state */
+    uint64_t contexts_created;             /* successful starts */
+    uint64_t contexts_released;            /* release points reached (callback called if not NULL) */
+    uint64_t handles_created;
+    uint64_t handles_released;
+    /** handles_created - handles_released, for convenience. */
+    uint64_t handles_outstanding;
+    uint64_t threads_created;              /* fresh callback threads */
+    uint64_t bad_calls;                    /* calls that returned an argument/handle/state error */
+} lsdk_counters_t;
+
+/** Counters of one client (valid also after destroy). Errors: NULL_ARGUMENT. */
+lsdk_status_t lsdk_client_counters(const lsdk_client_t *client, lsdk_counters_t *out);
+
+/** Process-wide counters: every client ever created, destroyed ones included. NULL is ignored. */
+void lsdk_global_counters(lsdk_counters_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLEGACYSDK_H */

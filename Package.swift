@@ -1,0 +1,43 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "legacy-bridge",
+    products: [
+        .library(name: "LegacyBridge", targets: ["LegacyBridge"]),
+        .library(name: "LegacyBridgeConformance", targets: ["LegacyBridgeConformance"]),
+        .executable(name: "legacy-bridge", targets: ["legacy-bridge"]),
+    ],
+    targets: [
+        // The simulated hostile SDK: plain C11 + pthreads.
+        .target(
+            name: "CLegacySDK",
+            path: "CLegacySDK",
+            cSettings: [
+                .define("_GNU_SOURCE"),
+                .define("LSDK_DEBUG", .when(configuration: .debug)),
+            ],
+            linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
+        ),
+        .target(name: "LegacyBridge", dependencies: ["CLegacySDK"]),
+        .target(name: "LegacyBridgeConformance", dependencies: ["LegacyBridge", "CLegacySDK"]),
+        .executableTarget(
+            name: "legacy-bridge",
+            dependencies: ["LegacyBridge", "LegacyBridgeConformance", "CLegacySDK"]
+        ),
+        .testTarget(name: "CLegacySDKTests", dependencies: ["CLegacySDK"]),
+        .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge", "CLegacySDK"]),
+        .testTarget(
+            name: "LegacyBridgeConformanceTests",
+            dependencies: ["LegacyBridgeConformance", "LegacyBridge", "legacy-bridge"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// Settings applied to every Swift target in one place.
+for target in package.targets where target.name != "CLegacySDK" {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+    ]
+}

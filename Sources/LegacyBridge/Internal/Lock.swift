@@ -1,0 +1,102 @@
+// The one lock type of LegacyBridge.
+//
+// Built on pthread_mutex_t (os_unfair_lock on Darwin) rather than
+// Synchronization.Mutex: on this toolchain ThreadSanitizer cannot see Mutex
+// under contention, and stress runs under TSan are part of the product.
+// Critical sections must stay tiny: never await, call C, or call user code
+// while holding one of these.
+
+#if canImport(Darwin)
+import Darwin
+
+@usableFromInline
+typealias PlatformLock = os_unfair_lock_s
+
+extension UnsafeMutablePointer where Pointee == PlatformLock {
+    @inlinable func initializeLock() { self.initialize(to: os_unfair_lock_s()) }
+    @inlinable func destroyLock() { self.deinitialize(count: 1) }
+    @inlinable func lock() { os_unfair_lock_lock(self) }
+    @inlinable func unlock() { os_unfair_lock_unlock(self) }
+}
+#else
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+@usableFromInline
+typealias PlatformLock = pthread_mutex_t
+
+extension UnsafeMutablePointer where Pointee == PlatformLock {
+    @inlinable func initializeLock() {
+        self.initialize(to: pthread_mutex_t())
+        #if DEBUG
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+        let rc = pthread_mutex_init(self, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+        #else
+        let rc = pthread_mutex_init(self, nil)
+        #endif
+        precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
+    }
+    @inlinable func destroyLock() {
+        let rc = pthread_mutex_destroy(self)
+        precondition(rc == 0, "pthread_mutex_destroy failed (lock still held?): \(rc)")
+        self.deinitialize(count: 1)
+    }
+    @inlinable func lock() {
+        let rc = pthread_mutex_lock(self)
+        precondition(rc == 0, "pthread_mutex_lock failed (re-entrant locking?): \(rc)")
+    }
+    @inlinable func unlock() {
+        let rc = pthread_mutex_unlock(self)
+        precondition(rc == 0, "pthread_mutex_unlock failed (not the owner?): \(rc)")
+    }
+}
+#endif
+
+/// Storage of a `LockedBox`: the value is the buffer's header, the lock its
+/// one tail element, so value and lock share a single allocation.
+@usableFromInline
+final class LockStorage<State>: ManagedBuffer<State, PlatformLock> {
+    deinit {
+        self.withUnsafeMutablePointerToElements { $0.destroyLock() }
+    }
+}
+
+/// A value protected by a platform lock, in one allocation. Copies share the
+/// same storage (it is a reference).
+///
+/// `@unchecked Sendable`: `State` is only ever read or written inside
+/// `withLock`, which holds the lock for the whole access.
+@usableFromInline
+struct LockedBox<State>: @unchecked Sendable {
+    @usableFromInline
+    let storage: LockStorage<State>
+
+    @inlinable
+    init(_ initial: State) {
+        let buffer = LockStorage<State>.create(minimumCapacity: 1) { buffer in
+            buffer.withUnsafeMutablePointerToElements { $0.initializeLock() }
+            return initial
+        }
+        // `create` returns an instance of the class it is called on.
+        self.storage = unsafeDowncast(buffer, to: LockStorage<State>.self)
+    }
+
+    @inlinable
+    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        try storage.withUnsafeMutablePointers { state, lock in
+            lock.lock()
+            defer { lock.unlock() }
+            return try body(&state.pointee)
+        }
+    }
+
+    /// Identity of the shared storage (for tests and debugging).
+    @usableFromInline
+    var identity: ObjectIdentifier { ObjectIdentifier(storage) }
+}

@@ -1,0 +1,2 @@
+import LegacyBridge
+print("legacy-bridge \(LegacyBridgeVersion.string)")
