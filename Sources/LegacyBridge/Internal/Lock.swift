@@ -3,6 +3,7 @@
 // Built on pthread_mutex_t (os_unfair_lock on Darwin) rather than
 // Synchronization.Mutex: on this toolchain ThreadSanitizer cannot see Mutex
 // under contention, and stress runs under TSan are part of the product.
+// `package` so the conformance library and the CLI share this one lock type.
 // Critical sections must stay tiny: never await, call C, or call user code
 // while holding one of these.
 
@@ -10,7 +11,7 @@
 import Darwin
 
 @usableFromInline
-typealias PlatformLock = os_unfair_lock_s
+package typealias PlatformLock = os_unfair_lock_s
 
 extension UnsafeMutablePointer where Pointee == PlatformLock {
     @inlinable func initializeLock() { self.initialize(to: os_unfair_lock_s()) }
@@ -26,7 +27,7 @@ import Musl
 #endif
 
 @usableFromInline
-typealias PlatformLock = pthread_mutex_t
+package typealias PlatformLock = pthread_mutex_t
 
 extension UnsafeMutablePointer where Pointee == PlatformLock {
     @inlinable func initializeLock() {
@@ -61,7 +62,7 @@ extension UnsafeMutablePointer where Pointee == PlatformLock {
 /// Storage of a `LockedBox`: the value is the buffer's header, the lock its
 /// one tail element, so value and lock share a single allocation.
 @usableFromInline
-final class LockStorage<State>: ManagedBuffer<State, PlatformLock> {
+package final class LockStorage<State>: ManagedBuffer<State, PlatformLock> {
     deinit {
         self.withUnsafeMutablePointerToElements { $0.destroyLock() }
     }
@@ -73,12 +74,12 @@ final class LockStorage<State>: ManagedBuffer<State, PlatformLock> {
 /// `@unchecked Sendable`: `State` is only ever read or written inside
 /// `withLock`, which holds the lock for the whole access.
 @usableFromInline
-struct LockedBox<State>: @unchecked Sendable {
+package struct LockedBox<State>: @unchecked Sendable {
     @usableFromInline
     let storage: LockStorage<State>
 
     @inlinable
-    init(_ initial: State) {
+    package init(_ initial: State) {
         let buffer = LockStorage<State>.create(minimumCapacity: 1) { buffer in
             buffer.withUnsafeMutablePointerToElements { $0.initializeLock() }
             return initial
@@ -88,7 +89,7 @@ struct LockedBox<State>: @unchecked Sendable {
     }
 
     @inlinable
-    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         try storage.withUnsafeMutablePointers { state, lock in
             lock.lock()
             defer { lock.unlock() }

@@ -1,0 +1,227 @@
+/// The value a simulated one-shot legacy operation produces.
+public struct LegacyPayload: Sendable, Hashable {
+    /// The operation's number within its SDK client.
+    public var requestID: UInt64
+    /// Which callback of the operation carried it (1 for the first; repeats count up).
+    public var attempt: UInt32
+
+    /// Creates a payload.
+    /// - Parameters:
+    ///   - requestID: The operation's number.
+    ///   - attempt: Which callback carried it.
+    public init(requestID: UInt64, attempt: UInt32) {
+        self.requestID = requestID
+        self.attempt = attempt
+    }
+}
+
+/// A raw cancel function, the way legacy SDKs hand them out. Idempotent and thread-safe; it may call
+/// the operation's callback synchronously, on the calling thread, before it returns.
+public typealias LegacyCancel = @Sendable () -> Void
+
+/// A one-shot legacy operation, as a conformance scenario hands it to an adapter.
+///
+/// It behaves like a real callback SDK: the callback may come zero, one or several times, from any
+/// thread, possibly before `start` returns; cancelling may call back synchronously. The adapter's job
+/// is to turn it into one async value (or error) — see ``OneShotAdapter``.
+public struct LegacyOperation: Sendable {
+    @usableFromInline
+    let starter: @Sendable (@escaping @Sendable (Result<LegacyPayload, any Error>) -> Void) -> LegacyCancel?
+    @usableFromInline
+    let contextStarter: @Sendable (
+        Unmanaged<AnyObject>,
+        @escaping @Sendable (Unmanaged<AnyObject>, Result<LegacyPayload, any Error>) -> Void,
+        @escaping @Sendable (Unmanaged<AnyObject>) -> Void
+    ) -> LegacyCancel?
+
+    /// The deadline the caller wants, or `nil` for none. An adapter that supports timeouts should give
+    /// up after this long, report an error, and cancel the operation.
+    public let timeout: Duration?
+
+    package init(
+        timeout: Duration?,
+        start: @escaping @Sendable (@escaping @Sendable (Result<LegacyPayload, any Error>) -> Void) -> LegacyCancel?,
+        startWithContext: @escaping @Sendable (
+            Unmanaged<AnyObject>,
+            @escaping @Sendable (Unmanaged<AnyObject>, Result<LegacyPayload, any Error>) -> Void,
+            @escaping @Sendable (Unmanaged<AnyObject>) -> Void
+        ) -> LegacyCancel?
+    ) {
+        self.timeout = timeout
+        self.starter = start
+        self.contextStarter = startWithContext
+    }
+
+    /// Starts the operation with a callback closure.
+    ///
+    /// The operation keeps `callback` until it has made its last call, then drops it.
+    /// - Parameter callback: Called zero or more times with the operation's outcomes.
+    /// - Returns: A cancel function, or `nil` when the operation cannot be cancelled.
+    @inlinable
+    public func start(_ callback: @escaping @Sendable (Result<LegacyPayload, any Error>) -> Void) -> LegacyCancel? {
+        starter(callback)
+    }
+
+    /// Starts the operation C-style, with a context object the adapter owns.
+    ///
+    /// This mirrors `start(context, callback, release_context)` C APIs. The adapter passes a retained
+    /// reference (`Unmanaged.passRetained`); the operation hands it to every `callback` and calls
+    /// `release` exactly once, after its last callback. The adapter must balance its retain in
+    /// `release`, never earlier. Scenarios watch the context and report an adapter that frees it while
+    /// the operation can still call back (a use-after-free in a real SDK) instead of touching it.
+    /// - Parameters:
+    ///   - context: The adapter's retained context.
+    ///   - callback: Called zero or more times with the context and an outcome.
+    ///   - release: Called once when the operation is done with the context.
+    /// - Returns: A cancel function, or `nil` when the operation cannot be cancelled.
+    @inlinable
+    public func start(
+        context: Unmanaged<AnyObject>,
+        callback: @escaping @Sendable (Unmanaged<AnyObject>, Result<LegacyPayload, any Error>) -> Void,
+        release: @escaping @Sendable (Unmanaged<AnyObject>) -> Void
+    ) -> LegacyCancel? {
+        contextStarter(context, callback, release)
+    }
+}
+
+/// Something that turns a one-shot legacy callback operation into an async value.
+///
+/// Conform in a few lines, e.g. with `withCallback`:
+/// ```swift
+/// struct MyAdapter: OneShotAdapter {
+///     var name: String { "mine" }
+///     var summary: String { "withCallback around the raw callback" }
+///     func value(of operation: LegacyOperation) async throws -> LegacyPayload {
+///         try await withCallback(timeout: operation.timeout) { completion in
+///             operation.start { completion($0) }.map(CancelHandle.init)
+///         }
+///     }
+/// }
+/// let report = await ConformanceSuite.run(MyAdapter())
+/// ```
+public protocol OneShotAdapter: Sendable {
+    /// A short name, unique among the adapters being compared (letters, digits, dashes).
+    var name: String { get }
+    /// One line saying what the adapter is.
+    var summary: String { get }
+    /// Runs `operation` to its outcome.
+    ///
+    /// Called from arbitrary isolation, including the main actor.
+    /// - Parameter operation: The legacy operation to bridge.
+    /// - Returns: The operation's value.
+    /// - Throws: The operation's error, `CancellationError` when the calling task was cancelled, or a
+    ///   timeout error when `operation.timeout` expired.
+    func value(of operation: LegacyOperation) async throws -> LegacyPayload
+}
+
+/// One event of a simulated legacy event stream.
+public struct LegacyEvent: Sendable, Hashable {
+    /// What the event carries.
+    public enum Kind: Sendable, Hashable {
+        /// Bytes done so far.
+        case progress
+        /// A chunk of data.
+        case data
+    }
+
+    /// The event's number in production order: 0, 1, 2, ...
+    public var sequence: UInt64
+    /// Progress or data.
+    public var kind: Kind
+    /// Progress: bytes done; data: offset of the chunk.
+    public var bytes: UInt64
+    /// Data: the chunk's length; progress: 0.
+    public var length: Int
+
+    /// Creates an event.
+    /// - Parameters:
+    ///   - sequence: The event's number in production order.
+    ///   - kind: Progress or data.
+    ///   - bytes: Bytes done, or the chunk's offset.
+    ///   - length: The chunk's length.
+    public init(sequence: UInt64, kind: Kind, bytes: UInt64, length: Int) {
+        self.sequence = sequence
+        self.kind = kind
+        self.bytes = bytes
+        self.length = length
+    }
+}
+
+/// The raw controls a legacy event source hands back when it starts.
+public struct LegacySourceControl: Sendable {
+    /// Stops the source. Idempotent; may call `onEvent`/`onEnd` synchronously before returning.
+    public let cancel: LegacyCancel
+    /// Asks the source to stop producing new events (events already in flight may still arrive).
+    public let pause: @Sendable () -> Void
+    /// Lets a paused source produce again.
+    public let resume: @Sendable () -> Void
+
+    package init(cancel: @escaping LegacyCancel, pause: @escaping @Sendable () -> Void, resume: @escaping @Sendable () -> Void) {
+        self.cancel = cancel
+        self.pause = pause
+        self.resume = resume
+    }
+}
+
+/// A multi-event legacy source, as a conformance scenario hands it to a stream adapter.
+///
+/// Events come from SDK threads, possibly several at once and out of order (never more than
+/// ``reorderWindow`` sequence numbers apart), possibly faster than the consumer takes them. The end
+/// comes through `onEnd`, and a misbehaving source may send events, or the end, again after it.
+public struct LegacyEventSource: Sendable {
+    @usableFromInline
+    let starter: @Sendable (
+        @escaping @Sendable (LegacyEvent) -> Void,
+        @escaping @Sendable ((any Error)?) -> Void
+    ) -> LegacySourceControl
+
+    /// How far out of order events can arrive: an adapter that reorders needs at least this window.
+    public let reorderWindow: Int
+    /// The buffer size at which a backpressured adapter should pause the source.
+    public let highWater: Int
+    /// The buffer size below which a paused source should be resumed.
+    public let lowWater: Int
+
+    package init(
+        reorderWindow: Int, lowWater: Int, highWater: Int,
+        start: @escaping @Sendable (
+            @escaping @Sendable (LegacyEvent) -> Void,
+            @escaping @Sendable ((any Error)?) -> Void
+        ) -> LegacySourceControl
+    ) {
+        self.reorderWindow = reorderWindow
+        self.lowWater = lowWater
+        self.highWater = highWater
+        self.starter = start
+    }
+
+    /// Starts the source.
+    /// - Parameters:
+    ///   - onEvent: Called for each event, from SDK threads.
+    ///   - onEnd: Called with `nil` for success or the error that ended the stream.
+    /// - Returns: The source's cancel, pause and resume functions.
+    @inlinable
+    public func start(
+        onEvent: @escaping @Sendable (LegacyEvent) -> Void,
+        onEnd: @escaping @Sendable ((any Error)?) -> Void
+    ) -> LegacySourceControl {
+        starter(onEvent, onEnd)
+    }
+}
+
+/// Something that turns a legacy event source into an async sequence of its events.
+///
+/// The sequence should deliver every event once, in sequence order, end after the source's end, stop
+/// the source when the consumer goes away, and keep memory bounded when the consumer is slow.
+public protocol StreamAdapter: Sendable {
+    /// The sequence the adapter produces.
+    associatedtype Events: AsyncSequence where Events.Element == LegacyEvent
+    /// A short name, unique among the adapters being compared (letters, digits, dashes).
+    var name: String { get }
+    /// One line saying what the adapter is.
+    var summary: String { get }
+    /// Wraps `source` in an async sequence. The source should start when iteration starts.
+    /// - Parameter source: The legacy event source.
+    /// - Returns: The events, in order, ending when the source ends.
+    func events(from source: LegacyEventSource) -> Events
+}
