@@ -1,2 +1,0 @@
-import LegacyBridge
-print("legacy-bridge \(LegacyBridgeVersion.string)")
