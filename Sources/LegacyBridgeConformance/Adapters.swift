@@ -91,8 +91,8 @@ public struct LegacyOperation: Sendable {
 /// struct MyAdapter: OneShotAdapter {
 ///     var name: String { "mine" }
 ///     var summary: String { "withCallback around the raw callback" }
-///     func value(of operation: LegacyOperation) async throws -> LegacyPayload {
-///         try await withCallback(timeout: operation.timeout) { completion in
+///     func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+///         try await withCallback(isolation: isolation, timeout: operation.timeout) { completion in
 ///             operation.start { completion($0) }.map(CancelHandle.init)
 ///         }
 ///     }
@@ -106,12 +106,16 @@ public protocol OneShotAdapter: Sendable {
     var summary: String { get }
     /// Runs `operation` to its outcome.
     ///
-    /// Called from arbitrary isolation, including the main actor.
-    /// - Parameter operation: The legacy operation to bridge.
+    /// Called from arbitrary isolation, including the main actor. `isolation` is the caller's actor:
+    /// pass it on (to `withCallback(isolation:)`, `withCheckedThrowingContinuation(isolation:)`, ...)
+    /// so `start` runs where the caller is, with no executor hop.
+    /// - Parameters:
+    ///   - operation: The legacy operation to bridge.
+    ///   - isolation: The caller's actor, or `nil`.
     /// - Returns: The operation's value.
     /// - Throws: The operation's error, `CancellationError` when the calling task was cancelled, or a
     ///   timeout error when `operation.timeout` expired.
-    func value(of operation: LegacyOperation) async throws -> LegacyPayload
+    func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload
 }
 
 /// One event of a simulated legacy event stream.

@@ -1,0 +1,65 @@
+import LegacyBridge
+
+/// The conformance suite: runs the one-shot or stream contract against an adapter.
+///
+/// Each scenario drives a simulated legacy SDK in one hostile behaviour, on its own SDK client,
+/// bounded by a watchdog, and reports pass/fail with a reason. Call it from your own tests:
+/// ```swift
+/// let report = await ConformanceSuite.run(MyAdapter())
+/// #expect(report.failures.isEmpty, "\(report.rendered)")
+/// ```
+/// In-process runs cannot survive an adapter that traps (a double resume of a checked
+/// continuation, a failed precondition): run such adapters through
+/// `legacy-bridge conformance`, which isolates every scenario in a child process.
+public enum ConformanceSuite {
+    /// Runs every one-shot scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, burst size, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: OneShotAdapter>(_ adapter: Adapter, options: ConformanceOptions = .init()) async -> ConformanceReport {
+        let results = await runAll(OneShotScenarios.all, on: adapter as any OneShotAdapter, options: options)
+        return ConformanceReport(adapter: adapter.name, kind: .oneShot, results: results)
+    }
+
+    /// Runs every stream scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: StreamAdapter>(_ adapter: Adapter, options: ConformanceOptions = .init()) async -> ConformanceReport {
+        let results = await runAll(StreamScenarios<Adapter>.all, on: adapter, options: options)
+        return ConformanceReport(adapter: adapter.name, kind: .stream, results: results)
+    }
+
+    /// The scenarios for one kind of adapter: names and one-line summaries, in run order.
+    /// - Parameter kind: One-shot or stream.
+    /// - Returns: `(name, summary)` pairs.
+    public static func scenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
+        switch kind {
+        case .oneShot:
+            return OneShotScenarios.all.map { ($0.name, $0.summary) }
+        case .stream:
+            return StreamScenarios<NeverStreamAdapter>.all.map { ($0.name, $0.summary) }
+        }
+    }
+
+    private static func runAll<Adapter: Sendable>(
+        _ scenarios: [Scenario<Adapter>], on adapter: Adapter, options: ConformanceOptions
+    ) async -> [ScenarioResult] {
+        var results: [ScenarioResult] = []
+        for (index, scenario) in scenarios.enumerated() where options.only?.contains(scenario.name) ?? true {
+            results.append(await execute(scenario, on: adapter, options: options, index: index))
+        }
+        return results
+    }
+}
+
+/// Stands in for an adapter type when only scenario names are needed.
+struct NeverStreamAdapter: StreamAdapter {
+    var name: String { "" }
+    var summary: String { "" }
+    func events(from source: LegacyEventSource) -> AsyncStream<LegacyEvent> {
+        AsyncStream { $0.finish() }
+    }
+}

@@ -1,0 +1,332 @@
+import LegacyBridge
+
+/// The one-shot contract, one scenario per way real SDKs break adapters.
+enum OneShotScenarios {
+    static let all: [Scenario<any OneShotAdapter>] = [
+        synchronousCallback,
+        repeated("repeated-callback-same-outcome", "a second identical success is ignored; the first value is returned", [.success, .success], expectSuccess: true),
+        repeated("repeated-callback-success-then-error", "success then error: the success wins, the error is ignored", [.success, .failure], expectSuccess: true),
+        repeated("repeated-callback-error-then-success", "error then success: the error wins, the success is ignored", [.failure, .success], expectSuccess: false),
+        finishBeforeInstall,
+        neverCallsBackThenCancel,
+        foreignThreadCallback,
+        cancelBeforeHandle,
+        reentrantCancel,
+        lateCallbackAfterCancel,
+        timeoutSilentOperation,
+        contextReleasedOnce,
+        capturesFreed,
+        mainActorCaller,
+        burst,
+    ]
+
+    static let synchronousCallback = Scenario<any OneShotAdapter>(
+        name: "synchronous-callback",
+        summary: "the callback comes on the caller's thread before start returns; its value is not lost"
+    ) { adapter, context in
+        let (operation, _) = context.lab.operation(.synchronous)
+        let result = await launch(adapter, operation).value
+        guard case .success(let payload) = result, payload.attempt == 1 else {
+            return .fail("expected the value of callback #1, got \(describe(result))")
+        }
+        return .pass
+    }
+
+    static func repeated(_ name: String, _ summary: String, _ outcomes: [SimulatedBehavior.Outcome], expectSuccess: Bool) -> Scenario<any OneShotAdapter> {
+        Scenario(name: name, summary: summary) { adapter, context in
+            let behavior = SimulatedBehavior.synchronous.with { $0.outcomes = outcomes }
+            let (operation, probe) = context.lab.operation(behavior)
+            let result = await launch(adapter, operation).value
+            guard await eventually({ probe.snapshot.released }) else {
+                return .fail("the SDK never finished the operation")
+            }
+            let callbacks = probe.snapshot.callbacks
+            guard callbacks == outcomes.count else {
+                return .fail("the SDK made \(callbacks) callbacks instead of \(outcomes.count)")
+            }
+            switch (expectSuccess, result) {
+            case (true, .success(let payload)) where payload.attempt == 1:
+                return .pass
+            case (false, .failure(let error)) where (error as? LegacySDKError) == .remote:
+                return .pass
+            default:
+                return .fail("the first callback must decide the outcome (\(expectSuccess ? "value #1" : "the SDK's error")); got \(describe(result))")
+            }
+        }
+    }
+
+    static let finishBeforeInstall = Scenario<any OneShotAdapter>(
+        name: "finish-before-install",
+        summary: "the callback comes from another thread while start is still running; it is not lost"
+    ) { adapter, context in
+        let (operation, probe) = context.lab.operation(.wellBehaved, holdStartUntilCallback: true)
+        let result = await launch(adapter, operation).value
+        guard probe.snapshot.callbacks >= 1 else {
+            return .fail("the callback did not arrive while start was held open; the scenario proved nothing")
+        }
+        guard case .success(let payload) = result, payload.attempt == 1 else {
+            return .fail("expected the value of callback #1, got \(describe(result))")
+        }
+        return .pass
+    }
+
+    static let neverCallsBackThenCancel = Scenario<any OneShotAdapter>(
+        name: "never-calls-back-then-cancel",
+        summary: "the operation never calls back; cancelling the task ends the wait and cancels the operation once"
+    ) { adapter, context in
+        let (operation, probe) = context.lab.operation(.neverCompletes.with { $0.cancelMode = .silent })
+        let task = launch(adapter, operation)
+        guard await eventually({ probe.snapshot.starts == 1 }) else {
+            return .fail("the adapter did not start the operation")
+        }
+        cancelFromForeignThread(task)
+        let result = await task.value
+        guard case .failure(let error) = result, error is CancellationError else {
+            return .fail("expected CancellationError, got \(describe(result))")
+        }
+        guard await eventually({ probe.snapshot.released }) else {
+            return .fail("the operation was never cancelled (its cancel function was called \(probe.snapshot.cancels) times); it would run forever")
+        }
+        let cancels = probe.snapshot.cancels
+        return cancels == 1 ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
+    }
+
+    static let foreignThreadCallback = Scenario<any OneShotAdapter>(
+        name: "foreign-thread-callback",
+        summary: "the callback comes from a freshly created pthread"
+    ) { adapter, context in
+        let (operation, _) = context.lab.operation(.freshThread)
+        let result = await launch(adapter, operation).value
+        guard case .success(let payload) = result, payload.attempt == 1 else {
+            return .fail("expected the value of callback #1, got \(describe(result))")
+        }
+        guard context.lab.counters.callbacksFreshThread >= 1 else {
+            return .fail("the SDK made no fresh-thread callback; the scenario proved nothing")
+        }
+        return .pass
+    }
+
+    static let cancelBeforeHandle = Scenario<any OneShotAdapter>(
+        name: "cancel-before-handle",
+        summary: "the task is cancelled inside start, before the cancel handle exists; the operation is still cancelled"
+    ) { adapter, context in
+        let (operation, probe) = context.lab.operation(
+            .neverCompletes.with { $0.cancelMode = .silent },
+            beforeStart: { withUnsafeCurrentTask { $0?.cancel() } })
+        let result = await launch(adapter, operation).value
+        guard case .failure(let error) = result, error is CancellationError else {
+            return .fail("expected CancellationError, got \(describe(result))")
+        }
+        guard await eventually({ probe.snapshot.released }) else {
+            return .fail("the operation was never cancelled: a cancellation recorded before the handle arrived must cancel it when it does")
+        }
+        let cancels = probe.snapshot.cancels
+        return cancels == 1 ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
+    }
+
+    static let reentrantCancel = Scenario<any OneShotAdapter>(
+        name: "reentrant-cancel",
+        summary: "cancel calls the callback synchronously, inside cancel; no deadlock, the outcome stays CancellationError"
+    ) { adapter, context in
+        let (operation, probe) = context.lab.operation(.neverCompletes.with { $0.cancelMode = .callbackSynchronously })
+        let task = launch(adapter, operation)
+        guard await eventually({ probe.snapshot.starts == 1 }) else {
+            return .fail("the adapter did not start the operation")
+        }
+        cancelFromForeignThread(task)
+        let result = await task.value
+        guard case .failure(let error) = result, error is CancellationError else {
+            return .fail("expected CancellationError, got \(describe(result))")
+        }
+        guard await eventually({ probe.snapshot.released }) else {
+            return .fail("the operation was never cancelled")
+        }
+        guard context.lab.counters.callbacksReentrantCancel == 1 else {
+            return .fail("the SDK made no re-entrant callback; the scenario proved nothing")
+        }
+        return .pass
+    }
+
+    static let lateCallbackAfterCancel = Scenario<any OneShotAdapter>(
+        name: "late-callback-after-cancel",
+        summary: "after cancelling, a cancellation callback and then a late success arrive; both are ignored"
+    ) { adapter, context in
+        let behavior = SimulatedBehavior.neverCompletes.with {
+            $0.cancelMode = .callbackAsynchronously
+            $0.lateCallbackAfterCancel = true
+        }
+        let (operation, probe) = context.lab.operation(behavior)
+        let task = launch(adapter, operation)
+        guard await eventually({ probe.snapshot.starts == 1 }) else {
+            return .fail("the adapter did not start the operation")
+        }
+        cancelFromForeignThread(task)
+        let result = await task.value
+        guard case .failure(let error) = result, error is CancellationError else {
+            return .fail("expected CancellationError, got \(describe(result))")
+        }
+        guard await eventually({ probe.snapshot.released }) else {
+            return .fail("the operation was never cancelled")
+        }
+        guard probe.snapshot.callbacks == 2 else {
+            return .fail("the SDK made \(probe.snapshot.callbacks) callbacks after cancel instead of 2; the scenario proved nothing")
+        }
+        return .pass
+    }
+
+    static let timeoutSilentOperation = Scenario<any OneShotAdapter>(
+        name: "timeout-silent-operation",
+        summary: "the operation never calls back; the caller's timeout ends the wait with an error and cancels it"
+    ) { adapter, context in
+        let (operation, probe) = context.lab.operation(
+            .neverCompletes.with { $0.cancelMode = .silent }, timeout: .milliseconds(100))
+        let result = await launch(adapter, operation).value
+        guard case .failure(let error) = result, !(error is CancellationError) else {
+            return .fail("expected a timeout error, got \(describe(result))")
+        }
+        guard await eventually({ probe.snapshot.released }) else {
+            return .fail("the timed-out operation was never cancelled; it would run forever")
+        }
+        let cancels = probe.snapshot.cancels
+        return cancels == 1 ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
+    }
+
+    static let contextReleasedOnce = Scenario<any OneShotAdapter>(
+        name: "context-released-once",
+        summary: "three callbacks, then the release: the adapter's context lives until the release and is freed after it"
+    ) { adapter, context in
+        let behavior = SimulatedBehavior.synchronous.with { $0.outcomes = [.success, .success, .failure] }
+        let (operation, probe) = context.lab.operation(behavior)
+        _ = await launch(adapter, operation).value
+        guard await eventually({ probe.snapshot.released }) else {
+            return .fail("the SDK never finished the operation")
+        }
+        let snapshot = probe.snapshot
+        if snapshot.contextFreedBeforeCallback {
+            return .fail("the adapter freed its context while the SDK could still call back (a use-after-free on the next callback): release it only in the SDK's release callback")
+        }
+        if snapshot.contextFreedBeforeRelease {
+            return .fail("the adapter freed its context before the SDK's release callback")
+        }
+        if probe.adapterContextFreed != nil {
+            guard await eventually({ probe.adapterContextFreed == true }) else {
+                return .fail("the adapter's context was never freed after the SDK released it (a leak)")
+            }
+        }
+        let counters = context.lab.counters
+        guard counters.contextsCreated == counters.contextsReleased else {
+            return .fail("SDK contexts created \(counters.contextsCreated), released \(counters.contextsReleased)")
+        }
+        return .pass
+    }
+
+    static let capturesFreed = Scenario<any OneShotAdapter>(
+        name: "captures-freed",
+        summary: "after completion and after cancellation, everything the operation captured is freed (no cycle through the handle)"
+    ) { adapter, context in
+        // Completion path.
+        let (first, firstProbe) = context.lab.operation(.wellBehaved)
+        _ = await launch(adapter, first).value
+        // Cancellation path.
+        let (second, secondProbe) = context.lab.operation(.neverCompletes.with { $0.cancelMode = .callbackAsynchronously })
+        let task = launch(adapter, second)
+        guard await eventually({ secondProbe.snapshot.starts == 1 }) else {
+            return .fail("the adapter did not start the operation")
+        }
+        cancelFromForeignThread(task)
+        _ = await task.value
+        for (path, probe) in [("completed", firstProbe), ("cancelled", secondProbe)] {
+            guard await eventually({ probe.snapshot.released }) else {
+                return .fail("the \(path) operation was never finished by the SDK")
+            }
+            if probe.captureFreed != nil {
+                guard await eventually({ probe.captureFreed == true }) else {
+                    return .fail("after the \(path) call returned, the operation's captured state is still alive: something (the adapter's gate, its cancel handle) keeps it in a cycle")
+                }
+            } else if probe.adapterContextFreed != nil {
+                guard await eventually({ probe.adapterContextFreed == true }) else {
+                    return .fail("after the \(path) call returned, the adapter's context is still alive")
+                }
+            }
+        }
+        guard await eventually({ context.lab.counters.handlesOutstanding == 0 }) else {
+            return .fail("\(context.lab.counters.handlesOutstanding) SDK handles were never released")
+        }
+        return .pass
+    }
+
+    static let mainActorCaller = Scenario<any OneShotAdapter>(
+        name: "main-actor-caller",
+        summary: "a @MainActor caller: start runs on the main actor (no hop away) and the value arrives there"
+    ) { adapter, context in
+        let (operation, probe) = context.lab.operation(.wellBehaved)
+        return await MainActorProbe.run(adapter, operation, probe)
+    }
+
+    static let burst = Scenario<any OneShotAdapter>(
+        name: "burst-random-cancels",
+        summary: "hundreds of chaos operations at once with random cancellations: every call ends, nothing leaks"
+    ) { adapter, context in
+        let count = max(1, context.options.burstSize)
+        var rng = SplitMix64(seed: context.options.seed ^ 0xB0B5)
+        var plans: [(SimulatedBehavior, Bool)] = []
+        for index in 0..<count {
+            plans.append((.chaos(seed: context.options.seed &* 31 &+ UInt64(index)), rng.next() % 3 == 0))
+        }
+        let finished = await withTaskGroup(of: Bool.self) { group in
+            for (behavior, cancel) in plans {
+                let (operation, _) = context.lab.operation(behavior, timeout: .seconds(1))
+                let task = launch(adapter, operation)
+                if cancel { cancelFromForeignThread(task) }
+                group.addTask { _ = await task.value; return true }
+            }
+            var finished = 0
+            for await done in group where done { finished += 1 }
+            return finished
+        }
+        guard finished == count else { return .fail("only \(finished) of \(count) calls ended") }
+        guard await eventually(within: .seconds(3), {
+            let counters = context.lab.counters
+            return counters.contextsCreated == counters.contextsReleased && counters.handlesOutstanding == 0
+        }) else {
+            let counters = context.lab.counters
+            return .fail("after every call ended: SDK contexts created \(counters.contextsCreated), released \(counters.contextsReleased); handles outstanding \(counters.handlesOutstanding)")
+        }
+        return .pass
+    }
+}
+
+/// Runs the main-actor scenario's body on the main actor.
+@MainActor
+enum MainActorProbe {
+    static func run(_ adapter: any OneShotAdapter, _ operation: LegacyOperation, _ probe: OperationProbe) async -> Check {
+        guard isMainThread() else {
+            return .fail("the main actor is not running on the main thread here; cannot check")
+        }
+        let result: Result<LegacyPayload, any Error>
+        do {
+            result = .success(try await adapter.value(of: operation, isolation: MainActor.shared))
+        } catch {
+            result = .failure(error)
+        }
+        guard case .success = result else { return .fail("expected a value, got \(describe(result))") }
+        guard probe.snapshot.startedOnMainThread == true else {
+            return .fail("start ran off the main actor: the adapter hopped to another executor (take `isolation: isolated (any Actor)? = #isolation` and pass it on)")
+        }
+        guard isMainThread() else { return .fail("the value arrived off the main actor") }
+        return .pass
+    }
+}
+
+/// A small, fast, seedable generator for reproducible choices.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,98 @@
+import Dispatch
+import LegacyBridge
+
+/// Settings for a conformance run.
+public struct ConformanceOptions: Sendable, Hashable {
+    /// How long one scenario may take before it is reported as a hang.
+    public var watchdog: Duration
+    /// Operations in the one-shot burst scenario.
+    public var burstSize: Int
+    /// Seed for every random choice the scenarios make.
+    public var seed: UInt64
+    /// Run only scenarios with these names (`nil` runs all).
+    public var only: Set<String>?
+
+    /// Creates options.
+    /// - Parameters:
+    ///   - watchdog: Per-scenario bound (default 5 s).
+    ///   - burstSize: Operations in the burst scenario (default 500).
+    ///   - seed: Seed for random choices (default 1).
+    ///   - only: Scenario names to run, or `nil` for all.
+    public init(watchdog: Duration = .seconds(5), burstSize: Int = 500, seed: UInt64 = 1, only: Set<String>? = nil) {
+        self.watchdog = watchdog
+        self.burstSize = burstSize
+        self.seed = seed
+        self.only = only
+    }
+}
+
+/// What a scenario concluded.
+enum Check: Sendable {
+    case pass
+    case fail(String)
+}
+
+/// What a scenario needs besides the adapter.
+struct ScenarioContext: Sendable {
+    let lab: ScenarioLab
+    let options: ConformanceOptions
+}
+
+/// One named scenario for adapters of type `Adapter`.
+struct Scenario<Adapter: Sendable>: Sendable {
+    let name: String
+    let summary: String
+    let body: @Sendable (Adapter, ScenarioContext) async -> Check
+}
+
+/// Runs `scenario` against `adapter` on a fresh SDK client, bounded by the watchdog.
+func execute<Adapter: Sendable>(
+    _ scenario: Scenario<Adapter>, on adapter: Adapter, options: ConformanceOptions, index: Int
+) async -> ScenarioResult {
+    func result(_ verdict: ScenarioVerdict, _ detail: String) -> ScenarioResult {
+        ScenarioResult(name: scenario.name, summary: scenario.summary, verdict: verdict, detail: detail)
+    }
+    let lab: ScenarioLab
+    do {
+        lab = try ScenarioLab(seed: options.seed &+ UInt64(index))
+    } catch {
+        return result(.failed, "could not create the simulated SDK client: \(error)")
+    }
+    let context = ScenarioContext(lab: lab, options: options)
+    let check = await runWithWatchdog(bound: options.watchdog) {
+        await scenario.body(adapter, context)
+    }
+    switch check {
+    case .pass?:
+        return result(.passed, "")
+    case .fail(let detail)?:
+        return result(.failed, detail)
+    case nil:
+        return result(.hung, "did not finish within \(options.watchdog) (the adapter never returned: a lost resume, a deadlock, or a wait nothing will end)")
+    }
+}
+
+/// Cancels `task` from a thread outside the cooperative pool, so an adapter that deadlocks inside
+/// its cancellation handler strands that thread and not the pool.
+func cancelFromForeignThread<Success, Failure>(_ task: Task<Success, Failure>) {
+    DispatchQueue.global().async { task.cancel() }
+}
+
+/// Runs the adapter in its own task so a scenario can cancel it.
+func launch(_ adapter: any OneShotAdapter, _ operation: LegacyOperation) -> Task<Result<LegacyPayload, any Error>, Never> {
+    Task {
+        do {
+            return .success(try await adapter.value(of: operation, isolation: nil))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// Describes an outcome for failure messages.
+func describe(_ result: Result<LegacyPayload, any Error>) -> String {
+    switch result {
+    case .success(let payload): return "value from callback #\(payload.attempt)"
+    case .failure(let error): return "error \(type(of: error)): \(error)"
+    }
+}
