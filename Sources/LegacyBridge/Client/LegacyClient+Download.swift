@@ -1,0 +1,55 @@
+extension LegacyClient {
+    /// The reorder window of download streams: wider than the SDK's widest out-of-order
+    /// delivery (8 events), so no event is ever waited for in vain.
+    static let downloadReorderWindow = 64
+
+    /// Streams one download from the simulated SDK.
+    ///
+    /// Built on ``CallbackStream`` the way you would wrap your own SDK: each iterator starts its
+    /// own download; events from concurrent SDK threads are put back in sequence order (progress
+    /// never goes backwards; events the SDK dropped while paused leave gaps that are skipped);
+    /// the SDK's pause and resume back the `.backpressure` policy; leaving the loop, dropping the
+    /// iterator or cancelling the consuming task cancels the SDK download. Success finishes the
+    /// stream; an SDK error is thrown as ``LegacySDKError``. The C context and the SDK handle are
+    /// released exactly once on every path.
+    ///
+    /// - Parameters:
+    ///   - request: What to download.
+    ///   - behavior: How the simulated SDK misbehaves for this download.
+    ///   - buffering: How events wait for the consumer (default: pause the SDK at 64 buffered
+    ///     events, resume below 16).
+    /// - Returns: A cold stream of progress and data events.
+    public func download(
+        _ request: DownloadRequest,
+        behavior: SimulatedBehavior = .wellBehaved,
+        buffering: StreamBuffering = .backpressure(low: 16, high: 64)
+    ) -> CallbackStream<DownloadEvent> {
+        let sdk = self.sdk
+        return CallbackStream(
+            buffering: buffering,
+            ordering: .sequenced(window: Self.downloadReorderWindow)
+        ) { sink in
+            let started = SDK.startDownload(
+                client: sdk, request: request, behavior: behavior,
+                onEvent: { event in
+                    switch event.kind {
+                    case .progress:
+                        sink.yield(.progress(bytesDone: event.bytesDone, totalBytes: event.bytesTotal), sequence: event.sequence)
+                    case .data:
+                        sink.yield(.data(offset: event.bytesDone, bytes: event.data), sequence: event.sequence)
+                    case .end:
+                        if let error = event.error { sink.finish(throwing: error) } else { sink.finish() }
+                    }
+                })
+            switch started {
+            case .success(let handle):
+                return StreamControl(
+                    cancel: { handle.cancel() },
+                    pause: { try? handle.pause() },
+                    resume: { try? handle.resume() })
+            case .failure(let error):
+                throw error
+            }
+        }
+    }
+}
