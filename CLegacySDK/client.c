@@ -417,15 +417,13 @@ lsdk_status_t lsdk_client_destroy(lsdk_client_t *client) {
     atomic_store(&client->state, LSDK_CLIENT_DESTROYING);
     lsdk_unlock(&client->mutex);
 
-    /* From now on every delay is skipped, including what is already waiting in the timer. */
+    /* Cancel every live operation (including ones whose start is still running), skip every
+       delay from then on (including what already waits in the timer), and wait until every
+       operation has released its context and no API call is inside the client. Delays are
+       skipped only after the first sweep, so that nothing delayed is delivered as if it had
+       not been cancelled. */
     struct lsdk_runtime *runtime = client->runtime;
-    atomic_store(&runtime->flushing, true);
-    lsdk_lock(&runtime->timer_mutex);
-    LSDK_CHECK(pthread_cond_broadcast(&runtime->timer_cond));
-    lsdk_unlock(&runtime->timer_mutex);
-
-    /* Cancel every live operation (including ones whose start is still running), then wait until
-       every operation has released its context and no API call is inside the client. */
+    bool flushing = false;
     lsdk_lock(&client->mutex);
     for (;;) {
         struct lsdk_op *op = take_unswept(client);
@@ -433,6 +431,16 @@ lsdk_status_t lsdk_client_destroy(lsdk_client_t *client) {
             lsdk_unlock(&client->mutex);
             lsdk_op_cancel(op, true);
             lsdk_op_unref(op);
+            lsdk_lock(&client->mutex);
+            continue;
+        }
+        if (!flushing) {
+            flushing = true;
+            lsdk_unlock(&client->mutex);
+            atomic_store(&runtime->flushing, true);
+            lsdk_lock(&runtime->timer_mutex);
+            LSDK_CHECK(pthread_cond_broadcast(&runtime->timer_cond));
+            lsdk_unlock(&runtime->timer_mutex);
             lsdk_lock(&client->mutex);
             continue;
         }

@@ -76,8 +76,7 @@ const char *lsdk_status_string(lsdk_status_t status);
 enum {
     /** On the caller's thread, inside the start function, before it returns. Delays and
         intervals are ignored. Callbacks that cannot happen inside start (an asynchronous
-        cancellation, a late callback, the rest of a stream paused inside start and resumed
-        later) come from a worker. */
+        cancellation, a late callback) come from a worker. */
     LSDK_DELIVERY_SYNC = 0,
     /** On one of the client's pool worker threads. */
     LSDK_DELIVERY_WORKER = 1,
@@ -298,8 +297,8 @@ lsdk_status_t lsdk_cancel(lsdk_handle_t handle);
     on a finished or cancelled stream. Errors: INVALID_HANDLE, NOT_A_STREAM. */
 lsdk_status_t lsdk_pause(lsdk_handle_t handle);
 
-/** Resumes a paused stream; a stream parked inside a synchronous start goes on from a worker.
-    Idempotent; a no-op on a finished stream. Errors: INVALID_HANDLE, NOT_A_STREAM. */
+/** Resumes a paused stream. Idempotent; a no-op on a finished stream.
+    Errors: INVALID_HANDLE, NOT_A_STREAM. */
 lsdk_status_t lsdk_resume(lsdk_handle_t handle);
 
 /** Drops the caller's reference. Every handle returned by a start function must be released
