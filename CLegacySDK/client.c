@@ -118,6 +118,8 @@ static void *fresh_main(void *argument) {
     struct lsdk_client *client = fresh->client;
     struct lsdk_runtime *runtime = client->runtime;
     tls_owner = client;
+    /* Counted here, before the callback, so whoever the callback wakes sees it. */
+    lsdk_count(client, LSDK_COUNTER_threads_created, 1);
     lsdk_task_run(fresh->task, LSDK_WHERE_FRESH);
     /* Last touch of the runtime: destroy waits for fresh_running == 0, then joins us. */
     lsdk_lock(&runtime->fresh_mutex);
@@ -143,10 +145,7 @@ static void fresh_spawn(struct lsdk_client *client, lsdk_task_t *task) {
         runtime->fresh_running++;
         lsdk_unlock(&runtime->fresh_mutex);
         pthread_t thread;
-        if (pthread_create(&thread, NULL, fresh_main, fresh) == 0) {
-            lsdk_count(client, LSDK_COUNTER_threads_created, 1);
-            return;
-        }
+        if (pthread_create(&thread, NULL, fresh_main, fresh) == 0) return;
         lsdk_lock(&runtime->fresh_mutex);
         runtime->fresh_running--;
         lsdk_unlock(&runtime->fresh_mutex);

@@ -375,7 +375,10 @@ static void run_produce_serial(lsdk_task_t *task, lsdk_where_t where) {
 
         if (step == LSDK_STEP_DROP) {
             lsdk_count(op->client, LSDK_COUNTER_stream_events_dropped_paused, 1);
-            if (all_inline || b->interval_us == 0) continue;
+            if (all_inline) continue;
+            /* Without an interval, drops are produced as fast as possible, here; a worker still
+               lets other work run after its quota. */
+            if (b->interval_us == 0 && (where != LSDK_WHERE_WORKER || --quota > 0)) continue;
         } else {
             deliver_event(op, where, &ev, op->producer_buffer);
             if (all_inline) continue;
@@ -423,6 +426,7 @@ static void run_produce_batch(lsdk_task_t *task, lsdk_where_t where) {
     struct lsdk_op *op = task->op;
     const lsdk_behavior_t *b = &op->behavior;
     bool all_inline = where == LSDK_WHERE_SYNC && b->delivery == LSDK_DELIVERY_SYNC;
+    uint32_t empty_batches = 0;
     for (;;) {
         lsdk_ev_t events[LSDK_MAX_STREAM_CONCURRENCY];
         lsdk_mode_t modes[LSDK_MAX_STREAM_CONCURRENCY];
@@ -488,7 +492,10 @@ static void run_produce_batch(lsdk_task_t *task, lsdk_where_t where) {
             return;
         }
         if (stop == LSDK_STEP_STOP_HOLDING) return;
-        if (!all_inline && b->interval_us > 0) {
+        /* Here every event of the batch was dropped (or delivered inline). Go on after the
+           interval, or right away; a worker lets other work run now and then. */
+        bool yield = where == LSDK_WHERE_WORKER && ++empty_batches >= LSDK_PRODUCER_QUOTA / b->stream_concurrency;
+        if (!all_inline && (b->interval_us > 0 || yield)) {
             lsdk_lock(&op->mutex);
             lsdk_mode_t mode = draw_mode(op, false);
             lsdk_unlock(&op->mutex);
