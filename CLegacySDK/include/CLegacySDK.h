@@ -9,12 +9,18 @@
  *
  * Threading: every function is thread-safe unless its comment says
  * otherwise. No SDK lock is held while a callback runs, so a callback may
- * call any SDK function, including lsdk_cancel on its own operation.
+ * call any SDK function, including lsdk_cancel on its own operation (but not
+ * lsdk_client_destroy of its own client: LSDK_ERR_WRONG_THREAD). Callbacks of
+ * one operation may overlap: a CALLBACK_SYNC cancel delivers on the
+ * cancelling thread while another callback of the operation may be running,
+ * and concurrent streams deliver from several threads at once.
  *
  * Ownership: on any status other than LSDK_OK a start function makes no
  * callback and does not call release_context: the context is still yours.
  * On LSDK_OK, release_context (if not NULL) is called exactly once, after
- * the last callback the SDK will ever make for that operation.
+ * the last callback the SDK will ever make for that operation (late and
+ * repeated ones included); with synchronous delivery that can be before the
+ * start function returns.
  */
 #ifndef CLEGACYSDK_H
 #define CLEGACYSDK_H
@@ -68,14 +74,17 @@ const char *lsdk_status_string(lsdk_status_t status);
 
 /** Where callbacks are delivered (lsdk_behavior_t.delivery). */
 enum {
-    /** On the caller's thread, inside the start function, before it returns. Delays are ignored. */
+    /** On the caller's thread, inside the start function, before it returns. Delays and
+        intervals are ignored. Callbacks that cannot happen inside start (an asynchronous
+        cancellation, a late callback) come from a worker. */
     LSDK_DELIVERY_SYNC = 0,
     /** On one of the client's pool worker threads. */
     LSDK_DELIVERY_WORKER = 1,
     /** On a freshly created pthread, one per callback. */
     LSDK_DELIVERY_FRESH_THREAD = 2,
     /** Each callback draws one of the above from the operation's seed
-        (synchronous only for callbacks that can still happen inside start). */
+        (synchronous only for callbacks that can still happen inside start, and never for the
+        events of a stream with stream_concurrency > 1). */
     LSDK_DELIVERY_MIXED = 3,
 };
 
@@ -85,7 +94,12 @@ enum {
     LSDK_OUTCOME_ERROR = 1,
 };
 
-/** What lsdk_cancel does to an operation that has not finished (lsdk_behavior_t.cancel_mode). */
+/** What lsdk_cancel does to an operation that has not finished (lsdk_behavior_t.cancel_mode).
+    A cancel takes effect only while the operation still has normal callbacks to make (a request
+    with completions not yet started, one with completion_count 0, a stream whose events are not
+    all produced, a silent stream); afterwards it is harmless and changes nothing. Once a cancel
+    took effect, normal callbacks not yet started are dropped (a stream's sequence numbers may then
+    have gaps); a callback already running finishes. */
 enum {
     /** Delivers an LSDK_ERR_CANCELLED completion synchronously inside lsdk_cancel, on the
         cancelling thread (re-entrant when cancel is called from a callback). */
@@ -94,7 +108,9 @@ enum {
     LSDK_CANCEL_CALLBACK_ASYNC = 1,
     /** Stops the operation and delivers nothing more. */
     LSDK_CANCEL_SILENT = 2,
-    /** Cancel is ignored: the operation goes on and completes normally. */
+    /** Cancel is ignored: the operation goes on and completes normally (its callbacks count as
+        callbacks_after_cancel; no late callback). An operation that never completes by itself
+        then only ends when its client is destroyed. */
     LSDK_CANCEL_IGNORED = 3,
 };
 
@@ -102,7 +118,9 @@ enum {
 enum {
     LSDK_STREAM_END_SUCCESS = 0,
     LSDK_STREAM_END_ERROR = 1,
-    /** No terminal event: the stream delivers its data and then goes silent. */
+    /** No terminal event: the stream delivers its data and then goes silent. The operation stays
+        in flight (its context is not released) until it is cancelled or its client destroyed;
+        duplicate_terminal and events_after_terminal do not apply. */
     LSDK_STREAM_END_NONE = 2,
 };
 
@@ -111,7 +129,9 @@ enum {
     /** No new events are produced while paused (events already being delivered may arrive). */
     LSDK_PAUSE_STOPS = 0,
     /** A live source: events keep being generated on schedule and are dropped while paused
-        (counted in stream_events_dropped_paused). */
+        (counted in stream_events_dropped_paused; their sequence numbers are used up). Only data
+        and progress events before the terminal are dropped: the END and what follows it are
+        always delivered. */
     LSDK_PAUSE_DROPS = 1,
 };
 
@@ -130,12 +150,16 @@ enum {
 typedef struct lsdk_behavior {
     /** LSDK_DELIVERY_*. Default LSDK_DELIVERY_WORKER. */
     int32_t delivery;
-    /** Delay before each delivery, microseconds, 0...LSDK_MAX_DELAY_US. Default 0. */
+    /** Delay before each delivery, microseconds, 0...LSDK_MAX_DELAY_US. Default 0.
+        Requests: before each completion. Streams: before the first event (interval_us spaces the
+        others). Also before an asynchronous cancellation and a late callback. */
     uint32_t delay_us;
     /** Extra random delay 0...jitter_us drawn per delivery, 0...LSDK_MAX_DELAY_US. Default 0. */
     uint32_t jitter_us;
 
-    /** Requests: how many completions, 0 (never calls back) ... LSDK_MAX_COMPLETIONS. Default 1. */
+    /** Requests: how many completions, 0 (never calls back) ... LSDK_MAX_COMPLETIONS. Default 1.
+        With 0 the operation stays in flight (its context is not released) until it is cancelled
+        or its client destroyed. Each completion is scheduled after the previous one returned. */
     uint32_t completion_count;
     /** Requests: LSDK_OUTCOME_* of the i-th completion, for i < completion_count. Default all SUCCESS.
         Each success carries a response whose `attempt` is i + 1, so repeats are distinguishable. */
@@ -144,30 +168,39 @@ typedef struct lsdk_behavior {
     /** LSDK_CANCEL_*. Default LSDK_CANCEL_CALLBACK_ASYNC. */
     int32_t cancel_mode;
     /** After a cancel takes effect, one more callback arrives later from a worker thread
-        (requests: a success completion; streams: a data event). Default false. */
+        (requests: a success completion, after the cancellation completion if any, with the next
+        attempt number; streams: a data event with the next sequence number). Not with
+        LSDK_CANCEL_IGNORED. Default false. */
     bool late_callback_after_cancel;
 
     /** Streams: bytes per data event, 1...LSDK_MAX_CHUNK_SIZE. Default 4096. */
     uint32_t chunk_size;
     /** Streams: a progress event after every n-th data event; 0 = no progress events. Default 1. */
     uint32_t progress_every;
-    /** Streams: pause between producing consecutive events, microseconds, 0...LSDK_MAX_DELAY_US. Default 0. */
+    /** Streams: pause between producing consecutive events (between batches when
+        stream_concurrency > 1), microseconds, 0...LSDK_MAX_DELAY_US. Default 0. */
     uint32_t interval_us;
     /** Streams: 1 = events delivered in order from one thread at a time; 2...LSDK_MAX_STREAM_CONCURRENCY =
         up to that many events of the stream are delivered at once from different threads, so they
-        can arrive out of order (never more than this many sequence numbers apart). Default 1. */
+        can arrive out of order (never more than this many sequence numbers apart). Default 1.
+        Events are produced in batches of up to this many, handed out in a seeded shuffled order;
+        a batch starts once every event of the previous one was delivered. So when the event with
+        sequence s arrives, every event with a sequence <= s - stream_concurrency has arrived
+        (or was dropped). */
     uint32_t stream_concurrency;
     /** Streams: LSDK_STREAM_END_*. Default LSDK_STREAM_END_SUCCESS. */
     int32_t stream_end;
     /** Streams: deliver the terminal event twice. Default false. */
     bool duplicate_terminal;
-    /** Streams: data events delivered after the terminal, 0...LSDK_MAX_EVENTS_AFTER_TERMINAL. Default 0. */
+    /** Streams: data events delivered after the terminal, 0...LSDK_MAX_EVENTS_AFTER_TERMINAL. Default 0.
+        Their bytes continue past the end of the content (offset total_bytes, total_bytes +
+        chunk_size, ...). */
     uint32_t events_after_terminal;
     /** Streams: LSDK_PAUSE_*. Default LSDK_PAUSE_STOPS. */
     int32_t pause_mode;
 
-    /** Status carried by ERROR outcomes and error stream ends. Must not be LSDK_OK or
-        LSDK_ERR_CANCELLED. Default LSDK_ERR_REMOTE. */
+    /** Status carried by ERROR outcomes and error stream ends: any value except LSDK_OK and
+        LSDK_ERR_CANCELLED (OUT_OF_RANGE), unknown ones included. Default LSDK_ERR_REMOTE. */
     lsdk_status_t error_status;
     /** Message carried by errors (copied by the start function; at most 255 bytes are kept).
         NULL = a default message. */
@@ -183,7 +216,11 @@ void lsdk_behavior_init(lsdk_behavior_t *behavior);
 
 /** Fills `behavior` with every knob drawn from `seed` (delivery, delays up to 2 ms, repeats,
     outcomes, cancel mode, late callbacks, stream shape and concurrency). Always valid input for
-    both start functions. The same seed gives the same behaviour. NULL is ignored. */
+    both start functions. The same seed gives the same behaviour. NULL is ignored.
+    Chaos keeps operations short: delay + jitter <= 2 ms, intervals <= 100 us, chunks of
+    1...16 KiB (so a 64 KiB download is at most 64 data events), and an operation that never ends
+    by itself (completion_count 0 or STREAM_END_NONE) never has LSDK_CANCEL_IGNORED, so a cancel
+    always ends it. error_message is NULL; seed is set (non-zero) from `seed`. */
 void lsdk_behavior_init_chaos(lsdk_behavior_t *behavior, uint64_t seed);
 
 /* ------------------------------------------------------------------------ */
@@ -216,8 +253,11 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
  * Destroys a client. Operations in flight are cancelled as by lsdk_cancel, except that a cancel
  * that would be IGNORED is treated as CALLBACK_ASYNC and all remaining delays are skipped; every
  * callback their behaviour prescribes (late ones included) is made and every context released
- * before this returns. Threads are joined.
- * The pointer stays safe to pass afterwards: every call then returns LSDK_ERR_CLIENT_DESTROYED.
+ * before this returns. Threads are joined. A CALLBACK_SYNC cancellation is delivered on the
+ * calling thread, inside this function.
+ * The pointer stays safe to pass afterwards: every call then returns LSDK_ERR_CLIENT_DESTROYED,
+ * except lsdk_client_counters, which keeps working. Handles of its operations stay valid until
+ * released (and must still be released); cancel/pause/resume on them are harmless no-ops.
  * Errors: NULL_ARGUMENT, CLIENT_DESTROYED (second destroy), WRONG_THREAD (called from one of the
  * client's own threads, e.g. inside a callback: nothing is done).
  */
@@ -227,10 +267,14 @@ lsdk_status_t lsdk_client_destroy(lsdk_client_t *client);
  * Sets the client-wide session token (copied; at most 255 bytes kept; NULL clears it).
  * NOT THREAD-SAFE: callers must serialise every call for a client. Concurrent entry is detected
  * and the losing call returns LSDK_ERR_BUSY without changing anything.
+ * The config's session_token_probe (if set) is called on the calling thread while it is entered.
+ * Errors: NULL_ARGUMENT, BUSY, CLIENT_DESTROYED.
  */
 lsdk_status_t lsdk_client_set_session_token(lsdk_client_t *client, const char *token);
 
-/** Copies the current session token (NUL-terminated, truncated to capacity) into `buffer`. */
+/** Copies the current session token (NUL-terminated, truncated to capacity; "" when none) into
+    `buffer`. Thread-safe. Errors: NULL_ARGUMENT (client, buffer), OUT_OF_RANGE (capacity 0),
+    CLIENT_DESTROYED. */
 lsdk_status_t lsdk_client_get_session_token(lsdk_client_t *client, char *buffer, size_t capacity);
 
 /* ------------------------------------------------------------------------ */
@@ -245,13 +289,16 @@ typedef uint64_t lsdk_handle_t;
  * Cancels the operation. Idempotent (only the first call takes effect), thread-safe, callable from
  * inside any callback of the same operation; harmless after the operation finished (returns LSDK_OK).
  * What happens depends on the behaviour's cancel_mode. Errors: INVALID_HANDLE.
+ * Bad calls on handles (INVALID_HANDLE) are counted in the process-wide bad_calls only.
  */
 lsdk_status_t lsdk_cancel(lsdk_handle_t handle);
 
-/** Stops producing new events of a stream. Idempotent. Errors: INVALID_HANDLE, NOT_A_STREAM. */
+/** Stops producing new events of a stream (see lsdk_behavior_t.pause_mode). Idempotent; a no-op
+    on a finished or cancelled stream. Errors: INVALID_HANDLE, NOT_A_STREAM. */
 lsdk_status_t lsdk_pause(lsdk_handle_t handle);
 
-/** Resumes a paused stream. Idempotent. Errors: INVALID_HANDLE, NOT_A_STREAM. */
+/** Resumes a paused stream. Idempotent; a no-op on a finished stream.
+    Errors: INVALID_HANDLE, NOT_A_STREAM. */
 lsdk_status_t lsdk_resume(lsdk_handle_t handle);
 
 /** Drops the caller's reference. Every handle returned by a start function must be released
@@ -276,7 +323,8 @@ typedef struct lsdk_request {
 typedef struct lsdk_response {
     /** The operation's number within its client, starting at 1. */
     uint64_t request_id;
-    /** Which completion this is (1 for the first; repeats count up). */
+    /** Which completion this is (1 for the first; repeats count up). The cancellation and the
+        late completion continue the count. */
     uint32_t attempt;
     /** Body bytes: body[i] == lsdk_content_byte(request_id, i). NULL when body_length is 0. */
     const uint8_t *body;
@@ -294,7 +342,8 @@ typedef void (*lsdk_completion_fn)(void *context, lsdk_status_t status, const ls
  * otherwise the handle is written there when this returns (after any synchronous callbacks ran) and
  * must be released with lsdk_handle_release.
  * Errors (no callback, no release_context call): NULL_ARGUMENT (client, completion), OUT_OF_RANGE,
- * UNKNOWN_ENUM, CLIENT_DESTROYED, RESOURCES.
+ * UNKNOWN_ENUM, CLIENT_DESTROYED, RESOURCES. Checked in this order: client NULL, client destroyed,
+ * callback NULL, behaviour fields in declaration order, request fields.
  */
 lsdk_status_t lsdk_request_start(lsdk_client_t *client, const lsdk_request_t *request,
                                  const lsdk_behavior_t *behavior, lsdk_completion_fn completion,
@@ -319,7 +368,8 @@ typedef struct lsdk_event {
     int32_t kind;
     /** Per-operation sequence number: 0, 1, 2, ... in production order, over every kind. */
     uint64_t sequence;
-    /** PROGRESS: bytes delivered so far; DATA: offset of the first byte. */
+    /** PROGRESS: bytes produced so far (dropped ones included); DATA: offset of the first byte;
+        END: bytes produced before it. */
     uint64_t bytes_done;
     uint64_t bytes_total;
     /** DATA only: data[i] == lsdk_content_byte(request_id, offset + i). */
@@ -351,7 +401,8 @@ lsdk_status_t lsdk_download_start(lsdk_client_t *client, const lsdk_download_req
                                   void *context, lsdk_release_fn release_context,
                                   lsdk_handle_t *out_handle);
 
-/** The content byte at `offset` of the request numbered `request_id` (for verifying data). */
+/** The content byte at `offset` of the request numbered `request_id` (for verifying data). Defined
+    for every offset, including those past the end of a download. */
 uint8_t lsdk_content_byte(uint64_t request_id, uint64_t offset);
 
 /* ------------------------------------------------------------------------ */
@@ -362,6 +413,9 @@ typedef struct lsdk_counters {
     uint64_t operations_started;
     /** Operations whose context was released (the SDK is done with them). */
     uint64_t operations_finished;
+    /* Every callback (release_context excluded) moves exactly one of callbacks_sync,
+       callbacks_worker, callbacks_fresh_thread and callbacks_reentrant_cancel. Counters move
+       before the callback is called. */
     uint64_t callbacks_sync;          /* delivered on the caller's thread inside start */
     uint64_t callbacks_worker;        /* delivered on a pool worker */
     uint64_t callbacks_fresh_thread;  /* delivered on a freshly created pthread */
@@ -369,13 +423,13 @@ typedef struct lsdk_counters {
     uint64_t callbacks_repeated;
     /** Callbacks made after a cancel took effect, other than the cancellation completion itself. */
     uint64_t callbacks_after_cancel;
-    /** Callbacks delivered synchronously inside lsdk_cancel. */
+    /** Callbacks delivered synchronously inside lsdk_cancel (or lsdk_client_destroy). */
     uint64_t callbacks_reentrant_cancel;
     /** Cancels that took effect (first call per unfinished operation, any mode). */
     uint64_t cancels;
     uint64_t stream_events;                /* delivered stream events of every kind */
     uint64_t stream_events_dropped_paused; /* generated and dropped while paused (PAUSE_DROPS) */
-    uint64_t stream_events_after_terminal; /* delivered after the stream's first END */
+    uint64_t stream_events_after_terminal; /* delivered, produced after the stream's first END */
     uint64_t stream_pauses;                /* pause calls that changed state */
     uint64_t stream_resumes;               /* resume calls that changed state */
     uint64_t contexts_created;             /* successful starts */
@@ -385,7 +439,9 @@ typedef struct lsdk_counters {
     /** handles_created - handles_released, for convenience. */
     uint64_t handles_outstanding;
     uint64_t threads_created;              /* fresh callback threads */
-    uint64_t bad_calls;                    /* calls that returned an argument/handle/state error */
+    /** Calls that returned an argument/handle/state error (per client when the client is known:
+        a NULL client and an invalid handle count process-wide only). */
+    uint64_t bad_calls;
 } lsdk_counters_t;
 
 /** Counters of one client (valid also after destroy). Errors: NULL_ARGUMENT. */

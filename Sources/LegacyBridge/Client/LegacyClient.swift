@@ -1,0 +1,75 @@
+/// A client of the simulated legacy SDK: its own worker threads, counters and session token.
+///
+/// Operations started through a client do not retain it. When the last reference to the client
+/// goes away, its deinit destroys the SDK client: every operation still in flight is cancelled as
+/// its behaviour prescribes (an ignored cancel counts as an asynchronous one, delays are skipped),
+/// the callbacks that prescribes are made, every operation's context is released, and the SDK's
+/// threads are joined. If that last reference goes away inside one of the SDK's callbacks, the
+/// destroy happens on another thread shortly after.
+public final class LegacyClient: Sendable {
+    /// How a client is set up.
+    public struct Configuration: Sendable, Hashable {
+        /// The SDK's worker threads, 1 ... 64.
+        public var workerThreads: Int
+        /// The seed from which every operation's seed is derived (operations whose behaviour has a
+        /// seed of 0), so a whole run is reproducible.
+        public var seed: UInt64
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - workerThreads: The SDK's worker threads, 1 ... 64.
+        ///   - seed: The seed of the client's operations.
+        public init(workerThreads: Int = 4, seed: UInt64 = 0) {
+            self.workerThreads = workerThreads
+            self.seed = seed
+        }
+    }
+
+    /// The configuration the client was created with.
+    public let configuration: Configuration
+
+    /// The SDK client every operation of this client runs on.
+    let sdk: SDKClient
+
+    /// Creates a client and its SDK threads.
+    ///
+    /// - Parameter configuration: The set-up.
+    /// - Throws: ``LegacySDKError/outOfRange`` for a worker count outside 1 ... 64,
+    ///   ``LegacySDKError/resources`` when threads cannot be created.
+    public init(configuration: Configuration = .init()) throws(LegacySDKError) {
+        self.configuration = configuration
+        self.sdk = try SDKClient(workerThreads: configuration.workerThreads, seed: configuration.seed)
+    }
+
+    /// Wraps an existing SDK client (tests use it to install a session-token probe).
+    init(sdk: SDKClient, configuration: Configuration = .init()) {
+        self.configuration = configuration
+        self.sdk = sdk
+    }
+
+    /// What the SDK has done for this client so far.
+    public var counters: SDKCounters { sdk.counters }
+
+    /// Sets the client-wide session token.
+    ///
+    /// The SDK documents this call as not thread-safe (a concurrent entry fails with
+    /// ``LegacySDKError/busy``). Isolation to ``LegacySDKActor`` serialises every call, so
+    /// concurrent callers simply take turns.
+    ///
+    /// - Parameter token: The token (the SDK keeps at most 255 bytes), or `nil` to clear it.
+    /// - Throws: ``LegacySDKError/clientDestroyed`` if the client is being destroyed.
+    @LegacySDKActor
+    public func setSessionToken(_ token: String?) throws(LegacySDKError) {
+        try sdk.setSessionToken(token)
+    }
+
+    /// The current session token.
+    ///
+    /// - Returns: The token, or `nil` when none is set (an empty token reads as `nil`).
+    /// - Throws: ``LegacySDKError/clientDestroyed`` if the client is being destroyed.
+    @LegacySDKActor
+    public func sessionToken() throws(LegacySDKError) -> String? {
+        try sdk.sessionToken()
+    }
+}

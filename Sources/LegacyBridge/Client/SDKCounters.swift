@@ -1,0 +1,54 @@
+/// What the simulated SDK did, counted: for one client (``LegacyClient/counters``) or for the
+/// whole process (``processWide``).
+///
+/// Each counter is exact; a snapshot is not taken atomically across counters.
+public struct SDKCounters: Sendable, Hashable {
+    /// Operations started successfully.
+    public var operationsStarted: UInt64 = 0
+    /// Operations the SDK is done with (their context was released).
+    public var operationsFinished: UInt64 = 0
+    /// Callbacks on the caller's thread inside a start call.
+    public var callbacksSync: UInt64 = 0
+    /// Callbacks on a worker thread.
+    public var callbacksWorker: UInt64 = 0
+    /// Callbacks on a freshly created thread.
+    public var callbacksFreshThread: UInt64 = 0
+    /// Request completions after the first one of their operation.
+    public var callbacksRepeated: UInt64 = 0
+    /// Callbacks made after a cancel took effect (or was ignored), other than the cancellation itself.
+    public var callbacksAfterCancel: UInt64 = 0
+    /// Callbacks delivered synchronously inside a cancel (or a client destroy).
+    public var callbacksReentrantCancel: UInt64 = 0
+    /// Cancels that took effect.
+    public var cancels: UInt64 = 0
+    /// Stream events delivered, of every kind.
+    public var streamEvents: UInt64 = 0
+    /// Stream events produced and dropped while paused (live streams).
+    public var streamEventsDroppedPaused: UInt64 = 0
+    /// Stream events delivered after the stream's first end event.
+    public var streamEventsAfterTerminal: UInt64 = 0
+    /// Pauses that changed a stream's state.
+    public var streamPauses: UInt64 = 0
+    /// Resumes that changed a stream's state.
+    public var streamResumes: UInt64 = 0
+    /// Contexts handed to the SDK by successful starts.
+    public var contextsCreated: UInt64 = 0
+    /// Contexts the SDK released.
+    public var contextsReleased: UInt64 = 0
+    /// Operation handles created.
+    public var handlesCreated: UInt64 = 0
+    /// Operation handles released.
+    public var handlesReleased: UInt64 = 0
+    /// Handles created and not yet released.
+    public var handlesOutstanding: UInt64 = 0
+    /// Threads created for fresh-thread callbacks.
+    public var threadsCreated: UInt64 = 0
+    /// Calls the SDK rejected with an argument, handle or state error.
+    public var badCalls: UInt64 = 0
+
+    /// All zero.
+    public init() {}
+
+    /// The counters of every client the process ever created, destroyed ones included.
+    public static var processWide: SDKCounters { SDK.processWideCounters() }
+}

@@ -1,0 +1,452 @@
+// The one file that calls the C SDK (CLegacySDK).
+//
+// It is the only place with Unmanaged, raw pointers and @convention(c) trampolines. Everything
+// above it speaks Swift values: SDKClient, SDKHandle, FetchResponse, RawDownloadEvent,
+// LegacySDKError, SimulatedBehavior, SDKCounters.
+//
+// Context lifetime: every start passes one retained SDKContextBox (Unmanaged.passRetained) as the
+// C context. The SDK releases it exactly once, in its release_context callback, after the last
+// callback it will ever make for the operation (repeated and late ones included). That callback is
+// the only place the retain is given up; a start that fails gives it up at once (the SDK never
+// will). C payloads are copied into Sendable Swift values inside the callbacks.
+
+import CLegacySDK
+import Dispatch
+
+// MARK: - Swift values of C payloads
+
+/// One stream event, copied out of the SDK's callback.
+struct RawDownloadEvent: Sendable, Hashable {
+    enum Kind: Sendable, Hashable {
+        /// `bytesDone` / `bytesTotal` so far.
+        case progress
+        /// `data` holds bytes `bytesDone ..< bytesDone + data.count` of the content.
+        case data
+        /// Terminal: `status` 0 = success, otherwise an error (`.cancelled` included).
+        case end
+    }
+
+    var kind: Kind
+    /// Per-operation sequence number, in production order over every kind.
+    var sequence: UInt64
+    var bytesDone: UInt64
+    var bytesTotal: UInt64
+    /// Data events only.
+    var data: [UInt8]
+    /// End events only: the SDK status (0 = success).
+    var status: Int32
+    /// End events with an error: the SDK's message; otherwise "".
+    var message: String
+    /// The operation's number within its client.
+    var requestID: UInt64
+
+    /// The failure of an end event, `nil` for a successful end or any other event.
+    var error: LegacySDKError? {
+        guard kind == .end, status != 0 else { return nil }
+        return LegacySDKError(rawValue: status, message: message)
+    }
+}
+
+// MARK: - Context box and trampolines
+
+/// What a start hands to the SDK as its context.
+private final class SDKContextBox: Sendable {
+    enum Callback: Sendable {
+        case completion(@Sendable (Result<FetchResponse, LegacySDKError>) -> Void)
+        case event(@Sendable (RawDownloadEvent) -> Void)
+    }
+
+    let callback: Callback
+    let onRelease: (@Sendable () -> Void)?
+
+    init(callback: Callback, onRelease: (@Sendable () -> Void)?) {
+        self.callback = callback
+        self.onRelease = onRelease
+    }
+}
+
+/// The session-token probe of a client (tests only).
+private final class SDKProbeBox: Sendable {
+    let probe: @Sendable () -> Void
+    init(_ probe: @escaping @Sendable () -> Void) { self.probe = probe }
+}
+
+private func sdkCompletionTrampoline(
+    _ context: UnsafeMutableRawPointer?, _ status: lsdk_status_t, _ response: UnsafePointer<lsdk_response_t>?
+) {
+    guard let context, let response else { return }
+    let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeUnretainedValue()
+    guard case .completion(let onCompletion) = box.callback else { return }
+    let payload = response.pointee
+    let message = payload.message.map { String(cString: $0) } ?? ""
+    if status == lsdk_status_t(LSDK_OK) {
+        let body = payload.body.map { Array(UnsafeBufferPointer(start: $0, count: payload.body_length)) } ?? []
+        onCompletion(.success(FetchResponse(
+            requestID: payload.request_id, attempt: Int(payload.attempt), body: body, message: message)))
+    } else {
+        onCompletion(.failure(LegacySDKError(rawValue: status, message: message)))
+    }
+}
+
+private func sdkEventTrampoline(_ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<lsdk_event_t>?) {
+    guard let context, let event else { return }
+    let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeUnretainedValue()
+    guard case .event(let onEvent) = box.callback else { return }
+    let payload = event.pointee
+    let kind: RawDownloadEvent.Kind
+    switch Int(payload.kind) {
+    case LSDK_EVENT_PROGRESS: kind = .progress
+    case LSDK_EVENT_DATA: kind = .data
+    default: kind = .end
+    }
+    let data = kind == .data
+        ? payload.data.map { Array(UnsafeBufferPointer(start: $0, count: payload.length)) } ?? []
+        : []
+    onEvent(RawDownloadEvent(
+        kind: kind, sequence: payload.sequence, bytesDone: payload.bytes_done, bytesTotal: payload.bytes_total,
+        data: data, status: payload.status, message: payload.message.map { String(cString: $0) } ?? "",
+        requestID: payload.request_id))
+}
+
+private func sdkReleaseTrampoline(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeRetainedValue()
+    box.onRelease?()
+}
+
+private func sdkProbeTrampoline(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    Unmanaged<SDKProbeBox>.fromOpaque(context).takeUnretainedValue().probe()
+}
+
+// MARK: - Client
+
+/// Owns one SDK client (`lsdk_client_t*`) and destroys it in deinit.
+///
+/// Contexts of operations do not retain the client. Destroying it (in deinit) cancels every
+/// operation still in flight as its behaviour prescribes, makes the callbacks that prescribes and
+/// releases every context before the SDK's threads are joined. If the last reference goes away on
+/// one of the SDK's own threads (inside a callback), where the SDK refuses to destroy, the destroy
+/// is handed to a Dispatch thread.
+final class SDKClient: @unchecked Sendable {
+    // @unchecked Sendable: `raw` is immutable and only passed to SDK functions, which are
+    // thread-safe, except the session-token setter, reached only through @LegacySDKActor.
+    let raw: OpaquePointer
+    private let probe: SDKProbeBox?
+
+    /// Creates an SDK client with its worker pool.
+    ///
+    /// - Parameters:
+    ///   - workerThreads: Pool threads, 1 ... 64.
+    ///   - seed: Seed from which per-operation seeds are derived.
+    ///   - sessionTokenProbe: Called (on the setter's thread) while the session-token setter is
+    ///     entered; for tests that prove concurrent entry.
+    init(
+        workerThreads: Int = 4, seed: UInt64 = 0, sessionTokenProbe: (@Sendable () -> Void)? = nil
+    ) throws(LegacySDKError) {
+        var config = lsdk_client_config_t()
+        lsdk_client_config_init(&config)
+        config.worker_threads = UInt32(exactly: workerThreads) ?? .max
+        config.seed = seed
+        let probe = sessionTokenProbe.map(SDKProbeBox.init)
+        if let probe {
+            config.session_token_probe = sdkProbeTrampoline
+            config.probe_context = Unmanaged.passUnretained(probe).toOpaque()
+        }
+        var client: OpaquePointer?
+        let status = lsdk_client_create(&config, &client)
+        guard status == lsdk_status_t(LSDK_OK), let client else { throw LegacySDKError(rawValue: status) }
+        self.raw = client
+        self.probe = probe
+    }
+
+    deinit {
+        let status = lsdk_client_destroy(raw)
+        if status == lsdk_status_t(LSDK_ERR_WRONG_THREAD) {
+            let pending = SDKPendingDestroy(raw: raw, probe: probe)
+            DispatchQueue.global().async { pending.destroy() }
+        }
+    }
+
+    /// This client's counters (readable at any time).
+    var counters: SDKCounters {
+        var out = lsdk_counters_t()
+        let status = withExtendedLifetime(self) { lsdk_client_counters(raw, &out) }
+        precondition(status == lsdk_status_t(LSDK_OK), "lsdk_client_counters failed: \(status)")
+        return SDKCounters(out)
+    }
+
+    /// Sets the session token. The SDK documents this call as not thread-safe; isolating it to
+    /// ``LegacySDKActor`` serialises every call.
+    ///
+    /// - Parameter token: The token (at most 255 bytes are kept), or `nil` to clear it.
+    @LegacySDKActor
+    func setSessionToken(_ token: String?) throws(LegacySDKError) {
+        let status = withExtendedLifetime(self) {
+            if let token {
+                return token.withCString { lsdk_client_set_session_token(raw, $0) }
+            }
+            return lsdk_client_set_session_token(raw, nil)
+        }
+        guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
+    }
+
+    /// The session token, `nil` when none is set.
+    func sessionToken() throws(LegacySDKError) -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let status = withExtendedLifetime(self) {
+            buffer.withUnsafeMutableBufferPointer { lsdk_client_get_session_token(raw, $0.baseAddress, $0.count) }
+        }
+        guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// A destroy handed off from one of the SDK's own threads.
+private struct SDKPendingDestroy: @unchecked Sendable {
+    // @unchecked Sendable: the pointer is used once, by the one thread that destroys the client.
+    let raw: OpaquePointer
+    let probe: SDKProbeBox?
+
+    func destroy() {
+        _ = lsdk_client_destroy(raw)
+        withExtendedLifetime(probe) {}
+    }
+}
+
+// MARK: - Handle
+
+/// One reference to an operation's handle, released exactly once, in deinit.
+final class SDKHandle: Sendable {
+    let raw: lsdk_handle_t
+
+    init(raw: lsdk_handle_t) { self.raw = raw }
+
+    deinit {
+        let status = lsdk_handle_release(raw)
+        assert(status == lsdk_status_t(LSDK_OK), "lsdk_handle_release failed: \(status)")
+    }
+
+    /// Cancels the operation as its behaviour prescribes. Idempotent, thread-safe, callable from
+    /// inside a callback of the same operation (a synchronous cancellation callback then runs
+    /// re-entrantly, inside this call), harmless after the operation finished.
+    func cancel() {
+        let status = lsdk_cancel(raw)
+        assert(status == lsdk_status_t(LSDK_OK), "lsdk_cancel failed: \(status)")
+    }
+
+    /// Pauses a stream (idempotent).
+    ///
+    /// - Throws: ``LegacySDKError/notAStream`` for a request.
+    func pause() throws(LegacySDKError) {
+        let status = lsdk_pause(raw)
+        guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
+    }
+
+    /// Resumes a paused stream (idempotent).
+    ///
+    /// - Throws: ``LegacySDKError/notAStream`` for a request.
+    func resume() throws(LegacySDKError) {
+        let status = lsdk_resume(raw)
+        guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
+    }
+}
+
+// MARK: - Operations and conversions
+
+enum SDK {
+    /// Starts a one-shot request.
+    ///
+    /// `onCompletion` may be called several times (repeats, cancellation, late callbacks, as the
+    /// behaviour says), on any thread, possibly before this returns (synchronous delivery) or
+    /// re-entrantly inside ``SDKHandle/cancel()``, possibly concurrently with itself.
+    /// `onRelease` is called exactly once after a successful start, after the last `onCompletion`
+    /// call; the closures are released right after it. Neither is called when the start fails.
+    ///
+    /// - Returns: The operation's handle, or the SDK's error (no callback will come).
+    static func startRequest(
+        client: SDKClient, request: FetchRequest, behavior: SimulatedBehavior,
+        onCompletion: @escaping @Sendable (Result<FetchResponse, LegacySDKError>) -> Void,
+        onRelease: (@Sendable () -> Void)? = nil
+    ) -> Result<SDKHandle, LegacySDKError> {
+        let box = SDKContextBox(callback: .completion(onCompletion), onRelease: onRelease)
+        let context = Unmanaged.passRetained(box).toOpaque()
+        var handle: lsdk_handle_t = 0
+        let status = withExtendedLifetime(client) {
+            withCBehavior(behavior) { cBehavior in
+                request.path.withCString { path in
+                    var cRequest = lsdk_request_t(
+                        path: path, response_size: UInt32(exactly: request.responseSize) ?? .max)
+                    return lsdk_request_start(
+                        client.raw, &cRequest, cBehavior, sdkCompletionTrampoline, context,
+                        sdkReleaseTrampoline, &handle)
+                }
+            }
+        }
+        return finishStart(status: status, context: context, handle: handle)
+    }
+
+    /// Starts a streaming download.
+    ///
+    /// `onEvent` receives data and progress events and, unless the behaviour says otherwise, one
+    /// end event; on any thread, possibly before this returns, re-entrantly inside
+    /// ``SDKHandle/cancel()``, and concurrently with itself (out of order) when the behaviour's
+    /// stream concurrency is above 1. `onRelease` is called exactly once after a successful start,
+    /// after the last `onEvent` call. Neither is called when the start fails.
+    ///
+    /// - Returns: The operation's handle, or the SDK's error (no callback will come).
+    static func startDownload(
+        client: SDKClient, request: DownloadRequest, behavior: SimulatedBehavior,
+        onEvent: @escaping @Sendable (RawDownloadEvent) -> Void,
+        onRelease: (@Sendable () -> Void)? = nil
+    ) -> Result<SDKHandle, LegacySDKError> {
+        let box = SDKContextBox(callback: .event(onEvent), onRelease: onRelease)
+        let context = Unmanaged.passRetained(box).toOpaque()
+        var handle: lsdk_handle_t = 0
+        let status = withExtendedLifetime(client) {
+            withCBehavior(behavior) { cBehavior in
+                request.path.withCString { path in
+                    var cRequest = lsdk_download_request_t(
+                        path: path, total_bytes: UInt64(exactly: request.totalBytes) ?? .max)
+                    return lsdk_download_start(
+                        client.raw, &cRequest, cBehavior, sdkEventTrampoline, context, sdkReleaseTrampoline,
+                        &handle)
+                }
+            }
+        }
+        return finishStart(status: status, context: context, handle: handle)
+    }
+
+    private static func finishStart(
+        status: lsdk_status_t, context: UnsafeMutableRawPointer, handle: lsdk_handle_t
+    ) -> Result<SDKHandle, LegacySDKError> {
+        guard status == lsdk_status_t(LSDK_OK) else {
+            // The SDK keeps no reference after a failed start: the context is still ours.
+            Unmanaged<SDKContextBox>.fromOpaque(context).release()
+            return .failure(LegacySDKError(rawValue: status))
+        }
+        return .success(SDKHandle(raw: handle))
+    }
+
+    /// The byte at `offset` of the content of request `requestID` (for verifying data).
+    static func contentByte(requestID: UInt64, offset: UInt64) -> UInt8 {
+        lsdk_content_byte(requestID, offset)
+    }
+
+    /// The SDK's static description of a status.
+    static func statusString(_ status: Int32) -> String {
+        String(cString: lsdk_status_string(status))
+    }
+
+    static func processWideCounters() -> SDKCounters {
+        var out = lsdk_counters_t()
+        lsdk_global_counters(&out)
+        return SDKCounters(out)
+    }
+
+    static func defaultBehavior() -> SimulatedBehavior {
+        var behavior = lsdk_behavior_t()
+        lsdk_behavior_init(&behavior)
+        return SimulatedBehavior(behavior)
+    }
+
+    static func chaosBehavior(seed: UInt64) -> SimulatedBehavior {
+        var behavior = lsdk_behavior_t()
+        lsdk_behavior_init_chaos(&behavior, seed)
+        return SimulatedBehavior(behavior)
+    }
+
+    /// Calls `body` with the C form of `behavior` (valid only during the call). Values are passed
+    /// as they are, so the SDK validates them; an outcome list longer than the SDK's maximum keeps
+    /// its length as the completion count (and the start fails with OUT_OF_RANGE).
+    static func withCBehavior<R>(_ behavior: SimulatedBehavior, _ body: (UnsafePointer<lsdk_behavior_t>) -> R) -> R {
+        var c = lsdk_behavior_t()
+        lsdk_behavior_init(&c)
+        c.delivery = behavior.delivery.rawValue
+        c.delay_us = behavior.delayMicroseconds
+        c.jitter_us = behavior.jitterMicroseconds
+        c.completion_count = UInt32(clamping: behavior.outcomes.count)
+        withUnsafeMutableBytes(of: &c.outcomes) { raw in
+            let slots = raw.bindMemory(to: Int32.self)
+            for (index, outcome) in behavior.outcomes.prefix(slots.count).enumerated() {
+                slots[index] = outcome.rawValue
+            }
+        }
+        c.cancel_mode = behavior.cancelMode.rawValue
+        c.late_callback_after_cancel = behavior.lateCallbackAfterCancel
+        c.chunk_size = behavior.chunkSize
+        c.progress_every = behavior.progressEvery
+        c.interval_us = behavior.intervalMicroseconds
+        c.stream_concurrency = behavior.streamConcurrency
+        c.stream_end = behavior.streamEnd.rawValue
+        c.duplicate_terminal = behavior.duplicateTerminal
+        c.events_after_terminal = behavior.eventsAfterTerminal
+        c.pause_mode = behavior.pauseMode.rawValue
+        c.error_status = behavior.errorStatus.rawValue
+        c.seed = behavior.seed
+        guard let message = behavior.errorMessage else {
+            c.error_message = nil
+            return body(&c)
+        }
+        return message.withCString { cMessage in
+            c.error_message = cMessage
+            return body(&c)
+        }
+    }
+}
+
+extension SimulatedBehavior {
+    /// The Swift form of a C behaviour (error_message is copied).
+    init(_ c: lsdk_behavior_t) {
+        let count = min(Int(c.completion_count), Int(LSDK_MAX_COMPLETIONS))
+        let outcomes = withUnsafeBytes(of: c.outcomes) { raw in
+            raw.bindMemory(to: Int32.self).prefix(count).map { Outcome(rawValue: $0) ?? .failure }
+        }
+        self.init(
+            delivery: Delivery(rawValue: c.delivery) ?? .worker,
+            delayMicroseconds: c.delay_us,
+            jitterMicroseconds: c.jitter_us,
+            outcomes: outcomes,
+            cancelMode: CancelMode(rawValue: c.cancel_mode) ?? .callbackAsynchronously,
+            lateCallbackAfterCancel: c.late_callback_after_cancel,
+            chunkSize: c.chunk_size,
+            progressEvery: c.progress_every,
+            intervalMicroseconds: c.interval_us,
+            streamConcurrency: c.stream_concurrency,
+            streamEnd: StreamEnd(rawValue: c.stream_end) ?? .success,
+            duplicateTerminal: c.duplicate_terminal,
+            eventsAfterTerminal: c.events_after_terminal,
+            pauseMode: PauseMode(rawValue: c.pause_mode) ?? .stops,
+            errorStatus: LegacySDKError(rawValue: c.error_status),
+            errorMessage: c.error_message.map { String(cString: $0) },
+            seed: c.seed)
+    }
+}
+
+extension SDKCounters {
+    init(_ c: lsdk_counters_t) {
+        self.init()
+        operationsStarted = c.operations_started
+        operationsFinished = c.operations_finished
+        callbacksSync = c.callbacks_sync
+        callbacksWorker = c.callbacks_worker
+        callbacksFreshThread = c.callbacks_fresh_thread
+        callbacksRepeated = c.callbacks_repeated
+        callbacksAfterCancel = c.callbacks_after_cancel
+        callbacksReentrantCancel = c.callbacks_reentrant_cancel
+        cancels = c.cancels
+        streamEvents = c.stream_events
+        streamEventsDroppedPaused = c.stream_events_dropped_paused
+        streamEventsAfterTerminal = c.stream_events_after_terminal
+        streamPauses = c.stream_pauses
+        streamResumes = c.stream_resumes
+        contextsCreated = c.contexts_created
+        contextsReleased = c.contexts_released
+        handlesCreated = c.handles_created
+        handlesReleased = c.handles_released
+        handlesOutstanding = c.handles_outstanding
+        threadsCreated = c.threads_created
+        badCalls = c.bad_calls
+    }
+}
