@@ -417,10 +417,25 @@ static void shuffle(struct lsdk_op *op, uint32_t *order, uint32_t count) {
     }
 }
 
+/** Whether the producer's next claim is a terminal event (mutex held). */
+static bool next_is_terminal(const struct lsdk_op *op) {
+    switch (op->phase) {
+    case LSDK_PHASE_DATA:
+        return !op->progress_pending && op->data_index >= op->data_count &&
+               op->behavior.stream_end != LSDK_STREAM_END_NONE;
+    case LSDK_PHASE_END:
+    case LSDK_PHASE_DUPLICATE:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* Producer of a stream with stream_concurrency > 1. It claims a batch of up to
    stream_concurrency events and hands them out in a shuffled order, each to its own worker or
    fresh thread; the next batch starts when the last event of this one was delivered. So events
-   arrive out of order, but never more than stream_concurrency sequence numbers apart. With
+   arrive out of order, but never more than stream_concurrency sequence numbers apart; an END is
+   a batch of its own, so it never overtakes or is overtaken by another event. With
    synchronous delivery the batch is delivered inline, shuffled. */
 static void run_produce_batch(lsdk_task_t *task, lsdk_where_t where) {
     struct lsdk_op *op = task->op;
@@ -437,6 +452,9 @@ static void run_produce_batch(lsdk_task_t *task, lsdk_where_t where) {
 
         lsdk_lock(&op->mutex);
         for (uint32_t slot = 0; slot < b->stream_concurrency; slot++) {
+            /* An END never shares a batch: it starts its own, so everything produced before it
+               was delivered (or dropped) before it, and everything after it comes later. */
+            if (slot > 0 && next_is_terminal(op)) break;
             lsdk_ev_t ev;
             int step = producer_step(op, &ev);
             if (step == LSDK_STEP_STOP || step == LSDK_STEP_STOP_HOLDING) {
@@ -449,6 +467,7 @@ static void run_produce_batch(lsdk_task_t *task, lsdk_where_t where) {
                 dropped++;
             } else {
                 events[count++] = ev;
+                if (ev.kind == LSDK_EVENT_END) break;
             }
         }
         shuffle(op, order, count);

@@ -186,7 +186,10 @@ typedef struct lsdk_behavior {
         Events are produced in batches of up to this many, handed out in a seeded shuffled order;
         a batch starts once every event of the previous one was delivered. So when the event with
         sequence s arrives, every event with a sequence <= s - stream_concurrency has arrived
-        (or was dropped). */
+        (or was dropped). An END (the terminal and its duplicate) is always a batch of its own:
+        every event produced before it was delivered or dropped before it is, and every event
+        after it comes after it. Only the cancellation END of a CALLBACK_SYNC cancel can overlap
+        events still being delivered. */
     uint32_t stream_concurrency;
     /** Streams: LSDK_STREAM_END_*. Default LSDK_STREAM_END_SUCCESS. */
     int32_t stream_end;

@@ -226,8 +226,40 @@ struct StreamTests {
             #expect(kept)
             #expect(recorder.entries.allSatisfy { $0.bytesValid })
             #expect(recorder.maxConcurrent <= 4)
+            // The END is a batch of its own: it arrives after every data event.
+            #expect(recorder.entries.last?.kind == .end)
             #expect(lsdk_handle_release(handle) == Status.ok)
             expectContractKept(recorder)
+        }
+    }
+
+    @Test("In a concurrent stream the END never overtakes earlier events, nor is overtaken by later ones", arguments: [
+        LSDK_DELIVERY_WORKER, LSDK_DELIVERY_FRESH_THREAD, LSDK_DELIVERY_MIXED,
+    ])
+    func concurrentEndIsABarrier(delivery: Int) {
+        withClient(seed: 7) { client in
+            for seed in UInt64(1)...20 {
+                var behavior = stream(chunk: 1)
+                behavior.set(delivery: delivery)
+                behavior.stream_concurrency = 4
+                behavior.duplicate_terminal = true
+                behavior.events_after_terminal = 3
+                behavior.seed = seed
+                let recorder = Recorder()
+                let (_, handle) = startDownload(client, behavior, recorder: recorder, totalBytes: 37)
+                #expect(recorder.waitReleased())
+                let entries = recorder.entries
+                let ends = entries.indices.filter { entries[$0].kind == .end }
+                #expect(ends.count == 2)
+                guard let first = ends.first, let last = ends.last else { continue }
+                let endSequence = entries[first].sequence
+                // Everything before the first END in arrival order is numbered below it, and
+                // everything numbered below it arrived before it.
+                #expect(entries[..<first].allSatisfy { $0.sequence < endSequence })
+                #expect(entries[first...].allSatisfy { $0.sequence >= endSequence })
+                #expect(last == first + 1)
+                #expect(lsdk_handle_release(handle) == Status.ok)
+            }
         }
     }
 
