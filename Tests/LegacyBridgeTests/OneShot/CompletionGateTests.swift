@@ -1,17 +1,19 @@
 // Tests for the public CompletionGate facade: the same contract as withCallback
 // with the events driven by hand, plus the misuse preconditions (exit tests).
+// An exit test's body must end by itself even if the code under test is broken:
+// a hung child process stalls the whole test run.
 
 import Dispatch
 import Testing
 @testable import LegacyBridge
 
-@Suite("OneShot: CompletionGate")
+@Suite("OneShot: CompletionGate", .timeLimit(.minutes(1)))
 struct OneShotCompletionGateTests {
     @Test("finish before value(): value() returns the stored outcome at once")
     func finishBeforeValue() async throws {
         let gate = CompletionGate<Int>()
         #expect(gate.completion.succeed(3))
-        #expect(try await gate.value() == 3)
+        #expect(await oneShotOutcome { try await gate.value() } == .success(3))
     }
 
     @Test("value() before finish: finish from a foreign thread resumes the waiter")
@@ -22,7 +24,7 @@ struct OneShotCompletionGateTests {
             _ = oneShotSpinUntil { completion.oneShotHasWaiter }
             completion.succeed(4)
         }
-        #expect(try await gate.value() == 4)
+        #expect(await oneShotOutcome { try await gate.value() } == .success(4))
     }
 
     @Test("the first outcome wins and later results report that they lost")
@@ -32,7 +34,7 @@ struct OneShotCompletionGateTests {
         #expect(gate.finish(.failure(OneShotTestError(code: 1))))
         #expect(!gate.finish(.success(2)))
         #expect(!gate.cancel())
-        #expect(await OneShotOutcome { try await gate.value() } == .failure(1))
+        #expect(await oneShotOutcome { try await gate.value() } == .failure(1))
         #expect(discarded.values == [2])
     }
 
@@ -45,7 +47,7 @@ struct OneShotCompletionGateTests {
         #expect(calls.value == 1)
         #expect(!gate.cancel())
         #expect(calls.value == 1)
-        #expect(await OneShotOutcome { try await gate.value() } == .cancelled)
+        #expect(await oneShotOutcome { try await gate.value() } == .cancelled)
     }
 
     @Test("a completion before attach: the handle is never called")
@@ -56,7 +58,7 @@ struct OneShotCompletionGateTests {
         gate.attach(CancelHandle { calls.increment() })
         _ = gate.cancel()
         #expect(calls.value == 0)
-        #expect(try await gate.value() == 1)
+        #expect(await oneShotOutcome { try await gate.value() } == .success(1))
     }
 
     @Test("cancelling the task awaiting value() cancels the gate and its operation once")
@@ -64,10 +66,10 @@ struct OneShotCompletionGateTests {
         let gate = CompletionGate<Int>()
         let calls = OneShotCounter()
         gate.attach(CancelHandle { calls.increment() })
-        let task = Task { try await gate.value() }
+        let call = OneShotCall { try await gate.value() }
         #expect(await oneShotEventually { gate.completion.oneShotHasWaiter })
-        task.cancel()
-        #expect(OneShotOutcome(await task.result) == .cancelled)
+        call.cancel()
+        #expect(await call.outcome() == .cancelled)
         #expect(calls.value == 1)
     }
 
@@ -76,7 +78,7 @@ struct OneShotCompletionGateTests {
         let gate = CompletionGate<Int>()
         let calls = OneShotCounter()
         gate.attach(CancelHandle { calls.increment() })
-        #expect(await OneShotOutcome { try await gate.value(timeout: .milliseconds(5)) } == .timedOut(.milliseconds(5)))
+        #expect(await oneShotOutcome { try await gate.value(timeout: .milliseconds(5)) } == .timedOut(.milliseconds(5)))
         #expect(calls.value == 1)
     }
 
@@ -90,10 +92,10 @@ struct OneShotCompletionGateTests {
             let completion = gate.completion
             weak = OneShotWeak(completion.oneShotStorageObject)
             gate.attach(CancelHandle { completion.fail(OneShotTestError(code: 0)) })
-            let task = Task { try await gate.value() }
+            let call = OneShotCall { try await gate.value() }
             #expect(await oneShotEventually { completion.oneShotHasWaiter })
-            task.cancel()
-            _ = await task.result
+            call.cancel()
+            #expect(await call.outcome() == .cancelled)
         }
         #expect(await alive.waitUntilAllFreed())
         #expect(weak?.object == nil)
@@ -102,10 +104,13 @@ struct OneShotCompletionGateTests {
     @Test("installing twice stops with a message saying to use one gate per call")
     func installTwice() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            // Must not hang whatever the gate does: the body ends by itself.
             let gate = CompletionGate<Int>()
-            gate.completion.succeed(1)
-            _ = try await gate.value()
-            _ = try await gate.value()
+            _ = try? await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Int, any Error>) in
+                gate.install(continuation)
+                gate.install(continuation)
+                gate.finish(.success(0))
+            }
         }.map { result in
             let message = String(decoding: result.standardErrorContent, as: UTF8.self)
             #expect(message.contains("create a new gate for every call"))
@@ -127,7 +132,10 @@ struct OneShotCompletionGateTests {
     @Test("a non-positive timeout stops with a message saying to pass nil instead")
     func zeroTimeout() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            _ = try await withCallback(timeout: .zero) { (completion: Completion<Int>) in nil }
+            _ = try await withCallback(timeout: .zero) { (completion: Completion<Int>) in
+                completion.succeed(1)  // ends at once if the precondition is missing
+                return nil
+            }
         }.map { result in
             let message = String(decoding: result.standardErrorContent, as: UTF8.self)
             #expect(message.contains("pass nil for no timeout"))

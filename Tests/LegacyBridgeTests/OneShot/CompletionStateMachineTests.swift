@@ -135,13 +135,17 @@ struct OneShotStateMachineTests {
         }
     }
 
-    @Test("first recorded outcome wins: cancellation after a success is ignored")
-    func cancelAfterSuccessIgnored() {
-        var machine = Machine()
-        _ = machine.attach(aHandle)
-        #expect(Effects(machine.finish(.success(1))) == Effects(releasesHandle: true))
-        #expect(Effects(machine.cancel()) == .nothing)
-        #expect(Effects(machine.timeOut(aTimeout)) == .nothing)
+    @Test("first recorded outcome wins: cancellation and timeout after a success are ignored")
+    func cancelAfterSuccessIgnored() async {
+        await withProbeContinuation { continuation in
+            var machine = Machine()
+            _ = machine.attach(aHandle)
+            #expect(Effects(machine.finish(.success(1))) == Effects(releasesHandle: true))
+            #expect(Effects(machine.cancel()) == .nothing)
+            #expect(Effects(machine.timeOut(aTimeout)) == .nothing)
+            // The waiter, arriving after all of them, still gets the first outcome.
+            #expect(Effects(machine.install(continuation)) == Effects(resumes: .success(1)))
+        }
     }
 
     @Test("first recorded outcome wins: a success after cancellation is discarded, not delivered")

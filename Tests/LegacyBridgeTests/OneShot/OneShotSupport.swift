@@ -116,6 +116,49 @@ enum OneShotOutcome: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
+/// A call run in its own task, whose end is awaited with an upper bound: a call
+/// that never ends (a lost resume) becomes a reported failure instead of a hung
+/// test run. The task is left behind in that case.
+final class OneShotCall<T: Sendable>: Sendable {
+    private let task: Task<Void, Never>
+    private let slot: OneShotSlot<Result<T, any Error>>
+
+    init(_ body: @escaping @Sendable () async throws -> T) {
+        let slot = OneShotSlot<Result<T, any Error>>()
+        self.slot = slot
+        self.task = Task {
+            do {
+                slot.store(.success(try await body()))
+            } catch {
+                slot.store(.failure(error))
+            }
+        }
+    }
+
+    func cancel() { self.task.cancel() }
+
+    /// The call's result, or nil if it did not end within `seconds`.
+    func result(within seconds: Int = 10) async -> Result<T, any Error>? {
+        _ = await oneShotEventually(seconds) { self.slot.value != nil }
+        return self.slot.value
+    }
+}
+
+extension OneShotCall where T == Int {
+    /// The call's outcome, or `.other("did not end ...")` if it hung.
+    func outcome(within seconds: Int = 10) async -> OneShotOutcome {
+        guard let result = await self.result(within: seconds) else {
+            return .other("did not end within \(seconds) s")
+        }
+        return OneShotOutcome(result)
+    }
+}
+
+/// Runs `body` as a watched call and returns its outcome (a hang becomes `.other`).
+func oneShotOutcome(within seconds: Int = 10, _ body: @escaping @Sendable () async throws -> Int) async -> OneShotOutcome {
+    await OneShotCall(body).outcome(within: seconds)
+}
+
 /// Polls `condition` until it holds; the sleep is only an upper bound on how
 /// long to wait for something that must happen.
 func oneShotEventually(_ seconds: Int = 10, _ condition: () -> Bool) async -> Bool {

@@ -1,6 +1,7 @@
 // Contract tests for withCallback. Every racing step is forced: the test waits
 // (polling, with a generous upper bound) until the waiter is installed, holds
 // `start` open with a semaphore, or cancels the task from inside `start`.
+// Calls run as watched calls, so a lost resume fails the test instead of hanging the run.
 
 import Dispatch
 import Foundation
@@ -24,41 +25,41 @@ private final class FakeOperation: Sendable {
     }
 }
 
-private func outcome(of task: Task<Int, any Error>) async -> OneShotOutcome {
-    OneShotOutcome(await task.result)
-}
-
-@Suite("OneShot: withCallback contract")
+@Suite("OneShot: withCallback contract", .timeLimit(.minutes(1)))
 struct OneShotWithCallbackTests {
     // MARK: 1-3: first outcome wins, synchronous completion, repeated callbacks
 
     @Test("a success reported synchronously inside start is returned")
-    func synchronousSuccess() async throws {
-        let value = try await withCallback { (completion: Completion<Int>) in
-            #expect(completion.succeed(42))
-            return nil
+    func synchronousSuccess() async {
+        let decided = OneShotRecorder<Bool>()
+        let result = await oneShotOutcome {
+            try await withCallback { (completion: Completion<Int>) in
+                decided.append(completion.succeed(42))
+                return nil
+            }
         }
-        #expect(value == 42)
+        #expect(result == .success(42))
+        #expect(decided.values == [true])
     }
 
     @Test("success then error inside start: the success wins, the second call reports it lost")
     func successThenError() async {
-        let second = OneShotLocked<Bool?>(nil)
-        let result = await OneShotOutcome {
+        let decided = OneShotRecorder<Bool>()
+        let result = await oneShotOutcome {
             try await withCallback { (completion: Completion<Int>) in
-                completion.succeed(1)
-                second.withLock { $0 = completion.fail(OneShotTestError(code: 2)) }
+                decided.append(completion.succeed(1))
+                decided.append(completion.fail(OneShotTestError(code: 2)))
                 return nil
             }
         }
         #expect(result == .success(1))
-        #expect(second.withLock { $0 } == false)
+        #expect(decided.values == [true, false])
     }
 
     @Test("error then success inside start: the error wins and the success goes to onDiscard")
     func errorThenSuccess() async {
         let discarded = OneShotRecorder<Int>()
-        let result = await OneShotOutcome {
+        let result = await oneShotOutcome {
             try await withCallback(onDiscard: { discarded.append($0) }) { (completion: Completion<Int>) in
                 completion.fail(OneShotTestError(code: 2))
                 completion.succeed(1)
@@ -70,21 +71,23 @@ struct OneShotWithCallbackTests {
     }
 
     @Test("repeated successes: the first is returned, every later one goes to onDiscard exactly once")
-    func repeatedSuccesses() async throws {
+    func repeatedSuccesses() async {
         let discarded = OneShotRecorder<Int>()
-        let value = try await withCallback(onDiscard: { discarded.append($0) }) { (completion: Completion<Int>) in
-            completion.succeed(1)
-            completion.succeed(2)
-            completion.succeed(3)
-            return nil
+        let result = await oneShotOutcome {
+            try await withCallback(onDiscard: { discarded.append($0) }) { (completion: Completion<Int>) in
+                completion.succeed(1)
+                completion.succeed(2)
+                completion.succeed(3)
+                return nil
+            }
         }
-        #expect(value == 1)
+        #expect(result == .success(1))
         #expect(discarded.values == [2, 3])
     }
 
     @Test("start throwing makes its error the outcome")
     func startThrows() async {
-        let result = await OneShotOutcome {
+        let result = await oneShotOutcome {
             try await withCallback { (_: Completion<Int>) in throw OneShotTestError(code: 9) }
         }
         #expect(result == .failure(9))
@@ -92,7 +95,7 @@ struct OneShotWithCallbackTests {
 
     @Test("start throwing after the completion decided: the completion's outcome stands")
     func startThrowsAfterCompletion() async {
-        let result = await OneShotOutcome {
+        let result = await oneShotOutcome {
             try await withCallback { (completion: Completion<Int>) in
                 completion.succeed(5)
                 throw OneShotTestError(code: 9)
@@ -104,22 +107,19 @@ struct OneShotWithCallbackTests {
     @Test("a success from a foreign thread after the caller suspended resumes it")
     func asynchronousSuccess() async {
         let operation = FakeOperation()
-        let task = Task {
+        let call = OneShotCall {
             try await withCallback { (completion: Completion<Int>) in
                 operation.completion.store(completion)
                 return operation.handle()
             }
         }
         #expect(await operation.waitUntilSuspended())
-        let decided = OneShotLocked(false)
-        let done = DispatchSemaphore(value: 0)
+        let decided = OneShotRecorder<Bool>()
         oneShotOnForeignThread {
-            decided.withLock { $0 = operation.completion.value!.succeed(8) }
-            done.signal()
+            decided.append(operation.completion.value!.succeed(8))
         }
-        #expect(await outcome(of: task) == .success(8))
-        done.wait()
-        #expect(decided.withLock { $0 })
+        #expect(await call.outcome() == .success(8))
+        #expect(decided.values == [true])
         #expect(operation.cancels.value == 0)
     }
 
@@ -129,27 +129,27 @@ struct OneShotWithCallbackTests {
     func cancelSilentOperation() async {
         let operation = FakeOperation()
         let discarded = OneShotRecorder<Int>()
-        let task = Task {
+        let call = OneShotCall {
             try await withCallback(onDiscard: { discarded.append($0) }) { (completion: Completion<Int>) in
                 operation.completion.store(completion)
                 return operation.handle()
             }
         }
         #expect(await operation.waitUntilSuspended())
-        task.cancel()
-        #expect(await outcome(of: task) == .cancelled)
+        call.cancel()
+        #expect(await call.outcome() == .cancelled)
         #expect(operation.cancels.value == 1)
         // The operation reports late: first wins, the value is discarded, nothing is resumed again.
         #expect(operation.completion.value?.succeed(3) == false)
         #expect(discarded.values == [3])
-        task.cancel()
+        call.cancel()
         #expect(operation.cancels.value == 1)
     }
 
     @Test("a cancel after the completion decided changes nothing and does not call the handle")
     func cancelAfterSuccess() async {
         let operation = FakeOperation()
-        let task = Task {
+        let call = OneShotCall {
             try await withCallback { (completion: Completion<Int>) in
                 operation.completion.store(completion)
                 return operation.handle()
@@ -157,8 +157,8 @@ struct OneShotWithCallbackTests {
         }
         #expect(await operation.waitUntilSuspended())
         #expect(operation.completion.value?.succeed(4) == true)
-        task.cancel()
-        #expect(await outcome(of: task) == .success(4))
+        call.cancel()
+        #expect(await call.outcome() == .success(4))
         #expect(operation.cancels.value == 0)
     }
 
@@ -167,17 +167,17 @@ struct OneShotWithCallbackTests {
     @Test("cancel before the handle is returned: the task cancels itself inside start; the handle is called once on return")
     func cancelBeforeHandleIsReturned() async {
         let operation = FakeOperation()
-        let callsDuringStart = OneShotLocked<Int?>(nil)
-        let task = Task {
+        let callsDuringStart = OneShotRecorder<Int>()
+        let result = await oneShotOutcome {
             try await withCallback { (completion: Completion<Int>) in
                 operation.completion.store(completion)
                 withUnsafeCurrentTask { $0?.cancel() }  // cancellation arrives before start returns
-                callsDuringStart.withLock { $0 = operation.cancels.value }
+                callsDuringStart.append(operation.cancels.value)
                 return operation.handle()
             }
         }
-        #expect(await outcome(of: task) == .cancelled)
-        #expect(callsDuringStart.withLock { $0 } == 0)
+        #expect(result == .cancelled)
+        #expect(callsDuringStart.values == [0])
         #expect(operation.cancels.value == 1)
     }
 
@@ -186,53 +186,56 @@ struct OneShotWithCallbackTests {
         let operation = FakeOperation()
         let entered = DispatchSemaphore(value: 0)
         let proceed = DispatchSemaphore(value: 0)
-        let taskSlot = OneShotSlot<Task<Int, any Error>>()
-        let recordedBeforeReturn = OneShotLocked(false)
-        let task = Task {
+        let callSlot = OneShotSlot<OneShotCall<Int>>()
+        let recordedBeforeReturn = OneShotRecorder<Bool>()
+        let call = OneShotCall {
             try await withCallback { (completion: Completion<Int>) in
                 operation.completion.store(completion)
                 entered.signal()
-                proceed.wait()  // start is held open until the canceller has cancelled
+                // start is held open until the canceller has cancelled (bounded, so nothing hangs).
+                _ = proceed.wait(timeout: .now() + 10)
                 return operation.handle()
             }
         }
-        taskSlot.store(task)
+        callSlot.store(call)
         oneShotOnForeignThread {
             entered.wait()
-            taskSlot.value!.cancel()  // runs the cancellation handler on this thread
-            recordedBeforeReturn.withLock { $0 = operation.completion.value!.oneShotIsDecided }
+            callSlot.value!.cancel()  // runs the cancellation handler on this thread
+            recordedBeforeReturn.append(operation.completion.value!.oneShotIsDecided)
             proceed.signal()
         }
-        #expect(await outcome(of: task) == .cancelled)
-        #expect(recordedBeforeReturn.withLock { $0 })
+        #expect(await call.outcome() == .cancelled)
+        #expect(recordedBeforeReturn.values == [true])
         #expect(operation.cancels.value == 1)
     }
 
     @Test("a task already cancelled when start runs: start still runs, its handle is called once")
     func alreadyCancelled() async {
         let operation = FakeOperation()
-        let started = OneShotLocked(false)
-        let task = Task {
+        let started = OneShotCounter()
+        let result = await oneShotOutcome {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await withCallback { (completion: Completion<Int>) in
-                started.withLock { $0 = true }
+                started.increment()
                 operation.completion.store(completion)
                 return operation.handle()
             }
         }
-        #expect(await outcome(of: task) == .cancelled)
-        #expect(started.withLock { $0 })
+        #expect(result == .cancelled)
+        #expect(started.value == 1)
         #expect(operation.cancels.value == 1)
     }
 
     @Test("a completion inside start before the handle is returned: the handle is never called")
-    func completionBeforeHandleReturned() async throws {
+    func completionBeforeHandleReturned() async {
         let operation = FakeOperation()
-        let value = try await withCallback { (completion: Completion<Int>) in
-            completion.succeed(6)
-            return operation.handle()
+        let result = await oneShotOutcome {
+            try await withCallback { (completion: Completion<Int>) in
+                completion.succeed(6)
+                return operation.handle()
+            }
         }
-        #expect(value == 6)
+        #expect(result == .success(6))
         #expect(operation.cancels.value == 0)
     }
 
@@ -248,7 +251,7 @@ struct OneShotWithCallbackTests {
         let handleCalls = OneShotCounter()
         let reentrantResults = OneShotRecorder<Bool>()
         let timeout: Duration? = path == "timeout" ? .milliseconds(10) : nil
-        let task = Task {
+        let call = OneShotCall {
             try await withCallback(timeout: timeout, onDiscard: { discarded.append($0) }) { (completion: Completion<Int>) in
                 completionSlot.store(completion)
                 if path == "cancel before the handle is returned" {
@@ -263,30 +266,32 @@ struct OneShotWithCallbackTests {
         }
         if path == "cancel after suspension" {
             #expect(await oneShotEventually { completionSlot.value?.oneShotHasWaiter ?? false })
-            task.cancel()
+            call.cancel()
         }
         let expected: OneShotOutcome = path == "timeout" ? .timedOut(.milliseconds(10)) : .cancelled
-        #expect(await outcome(of: task) == expected)
+        #expect(await call.outcome() == expected)
         #expect(handleCalls.value == 1)
         #expect(reentrantResults.values == [false])
         #expect(discarded.values == [77])
     }
 
     @Test("onDiscard may call back into the completion without deadlocking")
-    func reentrantOnDiscard() async throws {
+    func reentrantOnDiscard() async {
         let slot = OneShotSlot<Completion<Int>>()
         let discarded = OneShotRecorder<Int>()
-        let value = try await withCallback(onDiscard: { value in
-            discarded.append(value)
-            if value == 2 { _ = slot.value?.succeed(3) }
-        }) { (completion: Completion<Int>) in
-            slot.store(completion)
-            completion.succeed(1)
-            completion.succeed(2)
-            return nil
+        let result = await oneShotOutcome {
+            try await withCallback(onDiscard: { value in
+                discarded.append(value)
+                if value == 2 { _ = slot.value?.succeed(3) }
+            }) { (completion: Completion<Int>) in
+                slot.store(completion)
+                completion.succeed(1)
+                completion.succeed(2)
+                return nil
+            }
         }
         slot.clear()
-        #expect(value == 1)
+        #expect(result == .success(1))
         #expect(discarded.values == [2, 3])
     }
 
@@ -296,7 +301,7 @@ struct OneShotWithCallbackTests {
     func timeoutSilentOperation() async {
         let operation = FakeOperation()
         let discarded = OneShotRecorder<Int>()
-        let result = await OneShotOutcome {
+        let result = await oneShotOutcome {
             try await withCallback(timeout: .milliseconds(20), onDiscard: { discarded.append($0) }) {
                 (completion: Completion<Int>) in
                 operation.completion.store(completion)
@@ -310,40 +315,39 @@ struct OneShotWithCallbackTests {
     }
 
     @Test("a timeout loses to an earlier success: no cancel, value returned")
-    func timeoutLosesToSynchronousSuccess() async throws {
+    func timeoutLosesToSynchronousSuccess() async {
         let operation = FakeOperation()
-        let value = try await withCallback(timeout: .milliseconds(1)) { (completion: Completion<Int>) in
-            completion.succeed(3)
-            return operation.handle()
+        let result = await oneShotOutcome {
+            try await withCallback(timeout: .milliseconds(1)) { (completion: Completion<Int>) in
+                completion.succeed(3)
+                return operation.handle()
+            }
         }
-        #expect(value == 3)
+        #expect(result == .success(3))
         #expect(operation.cancels.value == 0)
     }
 
-    @Test(
-        "a call that completes early returns at once and leaves no timer behind",
-        .timeLimit(.minutes(1))
-    )
+    @Test("a call that completes early returns at once and leaves no timer behind")
     func earlyCompletionTearsDownTimer() async {
         let alive = OneShotAlive()
         let operation = FakeOperation()
-        let storageSlot = OneShotSlot<OneShotWeak>()
-        let task = Task {
+        let storage = OneShotSlot<OneShotWeak>()
+        let call = OneShotCall {
             let token = OneShotToken(alive)  // held by onDiscard, i.e. by the gate storage the timer holds
             return try await withCallback(timeout: .seconds(3600), onDiscard: { _ in _ = token }) {
                 (completion: Completion<Int>) in
-                storageSlot.store(OneShotWeak(completion.oneShotStorageObject))
+                storage.store(OneShotWeak(completion.oneShotStorageObject))
                 operation.completion.store(completion)
                 return operation.handle()
             }
         }
         #expect(await operation.waitUntilSuspended())
         #expect(operation.completion.value?.succeed(1) == true)
-        #expect(await outcome(of: task) == .success(1))  // would take an hour if it waited for the timer
+        #expect(await call.outcome() == .success(1))  // would take an hour if it waited for the timer
         operation.completion.clear()
         // The timer task held the gate storage; it is cancelled and lets go promptly.
         #expect(await alive.waitUntilAllFreed())
-        #expect(storageSlot.value?.object == nil)
+        #expect(storage.value?.object == nil)
         #expect(operation.cancels.value == 0)
     }
 
@@ -361,30 +365,28 @@ struct OneShotWithCallbackTests {
     @Test("a caller on a custom actor runs start and resumes on it with no extra executor hops")
     func actorIsolation() async throws {
         let caller = OneShotIsolatedCaller()
-        let synchronous = try await caller.callCompletingSynchronously()
+        let synchronous = try #require(await OneShotCall { try await caller.callCompletingSynchronously() }.result()).get()
         #expect(synchronous.value == 1)
         #expect(synchronous.startOnActor && synchronous.afterOnActor)
         #expect(synchronous.hops == 0)  // completed inside start: never left the actor
 
-        let asynchronous = try await caller.callCompletingFromForeignThread()
+        let asynchronous = try #require(await OneShotCall { try await caller.callCompletingFromForeignThread() }.result()).get()
         #expect(asynchronous.value == 2)
         #expect(asynchronous.startOnActor && asynchronous.afterOnActor)
         #expect(asynchronous.hops == 1)  // the one resumption, straight onto the actor
     }
 
-    @Test("a caller on the main actor runs start and resumes on the main actor's queue")
-    @MainActor
-    func mainActorIsolation() async throws {
+    @Test("a caller on the main actor runs start and resumes on the main actor's queue", arguments: [true, false])
+    func mainActorIsolation(completesSynchronously: Bool) async throws {
         // The main actor runs on the main dispatch queue (here not always drained
         // by the main thread), so check the queue, not the thread.
         let key = DispatchSpecificKey<Int>()
         DispatchQueue.main.setSpecific(key: key, value: 1)
         defer { DispatchQueue.main.setSpecific(key: key, value: nil) }
-        let onMainInStart = OneShotLocked(false)
-        for completesSynchronously in [true, false] {
-            onMainInStart.withLock { $0 = false }
+        let observed = OneShotRecorder<String>()
+        let result = await oneShotOutcome { @MainActor in
             let value = try await withCallback { (completion: Completion<Int>) in
-                onMainInStart.withLock { $0 = DispatchQueue.getSpecific(key: key) == 1 }
+                observed.append("start on main: \(DispatchQueue.getSpecific(key: key) == 1)")
                 if completesSynchronously {
                     completion.succeed(5)
                 } else {
@@ -396,10 +398,11 @@ struct OneShotWithCallbackTests {
                 return nil
             }
             MainActor.assertIsolated()
-            #expect(DispatchQueue.getSpecific(key: key) == 1)
-            #expect(onMainInStart.withLock { $0 })
-            #expect(value == 5)
+            observed.append("after on main: \(DispatchQueue.getSpecific(key: key) == 1)")
+            return value
         }
+        #expect(result == .success(5))
+        #expect(observed.values == ["start on main: true", "after on main: true"])
     }
 
     // MARK: 10: lifetime
@@ -415,7 +418,7 @@ struct OneShotWithCallbackTests {
         let alive = OneShotAlive()
         let operation = FakeOperation()
         let storage = OneShotSlot<OneShotWeak>()
-        let task = Task {
+        let call = OneShotCall {
             let discardToken = OneShotToken(alive)
             let startToken = OneShotToken(alive)
             return try await withCallback(
@@ -445,11 +448,12 @@ struct OneShotWithCallbackTests {
             operation.completion.value?.succeed(2)
         case "cancel":
             #expect(await operation.waitUntilSuspended())
-            task.cancel()
+            call.cancel()
         default:
             break
         }
-        _ = await task.result
+        let outcome = await call.outcome()
+        #expect(outcome != .other("did not end within 10 s"))
         operation.completion.clear()
         #expect(await alive.waitUntilAllFreed(), "\(alive.value) objects still alive on path \(path)")
         #expect(storage.value?.object == nil)
@@ -461,7 +465,7 @@ struct OneShotWithCallbackTests {
     func noSharedLock() async throws {
         // Call A is suspended; a foreign thread then holds A's lock until told to let go.
         let operation = FakeOperation()
-        let callA = Task {
+        let callA = OneShotCall {
             try await withCallback { (completion: Completion<Int>) in
                 operation.completion.store(completion)
                 return nil
@@ -474,13 +478,12 @@ struct OneShotWithCallbackTests {
         oneShotOnForeignThread {
             completionA.storage.box.withLock { _ in
                 locked.signal()
-                release.wait()
+                _ = release.wait(timeout: .now() + 30)
             }
         }
         locked.wait()
-        // Call B runs every path (sync, async, cancel) while A's lock is held.
-        let bDone = OneShotLocked(false)
-        let callB = Task {
+        // Call B runs its synchronous and asynchronous paths while A's lock is held.
+        let callB = OneShotCall {
             let one = try await withCallback { (completion: Completion<Int>) in
                 completion.succeed(1)
                 return nil
@@ -489,15 +492,13 @@ struct OneShotWithCallbackTests {
                 DispatchQueue.global().async { completion.succeed(2) }
                 return nil
             }
-            bDone.withLock { $0 = true }
             return one + two
         }
-        let finished = await oneShotEventually { bDone.withLock { $0 } }
-        release.signal()  // let A's lock go whatever happened, so nothing hangs
-        #expect(finished)
-        #expect(try await callB.value == 3)
+        let outcomeB = await callB.outcome()
+        release.signal()  // let A's lock go whatever happened
+        #expect(outcomeB == .success(3))
         #expect(completionA.succeed(4))
-        #expect(try await callA.value == 4)
+        #expect(await callA.outcome() == .success(4))
     }
 
     @Test("two calls never share storage")
@@ -506,16 +507,20 @@ struct OneShotWithCallbackTests {
         let keptAlive = OneShotSlot<Completion<Int>>()
         let first = OneShotSlot<OneShotWeak>()
         let second = OneShotSlot<OneShotWeak>()
-        _ = try await withCallback { (one: Completion<Int>) in
-            keptAlive.store(one)
-            first.store(OneShotWeak(one.oneShotStorageObject))
-            one.succeed(1)
-            return nil
+        _ = await oneShotOutcome {
+            try await withCallback { (one: Completion<Int>) in
+                keptAlive.store(one)
+                first.store(OneShotWeak(one.oneShotStorageObject))
+                one.succeed(1)
+                return nil
+            }
         }
-        _ = try await withCallback { (two: Completion<Int>) in
-            second.store(OneShotWeak(two.oneShotStorageObject))
-            two.succeed(2)
-            return nil
+        _ = await oneShotOutcome {
+            try await withCallback { (two: Completion<Int>) in
+                second.store(OneShotWeak(two.oneShotStorageObject))
+                two.succeed(2)
+                return nil
+            }
         }
         let firstID = try #require(first.value?.identifier)
         let secondID = try #require(second.value?.identifier)
