@@ -139,7 +139,14 @@ final class OneShotCall<T: Sendable>: Sendable {
 
     /// The call's result, or nil if it did not end within `seconds`.
     func result(within seconds: Int = 10) async -> Result<T, any Error>? {
-        _ = await oneShotEventually(seconds) { self.slot.value != nil }
+        await self.result(before: ContinuousClock.now + .seconds(seconds))
+    }
+
+    /// The call's result, or nil if it did not end before `deadline`.
+    func result(before deadline: ContinuousClock.Instant) async -> Result<T, any Error>? {
+        while self.slot.value == nil && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
         return self.slot.value
     }
 }
@@ -150,6 +157,12 @@ extension OneShotCall where T == Int {
         guard let result = await self.result(within: seconds) else {
             return .other("did not end within \(seconds) s")
         }
+        return OneShotOutcome(result)
+    }
+
+    /// The call's outcome, or `.other("did not end ...")` if it had not ended by `deadline`.
+    func outcome(before deadline: ContinuousClock.Instant) async -> OneShotOutcome {
+        guard let result = await self.result(before: deadline) else { return .other("did not end in time") }
         return OneShotOutcome(result)
     }
 }
