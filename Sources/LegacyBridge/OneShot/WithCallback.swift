@@ -4,22 +4,29 @@
 /// suspends. It receives a ``Completion`` to hand to the SDK, starts the
 /// operation, and returns a ``CancelHandle`` that stops it (or nil if it cannot
 /// be stopped). If `start` throws, that error is the outcome unless the
-/// completion or a cancellation already decided it.
+/// completion already decided it. `start` runs even if the task is already
+/// cancelled (the operation is then cancelled through its handle at once).
 ///
 /// The first of these decides the outcome; everything later is ignored:
 /// - the completion is called (success or failure; repeated calls lose),
 /// - the calling task is cancelled (throws `CancellationError`),
 /// - the timeout expires (throws ``BridgeTimeoutError``).
 ///
-/// When cancellation or the timeout decides, the operation's cancel handle is
-/// called exactly once (as soon as `start` has returned it, if it was not
-/// returned yet) before this function throws. It is never called when the
-/// completion decided first. The caller resumes promptly even if the
-/// operation never calls back.
+/// Cancellation of the task is observed from the moment `start` returns:
+/// - If `start` reported the outcome synchronously, that outcome is returned
+///   at once, without a cancellation handler, continuation or timer, even if
+///   the task was cancelled while `start` ran (the work is already done).
+/// - Otherwise a cancellation that arrived before or during `start` decides
+///   right after `start` returns, and one that arrives later decides when it
+///   arrives.
 ///
-/// If the completion is called synchronously inside `start`, the result is
-/// returned without suspending. Otherwise the caller resumes directly on its
-/// own isolation (for example the main actor) with no extra executor hops.
+/// When cancellation or the timeout decides, the operation's cancel handle is
+/// called exactly once, outside any lock, before this function throws. It is
+/// never called when the completion decided first. The caller resumes
+/// promptly even if the operation never calls back.
+///
+/// The caller resumes directly on its own isolation (for example the main
+/// actor) with no extra executor hops; a synchronous outcome never suspends.
 ///
 /// The call's state is freed when this function has returned and the SDK has
 /// dropped the completion; the gate keeps no cancel handle or timer after the
@@ -64,20 +71,26 @@ public func withCallback<Value: Sendable>(
     } else {
         deadline = nil
     }
+    let handle: CancelHandle?
+    do {
+        handle = try start(Completion(storage: storage))
+    } catch {
+        _ = storage.finish(.failure(error))
+        handle = nil
+    }
+    if let outcome = storage.startReturned(handle) {
+        // Decided while `start` ran: no cancellation handler, no continuation, no timer.
+        return try outcome.get()
+    }
+    // The operation is in flight. If the task was cancelled meanwhile (even
+    // before or during `start`), the handler runs at once on installation and
+    // calls the handle attached above. Installing the handler only now keeps
+    // it (a status record on the task, with its own lock) off the synchronous path.
     return try await withTaskCancellationHandler(
+        // This closure runs on `isolation` because it captures it (SE-0420);
+        // the isolation tests fail if that capture is removed.
         operation: {
-            let handle: CancelHandle?
-            do {
-                handle = try start(Completion(storage: storage))
-            } catch {
-                _ = storage.finish(.failure(error))
-                handle = nil
-            }
-            if let outcome = storage.startReturned(handle) {
-                // Decided while `start` ran: no continuation, no timer.
-                return try outcome.get()
-            }
-            return try await withUnsafeThrowingContinuation(isolation: isolation) { continuation in
+            try await withUnsafeThrowingContinuation(isolation: isolation) { continuation in
                 if storage.install(continuation), let timeout, let deadline {
                     storage.armTimer(timeout: timeout, deadline: deadline)
                 }

@@ -187,7 +187,7 @@ struct OneShotWithCallbackTests {
         let entered = DispatchSemaphore(value: 0)
         let proceed = DispatchSemaphore(value: 0)
         let callSlot = OneShotSlot<OneShotCall<Int>>()
-        let recordedBeforeReturn = OneShotRecorder<Bool>()
+        let callsAtCancel = OneShotRecorder<Int>()
         let call = OneShotCall {
             try await withCallback { (completion: Completion<Int>) in
                 operation.completion.store(completion)
@@ -200,13 +200,30 @@ struct OneShotWithCallbackTests {
         callSlot.store(call)
         oneShotOnForeignThread {
             entered.wait()
-            callSlot.value!.cancel()  // runs the cancellation handler on this thread
-            recordedBeforeReturn.append(operation.completion.value!.oneShotIsDecided)
+            callSlot.value!.cancel()  // the handle does not exist yet
+            callsAtCancel.append(operation.cancels.value)
             proceed.signal()
         }
         #expect(await call.outcome() == .cancelled)
-        #expect(recordedBeforeReturn.values == [true])
+        #expect(callsAtCancel.values == [0])
         #expect(operation.cancels.value == 1)
+    }
+
+    @Test("a result reported synchronously inside start is returned even if the task was cancelled while start ran")
+    func synchronousResultBeatsCancellationDuringStart() async {
+        // Cancellation is observed once start returns; a synchronous outcome is already there.
+        let operation = FakeOperation()
+        let discarded = OneShotRecorder<Int>()
+        let result = await oneShotOutcome {
+            try await withCallback(onDiscard: { discarded.append($0) }) { (completion: Completion<Int>) in
+                withUnsafeCurrentTask { $0?.cancel() }
+                completion.succeed(12)
+                return operation.handle()
+            }
+        }
+        #expect(result == .success(12))
+        #expect(operation.cancels.value == 0)
+        #expect(discarded.values.isEmpty)
     }
 
     @Test("a task already cancelled when start runs: start still runs, its handle is called once")
