@@ -390,7 +390,10 @@ struct OneShotWithCallbackTests {
         let asynchronous = try #require(await OneShotCall { try await caller.callCompletingFromForeignThread() }.result()).get()
         #expect(asynchronous.value == 2)
         #expect(asynchronous.startOnActor && asynchronous.afterOnActor)
-        #expect(asynchronous.hops == 1)  // the one resumption, straight onto the actor
+        // The one resumption onto the actor, exactly as many as a bare continuation resumed from a foreign thread.
+        let floor = try #require(await OneShotCall { await caller.bareContinuationHops() }.result()).get()
+        #expect(floor == 1)
+        #expect(asynchronous.hops == floor)
     }
 
     @Test("a caller on the main actor runs start and resumes on the main actor's queue", arguments: [true, false])
@@ -569,6 +572,15 @@ private actor OneShotIsolatedCaller {
         let hops = self.executor.hops - before
         self.assertIsolated()
         return Observation(value: value, startOnActor: startOnActor, afterOnActor: self.executor.isCurrent, hops: hops)
+    }
+
+    /// Hops onto the actor for a bare continuation resumed from a foreign thread: the floor.
+    func bareContinuationHops() async -> Int {
+        let before = self.executor.hops
+        let _: Int = await withUnsafeContinuation { continuation in
+            oneShotOnForeignThread { continuation.resume(returning: 1) }
+        }
+        return self.executor.hops - before
     }
 
     func callCompletingFromForeignThread() async throws -> Observation {
