@@ -196,6 +196,8 @@ func oneShotSpinUntil(_ seconds: Int = 10, _ condition: () -> Bool) -> Bool {
 extension Completion {
     /// Whether a waiter is installed on this completion's gate (test-only introspection).
     var oneShotHasWaiter: Bool { self.storage.machine.holdsWaiter }
+    /// Whether this completion's gate holds an armed timer.
+    var oneShotHasTimer: Bool { self.storage.machine.holdsTimer }
     /// Whether this completion's gate has decided its outcome.
     var oneShotIsDecided: Bool { self.storage.machine.isDecided }
     /// The gate's storage object, to hold weakly.
