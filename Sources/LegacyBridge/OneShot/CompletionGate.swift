@@ -62,8 +62,8 @@ public final class CompletionGate<Value: Sendable>: Sendable {
         self.storage.cancel()
     }
 
-    /// Attaches the operation's cancel handle. Call exactly once per gate, with
-    /// nil if the operation cannot be cancelled.
+    /// Attaches the operation's cancel handle. Call at most once per gate
+    /// (with nil, or not at all, if the operation cannot be cancelled).
     ///
     /// If cancellation or the timeout already decided, the handle is called
     /// now (on this thread); if a completion already decided, it is dropped

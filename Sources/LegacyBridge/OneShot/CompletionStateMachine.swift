@@ -314,7 +314,7 @@ struct CompletionStateMachine<Value: Sendable> {
     static func attachedTwice() -> Never {
         preconditionFailure(
             "CompletionGate: a cancel handle was already attached. Attach the operation's "
-                + "CancelHandle (or nil) exactly once per gate."
+                + "CancelHandle (or nil) at most once per gate."
         )
     }
 

@@ -117,7 +117,7 @@ struct OneShotCompletionGateTests {
         }
     }
 
-    @Test("attaching twice stops with a message saying to attach exactly once")
+    @Test("attaching twice stops with a message saying to attach at most once")
     func attachTwice() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let gate = CompletionGate<Int>()
@@ -125,7 +125,7 @@ struct OneShotCompletionGateTests {
             gate.attach(nil)
         }.map { result in
             let message = String(decoding: result.standardErrorContent, as: UTF8.self)
-            #expect(message.contains("exactly once per gate"))
+            #expect(message.contains("at most once per gate"))
         }
     }
 

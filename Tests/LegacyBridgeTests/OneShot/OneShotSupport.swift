@@ -57,13 +57,6 @@ final class OneShotSlot<Element: Sendable>: Sendable {
     }
 }
 
-/// A value behind a lock (LockedBox: TSan-visible, unlike Mutex under contention).
-final class OneShotLocked<Element: Sendable>: Sendable {
-    private let box: LockedBox<Element>
-    init(_ initial: Element) { self.box = LockedBox(initial) }
-    func withLock<Result>(_ body: (inout Element) -> Result) -> Result { self.box.withLock(body) }
-}
-
 /// A weak reference (to check that a gate's storage was freed), plus the identity it had.
 final class OneShotWeak: @unchecked Sendable {
     // Written once in init, only read afterwards; weak loads are thread-safe in the runtime.
@@ -198,8 +191,6 @@ extension Completion {
     var oneShotHasWaiter: Bool { self.storage.machine.holdsWaiter }
     /// Whether this completion's gate holds an armed timer.
     var oneShotHasTimer: Bool { self.storage.machine.holdsTimer }
-    /// Whether this completion's gate has decided its outcome.
-    var oneShotIsDecided: Bool { self.storage.machine.isDecided }
     /// The gate's storage object, to hold weakly.
     var oneShotStorageObject: AnyObject { self.storage.box.storage }
 }
