@@ -1,0 +1,100 @@
+/// The callback end of a one-shot call: hand it to the SDK's completion
+/// callback and call it with the operation's result.
+///
+/// Only the first call (or cancellation, or the timeout, whichever comes first)
+/// decides the outcome. Later calls are ignored: a late success value is passed
+/// to the call's `onDiscard` closure so that resources it owns can be freed.
+/// Calling it from any thread, any number of times, synchronously inside
+/// `start` or long after the caller has returned is safe.
+///
+/// A `Completion` keeps the call's small shared state alive, nothing more:
+/// drop it when the SDK will not call back any more.
+public struct Completion<Value: Sendable>: Sendable {
+    @usableFromInline
+    let storage: CompletionGateStorage<Value>
+
+    @inlinable
+    init(storage: CompletionGateStorage<Value>) {
+        self.storage = storage
+    }
+
+    /// Reports the operation's result.
+    ///
+    /// - Parameter result: The value or the error the operation produced.
+    /// - Returns: `true` if this call decided the outcome; `false` if the
+    ///   outcome was already decided (the result is then ignored, or handed to
+    ///   `onDiscard` if it is a success).
+    @inlinable
+    @discardableResult
+    public func callAsFunction(_ result: Result<Value, any Error>) -> Bool {
+        self.storage.finish(result)
+    }
+
+    /// Reports success.
+    ///
+    /// - Parameter value: The operation's value.
+    /// - Returns: `true` if this call decided the outcome; `false` if the
+    ///   outcome was already decided (the value then goes to `onDiscard`).
+    @inlinable
+    @discardableResult
+    public func succeed(_ value: Value) -> Bool {
+        self.storage.finish(.success(value))
+    }
+
+    /// Reports failure.
+    ///
+    /// - Parameter error: The operation's error.
+    /// - Returns: `true` if this call decided the outcome; `false` if the
+    ///   outcome was already decided (the error is then ignored).
+    @inlinable
+    @discardableResult
+    public func fail(_ error: any Error) -> Bool {
+        self.storage.finish(.failure(error))
+    }
+}
+
+/// How to cancel the operation underneath a one-shot call.
+///
+/// Return one from `withCallback`'s `start` (or pass it to
+/// ``CompletionGate/attach(_:)``). It is called at most once, outside any lock,
+/// and only if cancellation of the calling task or the timeout decided the
+/// outcome, including when that happened before `start` returned. It is never
+/// called if the operation's own completion decided first.
+///
+/// The closure may call the ``Completion`` synchronously; that call then loses
+/// (a success value goes to `onDiscard`). Keep it short and non-blocking: it
+/// can run inside the task runtime's cancellation machinery.
+public struct CancelHandle: Sendable {
+    @usableFromInline
+    let cancel: @Sendable () -> Void
+
+    /// Creates a handle that runs `cancel` to stop the operation.
+    ///
+    /// - Parameter cancel: Asks the operation to stop, e.g. calls the SDK's cancel function.
+    public init(_ cancel: @escaping @Sendable () -> Void) {
+        self.cancel = cancel
+    }
+}
+
+/// The error a one-shot call throws when its timeout expires first.
+///
+/// When the timeout decides the outcome, the operation is also cancelled
+/// through its ``CancelHandle``.
+public struct BridgeTimeoutError: Error, Hashable, CustomStringConvertible {
+    /// The timeout that expired, as passed to `withCallback(timeout:)` or
+    /// ``CompletionGate/value(isolation:timeout:)``.
+    public let timeout: Duration
+
+    /// Creates the error for an expired `timeout`.
+    ///
+    /// - Parameter timeout: The timeout that expired.
+    public init(timeout: Duration) {
+        self.timeout = timeout
+    }
+
+    /// A readable message naming the timeout, e.g.
+    /// "operation timed out after 0.5 seconds".
+    public var description: String {
+        "operation timed out after \(self.timeout)"
+    }
+}

@@ -1,0 +1,163 @@
+/// The shared state of one call: the state machine and `onDiscard` behind one
+/// lock, in one allocation (a `LockedBox`). `Completion`, `CompletionGate`,
+/// the cancellation handler and the timer all hold this same storage.
+///
+/// Every method locks, asks the machine for an action, unlocks, and only then
+/// performs the action. Nothing the machine hands back (continuation, cancel
+/// handle, timer, discarded value) is called or released under the lock.
+@usableFromInline
+struct CompletionGateStorage<Value: Sendable>: Sendable {
+    @usableFromInline
+    typealias Machine = CompletionStateMachine<Value>
+
+    @usableFromInline
+    struct Guarded {
+        @usableFromInline var machine: Machine
+        @usableFromInline let onDiscard: (@Sendable (Value) -> Void)?
+
+        @inlinable
+        init(onDiscard: (@Sendable (Value) -> Void)?) {
+            self.machine = Machine()
+            self.onDiscard = onDiscard
+        }
+    }
+
+    @usableFromInline
+    let box: LockedBox<Guarded>
+
+    @inlinable
+    init(onDiscard: (@Sendable (Value) -> Void)?) {
+        self.box = LockedBox(Guarded(onDiscard: onDiscard))
+    }
+
+    /// Records a result from the operation; true if it decided the outcome.
+    @inlinable
+    func finish(_ result: Result<Value, any Error>) -> Bool {
+        let (action, onDiscard) = self.box.withLock { guarded -> (Machine.FinishAction, (@Sendable (Value) -> Void)?) in
+            let action = guarded.machine.finish(result)
+            switch action {
+            case .discard: return (action, guarded.onDiscard)
+            case .decided, .none: return (action, nil)
+            }
+        }
+        switch action {
+        case .decided(let decision):
+            Self.perform(decision)
+            return true
+        case .discard(let value):
+            onDiscard?(value)
+            return false
+        case .none:
+            return false
+        }
+    }
+
+    /// Records cancellation of the calling task; true if it decided the outcome.
+    @inlinable
+    @discardableResult
+    func cancel() -> Bool {
+        let action = self.box.withLock { $0.machine.cancel() }
+        switch action {
+        case .decided(let decision):
+            Self.perform(decision)
+            return true
+        case .none:
+            return false
+        }
+    }
+
+    /// Records that the timer fired; true if the timeout decided the outcome.
+    @usableFromInline
+    @discardableResult
+    func timeOut(_ error: BridgeTimeoutError) -> Bool {
+        let action = self.box.withLock { $0.machine.timeOut(error) }
+        switch action {
+        case .decided(let decision):
+            Self.perform(decision)
+            return true
+        case .none:
+            return false
+        }
+    }
+
+    /// Installs the waiter, resuming it at once if the outcome is already
+    /// decided. Returns true if the waiter is left waiting.
+    @inlinable
+    @discardableResult
+    func install(_ continuation: UnsafeContinuation<Value, any Error>) -> Bool {
+        let action = self.box.withLock { $0.machine.install(continuation) }
+        switch action {
+        case .none:
+            return true
+        case .resume(let continuation, let outcome):
+            continuation.resume(with: outcome)
+            return false
+        }
+    }
+
+    /// Attaches the operation's cancel handle, calling it at once if
+    /// cancellation or the timeout already decided.
+    @inlinable
+    func attach(_ handle: CancelHandle?) {
+        let action = self.box.withLock { $0.machine.attach(handle) }
+        switch action {
+        case .none:
+            break
+        case .call(let handle):
+            handle.cancel()
+        }
+    }
+
+    /// `start` returned: attaches its handle and, if the outcome was decided
+    /// meanwhile, returns it (after calling the handle if it must be called).
+    @inlinable
+    func startReturned(_ handle: CancelHandle?) -> Result<Value, any Error>? {
+        let action = self.box.withLock { $0.machine.startReturned(handle) }
+        switch action {
+        case .wait:
+            return nil
+        case .deliver(let outcome, let call):
+            call?.cancel()
+            return outcome
+        }
+    }
+
+    /// Starts a timer that decides the outcome with `BridgeTimeoutError` at
+    /// `deadline`, unless something decides first (the timer is then cancelled
+    /// and lets go of this storage promptly).
+    @usableFromInline
+    func armTimer(timeout: Duration, deadline: ContinuousClock.Instant) {
+        let storage = self
+        let timer = Task.detached {
+            do {
+                try await Task.sleep(until: deadline, tolerance: nil, clock: .continuous)
+            } catch {
+                return  // cancelled: the outcome was decided by something else
+            }
+            storage.timeOut(BridgeTimeoutError(timeout: timeout))
+        }
+        let action = self.box.withLock { $0.machine.armTimer(timer) }
+        switch action {
+        case .none:
+            break
+        case .cancel(let timer):
+            timer.cancel()
+        }
+    }
+
+    /// Performs a decision outside the lock: cancel the timer, call the cancel
+    /// handle (so the operation has been told to stop before the waiter sees
+    /// the cancellation), then resume the waiter. A handle that is not called
+    /// is released when `decision` goes out of scope, also outside the lock.
+    @inlinable
+    static func perform(_ decision: Machine.Decision) {
+        decision.timerToCancel?.cancel()
+        decision.handleToCall?.cancel()
+        decision.waiter?.resume(with: decision.outcome)
+    }
+
+    /// A snapshot of the machine (tests and debugging).
+    var machine: Machine {
+        self.box.withLock { $0.machine }
+    }
+}

@@ -1,0 +1,104 @@
+/// Calls a callback-based operation once and awaits its result.
+///
+/// `start` runs synchronously, on the caller's isolation, before this function
+/// suspends. It receives a ``Completion`` to hand to the SDK, starts the
+/// operation, and returns a ``CancelHandle`` that stops it (or nil if it cannot
+/// be stopped). If `start` throws, that error is the outcome unless the
+/// completion already decided it. `start` runs even if the task is already
+/// cancelled (the operation is then cancelled through its handle at once).
+///
+/// The first of these decides the outcome; everything later is ignored:
+/// - the completion is called (success or failure; repeated calls lose),
+/// - the calling task is cancelled (throws `CancellationError`),
+/// - the timeout expires (throws ``BridgeTimeoutError``).
+///
+/// Cancellation of the task is observed from the moment `start` returns:
+/// - If `start` reported the outcome synchronously, that outcome is returned
+///   at once, without a cancellation handler, continuation or timer, even if
+///   the task was cancelled while `start` ran (the work is already done).
+/// - Otherwise a cancellation that arrived before or during `start` decides
+///   right after `start` returns, and one that arrives later decides when it
+///   arrives.
+///
+/// When cancellation or the timeout decides, the operation's cancel handle is
+/// called exactly once, outside any lock, before this function throws. It is
+/// never called when the completion decided first. The caller resumes
+/// promptly even if the operation never calls back.
+///
+/// The caller resumes directly on its own isolation (for example the main
+/// actor) with no extra executor hops; a synchronous outcome never suspends.
+///
+/// The call's state is freed when this function has returned and the SDK has
+/// dropped the completion; the gate keeps no cancel handle or timer after the
+/// outcome is decided, so a handle that captures the completion forms no cycle.
+///
+/// ```swift
+/// let page = try await withCallback(timeout: .seconds(5)) { completion in
+///     let request = sdk.fetch(url) { page, error in
+///         if let page { completion.succeed(page) } else { completion.fail(error!) }
+///     }
+///     return CancelHandle { request.cancel() }
+/// }
+/// ```
+///
+/// - Parameters:
+///   - isolation: The caller's isolation; leave the default.
+///   - timeout: How long to wait for an outcome; nil (the default) waits
+///     forever and costs nothing. Measured from the call; a timer is created
+///     only if `start` returns with the outcome still open. Must be positive.
+///   - onDiscard: Receives each success value that arrives after the outcome
+///     was decided (by cancellation, the timeout or an earlier completion),
+///     exactly once, so that resources it owns can be released. Never receives
+///     the value that is returned. Runs on the thread that delivered the value.
+///   - start: Starts the operation with the given completion and returns how
+///     to cancel it.
+/// - Returns: The value of the first successful outcome.
+/// - Throws: The operation's error, the error `start` threw,
+///   `CancellationError` if the calling task was cancelled first, or
+///   ``BridgeTimeoutError`` if the timeout expired first.
+@inlinable
+public func withCallback<Value: Sendable>(
+    isolation: isolated (any Actor)? = #isolation,
+    timeout: Duration? = nil,
+    onDiscard: (@Sendable (Value) -> Void)? = nil,
+    _ start: (Completion<Value>) throws -> CancelHandle?
+) async throws -> Value {
+    let storage = CompletionGateStorage<Value>(onDiscard: onDiscard)
+    let deadline: ContinuousClock.Instant?
+    if let timeout {
+        precondition(timeout > .zero, "withCallback(timeout:) needs a positive duration; pass nil for no timeout")
+        deadline = ContinuousClock.now + timeout
+    } else {
+        deadline = nil
+    }
+    let handle: CancelHandle?
+    do {
+        handle = try start(Completion(storage: storage))
+    } catch {
+        _ = storage.finish(.failure(error))
+        handle = nil
+    }
+    if let outcome = storage.startReturned(handle) {
+        // Decided while `start` ran: no cancellation handler, no continuation, no timer.
+        return try outcome.get()
+    }
+    // The operation is in flight. If the task was cancelled meanwhile (even
+    // before or during `start`), the handler runs at once on installation and
+    // calls the handle attached above. Installing the handler only now keeps
+    // it (a status record on the task, with its own lock) off the synchronous path.
+    return try await withTaskCancellationHandler(
+        // This closure runs on `isolation` because it captures it (SE-0420);
+        // the isolation tests fail if that capture is removed.
+        operation: {
+            try await withUnsafeThrowingContinuation(isolation: isolation) { continuation in
+                if storage.install(continuation), let timeout, let deadline {
+                    storage.armTimer(timeout: timeout, deadline: deadline)
+                }
+            }
+        },
+        onCancel: {
+            storage.cancel()
+        },
+        isolation: isolation
+    )
+}
