@@ -5,9 +5,10 @@ import Synchronization
 ///
 /// Off by default, and then free: the hot path reads one relaxed atomic flag. The stress runner
 /// turns it on before starting work.
+@usableFromInline
 package enum BridgeDiagnostics {
-    private static let enabledFlag = Atomic<Bool>(false)
-    private static let counters = DiagnosticCounters()
+    @usableFromInline static let enabledFlag = Atomic<Bool>(false)
+    @usableFromInline static let counters = DiagnosticCounters()
 
     /// Whether counting is on.
     @inlinable
@@ -59,7 +60,8 @@ package enum BridgeDiagnostics {
     }
 }
 
-private final class DiagnosticCounters: Sendable {
+@usableFromInline
+final class DiagnosticCounters: Sendable {
     let gatesCreated = Atomic<Int>(0)
     let gatesFreed = Atomic<Int>(0)
     let suspensions = Atomic<Int>(0)

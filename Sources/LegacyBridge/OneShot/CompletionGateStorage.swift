@@ -14,11 +14,14 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     struct Guarded {
         @usableFromInline var machine: Machine
         @usableFromInline let onDiscard: (@Sendable (Value) -> Void)?
+        /// Counts this gate's life while diagnostics are on (`nil`, and free, otherwise).
+        @usableFromInline let diagnosticsToken: BridgeDiagnostics.GateToken?
 
         @inlinable
         init(onDiscard: (@Sendable (Value) -> Void)?) {
             self.machine = Machine()
             self.onDiscard = onDiscard
+            self.diagnosticsToken = BridgeDiagnostics.isEnabled ? BridgeDiagnostics.makeGateToken() : nil
         }
     }
 
@@ -85,11 +88,13 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     @inlinable
     @discardableResult
     func install(_ continuation: UnsafeContinuation<Value, any Error>) -> Bool {
+        if BridgeDiagnostics.isEnabled { BridgeDiagnostics.noteSuspension() }
         let action = self.box.withLock { $0.machine.install(continuation) }
         switch action {
         case .none:
             return true
         case .resume(let continuation, let outcome):
+            if BridgeDiagnostics.isEnabled { BridgeDiagnostics.noteResume() }
             continuation.resume(with: outcome)
             return false
         }
@@ -153,7 +158,10 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     static func perform(_ decision: Machine.Decision) {
         decision.timerToCancel?.cancel()
         decision.handleToCall?.cancel()
-        decision.waiter?.resume(with: decision.outcome)
+        if let waiter = decision.waiter {
+            if BridgeDiagnostics.isEnabled { BridgeDiagnostics.noteResume() }
+            waiter.resume(with: decision.outcome)
+        }
     }
 
     /// A snapshot of the machine (tests and debugging).
