@@ -1,0 +1,419 @@
+/// Side effects an event asks for, performed by the storage after it released
+/// the lock: wake the consumer, make a producer-control call, and let
+/// dropped elements go (their deinit may run user code, so never under the lock).
+@usableFromInline
+struct StreamEffects<Element: Sendable> {
+    @usableFromInline
+    typealias Continuation = UnsafeContinuation<Element?, any Error>
+
+    @usableFromInline var wakeUp: (continuation: Continuation, result: Result<Element?, any Error>)?
+    @usableFromInline var delivery: ProducerControlStateMachine.Delivery?
+    @usableFromInline var evicted: Element?
+    @usableFromInline var discarded: StreamRing<Element>
+
+    @inlinable
+    init() {
+        self.wakeUp = nil
+        self.delivery = nil
+        self.evicted = nil
+        self.discarded = StreamRing()
+    }
+
+    @inlinable
+    mutating func setDelivery(_ delivery: ProducerControlStateMachine.Delivery?) {
+        guard let delivery else { return }
+        precondition(self.delivery == nil, "two producer-control calls decided by one event")
+        self.delivery = delivery
+    }
+}
+
+/// The buffer, terminal and producer-control logic of one `CallbackStream`
+/// subscription: a pure value, driven under the storage's lock.
+///
+/// The element buffer and the reorderer live beside `State` (they exist in
+/// both the streaming and the draining phase) so the hot path appends in
+/// place instead of moving them through an enum payload.
+@usableFromInline
+struct CallbackStreamStateMachine<Element: Sendable> {
+    @usableFromInline
+    typealias Continuation = UnsafeContinuation<Element?, any Error>
+
+    @usableFromInline
+    enum State {
+        /// The producer is live. `waiter` is the suspended consumer; it is
+        /// only ever set while `buffer` is empty.
+        case streaming(waiter: Continuation?)
+        /// The producer finished (`failure == nil`) or failed; the terminal
+        /// waits behind the buffered elements.
+        case draining(failure: (any Error)?)
+        /// The consumer received the terminal.
+        case finished
+        /// The consumer stopped before receiving the terminal.
+        case cancelled
+    }
+
+    /// What the consumer does after asking for elements.
+    @usableFromInline
+    enum NextAction {
+        /// A batch was swapped into the consumer's ring.
+        case batch
+        /// Nothing is waiting: suspend with `suspend(_:)`.
+        case suspend
+        /// The stream ended normally.
+        case end
+        /// The stream ended with this error.
+        case fail(any Error)
+    }
+
+    @usableFromInline var state: State
+    @usableFromInline var buffer: StreamRing<Element>
+    /// Elements handed to the consumer whose consumption it has not yet
+    /// confirmed (it confirms by coming back for more); they count as buffered.
+    @usableFromInline var inBatch: Int
+    @usableFromInline let buffering: StreamBuffering
+    @usableFromInline var reorderer: SequenceReorderer<Element>?
+    /// Backpressure: whether the stream currently wants the producer paused.
+    @usableFromInline var pauseWanted: Bool
+    @usableFromInline var control: ProducerControlStateMachine
+    @usableFromInline var counters: StreamStatistics
+
+    @usableFromInline
+    init(buffering: StreamBuffering, ordering: StreamOrdering) {
+        buffering.validate()
+        ordering.validate()
+        self.state = .streaming(waiter: nil)
+        self.buffer = StreamRing()
+        self.inBatch = 0
+        self.buffering = buffering
+        switch ordering {
+        case .arrival:
+            self.reorderer = nil
+        case .sequenced(let window, let first, let gaps):
+            self.reorderer = SequenceReorderer(window: window, firstSequence: first, gapPolicy: gaps)
+        }
+        self.pauseWanted = false
+        self.control = ProducerControlStateMachine()
+        self.counters = StreamStatistics()
+    }
+
+    // MARK: Producer events
+
+    /// `start` returned its control handle (or `nil`).
+    @usableFromInline
+    mutating func controlArrived(_ control: StreamControl?) -> StreamEffects<Element> {
+        var effects = StreamEffects<Element>()
+        effects.setDelivery(counted(self.control.controlArrived(control)))
+        return effects
+    }
+
+    /// `start` threw: there is no handle, and the error becomes the terminal
+    /// (after the elements `start` yielded before throwing).
+    @usableFromInline
+    mutating func startFailed(_ error: any Error) -> StreamEffects<Element> {
+        _ = control.controlArrived(nil)
+        return finish(error)
+    }
+
+    /// One element from the producer (arrival-ordered streams).
+    @inlinable
+    mutating func yield(_ element: Element) -> (YieldOutcome, StreamEffects<Element>) {
+        var effects = StreamEffects<Element>()
+        guard case .streaming = state else {
+            counters.yieldedAfterTermination += 1
+            return (.terminated, effects)
+        }
+        precondition(reorderer == nil, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
+        let outcome = accept(element, &effects)
+        return (outcome, effects)
+    }
+
+    /// Several elements from the producer, in order (arrival-ordered streams).
+    @usableFromInline
+    mutating func yield(contentsOf elements: ContiguousArray<Element>) -> (YieldOutcome, StreamEffects<Element>) {
+        var effects = StreamEffects<Element>()
+        guard case .streaming = state else {
+            counters.yieldedAfterTermination += elements.count
+            return (.terminated, effects)
+        }
+        precondition(reorderer == nil, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
+        var outcome = YieldOutcome.enqueued
+        for element in elements {
+            if accept(element, &effects) == .dropped { outcome = .dropped }
+        }
+        return (outcome, effects)
+    }
+
+    /// One numbered element from the producer (sequenced streams). The
+    /// reorder happens here, under the stream's lock, so concurrent producers
+    /// cannot interleave the runs it releases.
+    @usableFromInline
+    mutating func yield(_ element: Element, sequence: UInt64) -> (YieldOutcome, StreamEffects<Element>) {
+        var effects = StreamEffects<Element>()
+        guard case .streaming = state else {
+            counters.yieldedAfterTermination += 1
+            return (.terminated, effects)
+        }
+        guard var reorderer = self.reorderer else {
+            preconditionFailure("yield(_:sequence:) needs a stream created with ordering: .sequenced(window:)")
+        }
+        self.reorderer = nil  // keep the reorderer's storage uniquely referenced while it is mutated
+        var outcome = YieldOutcome.enqueued
+        let skippedBefore = reorderer.skippedSequences
+        let placement = reorderer.insert(element, sequence: sequence) { released in
+            if self.accept(released, &effects) == .dropped { outcome = .dropped }
+        }
+        counters.skippedSequences += reorderer.skippedSequences - skippedBefore
+        self.reorderer = reorderer
+        switch placement {
+        case .released, .held:
+            return (outcome, effects)
+        case .stale:
+            counters.droppedStale += 1
+            return (.dropped, effects)
+        case .rejected:
+            failForGap(SequenceGapError(missingSequence: reorderer.nextSequence), &effects)
+            return (.dropped, effects)
+        }
+    }
+
+    /// The producer finished (`failure == nil`) or failed. Only the first
+    /// terminal counts; later ones are ignored.
+    @usableFromInline
+    mutating func finish(_ failure: (any Error)?) -> StreamEffects<Element> {
+        var effects = StreamEffects<Element>()
+        guard case .streaming = state else { return effects }
+        var failure = failure
+        if var reorderer = self.reorderer, reorderer.heldCount > 0 {
+            self.reorderer = nil
+            switch reorderer.gapPolicy {
+            case .skip:
+                let skippedBefore = reorderer.skippedSequences
+                reorderer.flush { _ = self.accept($0, &effects) }
+                counters.skippedSequences += reorderer.skippedSequences - skippedBefore
+            case .fail:
+                let missing = reorderer.nextSequence
+                discard(reorderer.removeAll(), &effects)
+                if failure == nil { failure = SequenceGapError(missingSequence: missing) }
+            }
+            self.reorderer = reorderer
+        }
+        control.producerFinished()
+        pauseWanted = false
+        terminate(failure, &effects)
+        return effects
+    }
+
+    // MARK: Consumer events
+
+    /// The consumer has used up its previous batch and asks for more. On
+    /// `.batch` the waiting elements were swapped into `batch` (which must be
+    /// empty); the returned delivery (a resume) must be performed first.
+    @inlinable
+    mutating func next(into batch: inout StreamRing<Element>) -> (NextAction, ProducerControlStateMachine.Delivery?) {
+        switch state {
+        case .streaming(let waiter):
+            precondition(waiter == nil, "next() called while another next() is suspended")
+            inBatch = 0
+            let delivery = checkLowWatermark()
+            if buffer.isEmpty { return (.suspend, delivery) }
+            swap(&buffer, &batch)
+            inBatch = batch.count
+            return (.batch, delivery)
+        case .draining(let failure):
+            inBatch = 0
+            if !buffer.isEmpty {
+                swap(&buffer, &batch)
+                inBatch = batch.count
+                return (.batch, nil)
+            }
+            state = .finished
+            if let failure { return (.fail(failure), nil) }
+            return (.end, nil)
+        case .finished:
+            return (.end, nil)
+        case .cancelled:
+            return (.fail(CancellationError()), nil)
+        }
+    }
+
+    /// The consumer suspends after `next(into:)` returned `.suspend`;
+    /// anything that happened in between wakes it at once.
+    @usableFromInline
+    mutating func suspend(_ continuation: Continuation) -> StreamEffects<Element> {
+        var effects = StreamEffects<Element>()
+        switch state {
+        case .streaming(let waiter):
+            precondition(waiter == nil, "next() called while another next() is suspended")
+            if let element = buffer.popFirst() {
+                inBatch = 1
+                effects.wakeUp = (continuation, .success(element))
+            } else {
+                state = .streaming(waiter: continuation)
+            }
+        case .draining(let failure):
+            if let element = buffer.popFirst() {
+                inBatch = 1
+                effects.wakeUp = (continuation, .success(element))
+            } else {
+                state = .finished
+                effects.wakeUp = (continuation, failure.map { .failure($0) } ?? .success(nil))
+            }
+        case .finished:
+            effects.wakeUp = (continuation, .success(nil))
+        case .cancelled:
+            effects.wakeUp = (continuation, .failure(CancellationError()))
+        }
+        return effects
+    }
+
+    /// The consumer stopped (task cancelled, loop left, iterator dropped):
+    /// drop what is buffered and, if the producer is still running, cancel it.
+    @usableFromInline
+    mutating func consumerTerminated() -> StreamEffects<Element> {
+        var effects = StreamEffects<Element>()
+        switch state {
+        case .streaming(let waiter):
+            state = .cancelled
+            discardBuffered(&effects)
+            pauseWanted = false
+            effects.setDelivery(counted(control.requestCancel()))
+            if let waiter { effects.wakeUp = (waiter, .failure(CancellationError())) }
+        case .draining:
+            state = .cancelled
+            discardBuffered(&effects)
+        case .finished, .cancelled:
+            break
+        }
+        return effects
+    }
+
+    /// The deliverer made its producer-control call; returns the next one due.
+    @usableFromInline
+    mutating func deliveryCompleted() -> ProducerControlStateMachine.Delivery? {
+        counted(control.deliveryCompleted())
+    }
+
+    /// The counters, with `peakBuffered` up to date.
+    @usableFromInline
+    var statistics: StreamStatistics { counters }
+
+    // MARK: Helpers
+
+    /// Stores an accepted element (the state is `.streaming`), applying the
+    /// buffering policy and the high watermark.
+    @inlinable
+    mutating func accept(_ element: Element, _ effects: inout StreamEffects<Element>) -> YieldOutcome {
+        var outcome = YieldOutcome.enqueued
+        if case .streaming(let waiter?) = state {
+            // Only possible while the buffer is empty: hand the element over.
+            state = .streaming(waiter: nil)
+            inBatch = 1
+            effects.wakeUp = (waiter, .success(element))
+        } else {
+            switch buffering {
+            case .unbounded, .backpressure:
+                buffer.append(element)
+            case .bufferingOldest(let limit):
+                if buffer.count >= limit {
+                    counters.droppedByBuffering += 1
+                    return .dropped
+                }
+                buffer.append(element)
+            case .bufferingNewest(let limit):
+                if buffer.count >= limit {
+                    let oldest = buffer.popFirst()
+                    if let previous = effects.evicted { effects.discarded.append(previous) }
+                    effects.evicted = oldest
+                    counters.droppedByBuffering += 1
+                    outcome = .dropped
+                }
+                buffer.append(element)
+            }
+        }
+        counters.enqueued += 1
+        let held = buffer.count &+ inBatch
+        if held > counters.peakBuffered { counters.peakBuffered = held }
+        if case .backpressure(_, let high) = buffering {
+            if pauseWanted {
+                counters.acceptedWhilePaused += 1
+            } else if held >= high {
+                pauseWanted = true
+                effects.setDelivery(counted(control.setPaused(true)))
+            }
+        }
+        return outcome
+    }
+
+    /// Backpressure: the consumer came back; resume the producer if the
+    /// stream is paused and fewer than `low` elements are held.
+    @inlinable
+    mutating func checkLowWatermark() -> ProducerControlStateMachine.Delivery? {
+        guard pauseWanted, case .backpressure(let low, _) = buffering, buffer.count &+ inBatch < low else {
+            return nil
+        }
+        pauseWanted = false
+        return counted(control.setPaused(false))
+    }
+
+    @inlinable
+    mutating func counted(_ delivery: ProducerControlStateMachine.Delivery?) -> ProducerControlStateMachine.Delivery? {
+        if let delivery {
+            switch delivery.operation {
+            case .pause: counters.pauses += 1
+            case .resume: counters.resumes += 1
+            case .cancel: break
+            }
+        }
+        return delivery
+    }
+
+    /// Enters the terminal phase from `.streaming`: a waiting consumer gets
+    /// the terminal at once (the buffer is empty then) or the first element
+    /// released by a final flush.
+    mutating func terminate(_ failure: (any Error)?, _ effects: inout StreamEffects<Element>) {
+        guard case .streaming(let waiter) = state else {
+            preconditionFailure("terminate() outside the streaming phase")
+        }
+        if let waiter {
+            if let element = buffer.popFirst() {
+                inBatch = 1
+                state = .draining(failure: failure)
+                effects.wakeUp = (waiter, .success(element))
+            } else {
+                state = .finished
+                effects.wakeUp = (waiter, failure.map { .failure($0) } ?? .success(nil))
+            }
+        } else {
+            state = .draining(failure: failure)
+        }
+    }
+
+    /// A gap under `SequenceGapPolicy.fail`: the stream fails after what it
+    /// already released, held elements are discarded and the still running
+    /// producer is cancelled.
+    mutating func failForGap(_ error: SequenceGapError, _ effects: inout StreamEffects<Element>) {
+        if var reorderer = self.reorderer {
+            self.reorderer = nil
+            discard(reorderer.removeAll(), &effects)
+            self.reorderer = reorderer
+        }
+        pauseWanted = false
+        effects.setDelivery(counted(control.requestCancel()))
+        terminate(error, &effects)
+    }
+
+    mutating func discardBuffered(_ effects: inout StreamEffects<Element>) {
+        counters.discardedAtTermination += buffer.count
+        swap(&buffer, &effects.discarded)
+        if var reorderer = self.reorderer {
+            self.reorderer = nil
+            discard(reorderer.removeAll(), &effects)
+            self.reorderer = reorderer
+        }
+    }
+
+    mutating func discard(_ elements: [Element], _ effects: inout StreamEffects<Element>) {
+        counters.discardedAtTermination += elements.count
+        for element in elements { effects.discarded.append(element) }
+    }
+}
