@@ -75,8 +75,13 @@ extension AsyncThrowingStream where Failure == any Error, Element: Sendable {
 }
 
 /// The ``EventSink`` backend of a bridged `AsyncThrowingStream`.
+///
+/// A class, so that `EventSink.Backend` has a fixed layout: the continuation
+/// type is resilient, and a struct holding it inline would make every
+/// `EventSink` operation (also for `CallbackStream`) go through runtime
+/// metadata.
 @usableFromInline
-struct StreamBridge<Element: Sendable>: Sendable {
+final class StreamBridge<Element: Sendable>: Sendable {
     let continuation: AsyncThrowingStream<Element, any Error>.Continuation
     let box: LockedBox<StreamBridgeStateMachine<Element>>
     let isSequenced: Bool

@@ -115,38 +115,31 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// - Throws: The producer's error, or `CancellationError` if the task was cancelled.
         @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
-            if !batch.isEmpty && !Task.isCancelled {
+            if !batch.isEmpty && !Self.isCurrentTaskCancelled {
                 return batch.popFirst()
             }
             return try await nextSlow(isolation: actor)
         }
 
-        /// Takes the next batch from the stream, starting the producer first
-        /// if needed, and suspends if nothing is waiting.
-        @usableFromInline
+        /// `Task.isCancelled` without retaining and releasing the current task
+        /// (this runs once per element).
+        @inlinable
+        static var isCurrentTaskCancelled: Bool {
+            withUnsafeCurrentTask { $0?.isCancelled ?? false }
+        }
+
+        /// Takes the next batch from the stream (one lock), starting the
+        /// producer first if needed, and suspends only if nothing is waiting.
+        @inlinable
         mutating func nextSlow(isolation actor: isolated (any Actor)?) async throws -> Element? {
             if isDone { return nil }
-            if Task.isCancelled {
-                isDone = true
-                batch.removeAll()
-                subscription.storage?.consumerTerminated()
-                throw CancellationError()
+            guard let storage = subscription.storage, !Task.isCancelled else {
+                return try await startOrCancel(isolation: actor)
             }
-            let storage: CallbackStreamStorage<Element>
-            if let existing = subscription.storage {
-                storage = existing
-            } else {
-                storage = CallbackStreamStorage(buffering: subscription.buffering, ordering: subscription.ordering)
-                subscription.storage = storage
-                let start = subscription.start
-                await withTaskCancellationHandler(
-                    operation: { storage.runStart(start) },
-                    onCancel: { storage.consumerTerminated() },
-                    isolation: actor
-                )
-            }
-            let (action, delivery) = storage.box.withLock { $0.next(into: &batch) }
-            if let delivery { storage.deliver(delivery) }
+            // A ring that grew for a burst is given back, outside the lock.
+            if batch.slots.count > StreamRing<Element>.retainedCapacity { batch = StreamRing() }
+            let (action, request) = storage.box.withLock { $0.next(into: &batch) }
+            if let request { storage.apply(request) }
             switch action {
             case .batch:
                 return batch.popFirst()
@@ -157,22 +150,53 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
                 isDone = true
                 throw error
             case .suspend:
-                do {
-                    let element = try await withTaskCancellationHandler(
-                        operation: {
-                            try await withUnsafeThrowingContinuation(isolation: actor) { continuation in
-                                storage.suspend(continuation)
-                            }
-                        },
-                        onCancel: { storage.consumerTerminated() },
-                        isolation: actor
-                    )
-                    if element == nil { isDone = true }
-                    return element
-                } catch {
-                    isDone = true
-                    throw error
-                }
+                return try await waitForElement(storage, isolation: actor)
+            }
+        }
+
+        /// The task is cancelled (stop, cancelling the producer if it runs),
+        /// or this is the first request (run `start`, then fetch).
+        @usableFromInline
+        mutating func startOrCancel(isolation actor: isolated (any Actor)?) async throws -> Element? {
+            if Task.isCancelled {
+                isDone = true
+                batch.removeAll()
+                subscription.storage?.consumerTerminated()
+                throw CancellationError()
+            }
+            let storage = CallbackStreamStorage<Element>(buffering: subscription.buffering, ordering: subscription.ordering)
+            subscription.storage = storage
+            let start = subscription.start
+            await withTaskCancellationHandler(
+                operation: { storage.runStart(start) },
+                onCancel: { storage.consumerTerminated() },
+                isolation: actor
+            )
+            return try await nextSlow(isolation: actor)
+        }
+
+        /// Nothing is waiting: suspend until the producer yields or finishes,
+        /// or the task is cancelled.
+        @usableFromInline
+        mutating func waitForElement(
+            _ storage: CallbackStreamStorage<Element>,
+            isolation actor: isolated (any Actor)?
+        ) async throws -> Element? {
+            do {
+                let element = try await withTaskCancellationHandler(
+                    operation: {
+                        try await withUnsafeThrowingContinuation(isolation: actor) { continuation in
+                            storage.suspend(continuation)
+                        }
+                    },
+                    onCancel: { storage.consumerTerminated() },
+                    isolation: actor
+                )
+                if element == nil { isDone = true }
+                return element
+            } catch {
+                isDone = true
+                throw error
             }
         }
     }

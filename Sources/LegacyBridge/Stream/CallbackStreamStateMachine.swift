@@ -1,34 +1,56 @@
+/// A decision about the producer, taken under the stream's lock and applied
+/// to the stream's `ProducerControlStateMachine` (behind its own lock) after
+/// the stream's lock is released.
+@usableFromInline
+enum StreamControlRequest: Sendable, Hashable {
+    /// Want the producer paused / running; `version` orders the decisions.
+    case setPaused(Bool, version: UInt64)
+    /// The consumer stopped (or a gap failed the stream) while the producer runs.
+    case cancel
+    /// The producer finished: no more pause or resume.
+    case producerFinished
+}
+
 /// Side effects an event asks for, performed by the storage after it released
-/// the lock: wake the consumer, make a producer-control call, and let
-/// dropped elements go (their deinit may run user code, so never under the lock).
+/// the lock: wake the consumer, pass a control request on, and let dropped
+/// elements go (their deinit may run user code, so never under the lock).
 @usableFromInline
 struct StreamEffects<Element: Sendable> {
     @usableFromInline
     typealias Continuation = UnsafeContinuation<Element?, any Error>
 
     @usableFromInline var wakeUp: (continuation: Continuation, result: Result<Element?, any Error>)?
-    @usableFromInline var delivery: ProducerControlStateMachine.Delivery?
+    @usableFromInline var control: StreamControlRequest?
     @usableFromInline var evicted: Element?
     @usableFromInline var discarded: StreamRing<Element>
 
     @inlinable
     init() {
         self.wakeUp = nil
-        self.delivery = nil
+        self.control = nil
         self.evicted = nil
         self.discarded = StreamRing()
     }
 
     @inlinable
-    mutating func setDelivery(_ delivery: ProducerControlStateMachine.Delivery?) {
-        guard let delivery else { return }
-        precondition(self.delivery == nil, "two producer-control calls decided by one event")
-        self.delivery = delivery
+    mutating func setControl(_ request: StreamControlRequest) {
+        precondition(self.control == nil, "two producer-control decisions in one event")
+        self.control = request
     }
 }
 
-/// The buffer, terminal and producer-control logic of one `CallbackStream`
-/// subscription: a pure value, driven under the storage's lock.
+/// What a yield asks the storage to do. The common case carries no effects,
+/// so the hot path has nothing to destroy or inspect.
+@usableFromInline
+enum StreamYieldAction<Element: Sendable> {
+    case outcome(YieldOutcome)
+    case effects(YieldOutcome, StreamEffects<Element>)
+}
+
+/// The buffer, terminal and producer-control decisions of one
+/// `CallbackStream` subscription: a pure value, driven under the storage's
+/// lock. Which control call to make, and when, is decided from these
+/// requests by a `ProducerControlStateMachine`.
 ///
 /// The element buffer and the reorderer live beside `State` (they exist in
 /// both the streaming and the draining phase) so the hot path appends in
@@ -72,9 +94,11 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @usableFromInline var inBatch: Int
     @usableFromInline let buffering: StreamBuffering
     @usableFromInline var reorderer: SequenceReorderer<Element>?
+    @usableFromInline let isSequenced: Bool
     /// Backpressure: whether the stream currently wants the producer paused.
     @usableFromInline var pauseWanted: Bool
-    @usableFromInline var control: ProducerControlStateMachine
+    /// Version of the latest pause decision (orders them across threads).
+    @usableFromInline var pauseVersion: UInt64
     @usableFromInline var counters: StreamStatistics
 
     @usableFromInline
@@ -88,43 +112,34 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         switch ordering {
         case .arrival:
             self.reorderer = nil
+            self.isSequenced = false
         case .sequenced(let window, let first, let gaps):
             self.reorderer = SequenceReorderer(window: window, firstSequence: first, gapPolicy: gaps)
+            self.isSequenced = true
         }
         self.pauseWanted = false
-        self.control = ProducerControlStateMachine()
+        self.pauseVersion = 0
         self.counters = StreamStatistics()
     }
 
     // MARK: Producer events
 
-    /// `start` returned its control handle (or `nil`).
-    @usableFromInline
-    mutating func controlArrived(_ control: StreamControl?) -> StreamEffects<Element> {
-        var effects = StreamEffects<Element>()
-        effects.setDelivery(counted(self.control.controlArrived(control)))
-        return effects
-    }
-
-    /// `start` threw: there is no handle, and the error becomes the terminal
-    /// (after the elements `start` yielded before throwing).
-    @usableFromInline
-    mutating func startFailed(_ error: any Error) -> StreamEffects<Element> {
-        _ = control.controlArrived(nil)
-        return finish(error)
-    }
-
     /// One element from the producer (arrival-ordered streams).
     @inlinable
-    mutating func yield(_ element: Element) -> (YieldOutcome, StreamEffects<Element>) {
-        var effects = StreamEffects<Element>()
-        guard case .streaming = state else {
+    mutating func yield(_ element: Element) -> StreamYieldAction<Element> {
+        switch state {
+        case .streaming(let waiter):
+            precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
+            if waiter == nil && appendIfSimple(element) {
+                return .outcome(.enqueued)
+            }
+            var effects = StreamEffects<Element>()
+            let outcome = accept(element, &effects)
+            return .effects(outcome, effects)
+        case .draining, .finished, .cancelled:
             counters.yieldedAfterTermination += 1
-            return (.terminated, effects)
+            return .outcome(.terminated)
         }
-        precondition(reorderer == nil, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
-        let outcome = accept(element, &effects)
-        return (outcome, effects)
     }
 
     /// Several elements from the producer, in order (arrival-ordered streams).
@@ -135,7 +150,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             counters.yieldedAfterTermination += elements.count
             return (.terminated, effects)
         }
-        precondition(reorderer == nil, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
+        precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
         var outcome = YieldOutcome.enqueued
         for element in elements {
             if accept(element, &effects) == .dropped { outcome = .dropped }
@@ -197,7 +212,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             }
             self.reorderer = reorderer
         }
-        control.producerFinished()
+        effects.control = .producerFinished  // supersedes a pause the final flush may have decided
         pauseWanted = false
         terminate(failure, &effects)
         return effects
@@ -207,9 +222,9 @@ struct CallbackStreamStateMachine<Element: Sendable> {
 
     /// The consumer has used up its previous batch and asks for more. On
     /// `.batch` the waiting elements were swapped into `batch` (which must be
-    /// empty); the returned delivery (a resume) must be performed first.
+    /// empty); the returned control request (a resume) must be passed on first.
     @inlinable
-    mutating func next(into batch: inout StreamRing<Element>) -> (NextAction, ProducerControlStateMachine.Delivery?) {
+    mutating func next(into batch: inout StreamRing<Element>) -> (NextAction, StreamControlRequest?) {
         switch state {
         case .streaming(let waiter):
             precondition(waiter == nil, "next() called while another next() is suspended")
@@ -276,7 +291,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             state = .cancelled
             discardBuffered(&effects)
             pauseWanted = false
-            effects.setDelivery(counted(control.requestCancel()))
+            effects.setControl(.cancel)
             if let waiter { effects.wakeUp = (waiter, .failure(CancellationError())) }
         case .draining:
             state = .cancelled
@@ -287,17 +302,35 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         return effects
     }
 
-    /// The deliverer made its producer-control call; returns the next one due.
-    @usableFromInline
-    mutating func deliveryCompleted() -> ProducerControlStateMachine.Delivery? {
-        counted(control.deliveryCompleted())
-    }
-
-    /// The counters, with `peakBuffered` up to date.
+    /// The counters (`pauses` and `resumes` are kept by the control machine).
     @usableFromInline
     var statistics: StreamStatistics { counters }
 
     // MARK: Helpers
+
+    /// The hot path of `accept`: appends when nothing but an append is
+    /// needed (no policy drop, no watermark crossed); otherwise returns false
+    /// and changes nothing.
+    @inlinable
+    mutating func appendIfSimple(_ element: Element) -> Bool {
+        switch buffering {
+        case .unbounded:
+            break
+        case .bufferingOldest(let limit), .bufferingNewest(let limit):
+            guard buffer.count < limit else { return false }
+        case .backpressure(_, let high):
+            if pauseWanted {
+                counters.acceptedWhilePaused += 1
+            } else if buffer.count &+ inBatch &+ 1 >= high {
+                return false
+            }
+        }
+        buffer.append(element)
+        counters.enqueued += 1
+        let held = buffer.count &+ inBatch
+        if held > counters.peakBuffered { counters.peakBuffered = held }
+        return true
+    }
 
     /// Stores an accepted element (the state is `.streaming`), applying the
     /// buffering policy and the high watermark.
@@ -338,7 +371,8 @@ struct CallbackStreamStateMachine<Element: Sendable> {
                 counters.acceptedWhilePaused += 1
             } else if held >= high {
                 pauseWanted = true
-                effects.setDelivery(counted(control.setPaused(true)))
+                pauseVersion &+= 1
+                effects.setControl(.setPaused(true, version: pauseVersion))
             }
         }
         return outcome
@@ -347,24 +381,13 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// Backpressure: the consumer came back; resume the producer if the
     /// stream is paused and fewer than `low` elements are held.
     @inlinable
-    mutating func checkLowWatermark() -> ProducerControlStateMachine.Delivery? {
+    mutating func checkLowWatermark() -> StreamControlRequest? {
         guard pauseWanted, case .backpressure(let low, _) = buffering, buffer.count &+ inBatch < low else {
             return nil
         }
         pauseWanted = false
-        return counted(control.setPaused(false))
-    }
-
-    @inlinable
-    mutating func counted(_ delivery: ProducerControlStateMachine.Delivery?) -> ProducerControlStateMachine.Delivery? {
-        if let delivery {
-            switch delivery.operation {
-            case .pause: counters.pauses += 1
-            case .resume: counters.resumes += 1
-            case .cancel: break
-            }
-        }
-        return delivery
+        pauseVersion &+= 1
+        return .setPaused(false, version: pauseVersion)
     }
 
     /// Enters the terminal phase from `.streaming`: a waiting consumer gets
@@ -398,7 +421,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             self.reorderer = reorderer
         }
         pauseWanted = false
-        effects.setDelivery(counted(control.requestCancel()))
+        effects.setControl(.cancel)
         terminate(error, &effects)
     }
 

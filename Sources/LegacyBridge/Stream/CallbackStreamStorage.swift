@@ -1,15 +1,20 @@
-/// One subscription's shared state: the state machine behind the lock. Every
-/// method asks the machine for an action under the lock, releases it, then
-/// performs the action (resume the consumer, call the producer's control,
-/// drop discarded elements).
+/// One subscription's shared state: the stream machine behind the stream's
+/// lock, and the producer-control machine behind its own small lock (so a
+/// deliverer never competes with a producer hammering the stream's lock).
+/// Every method asks a machine for an action under its lock, releases it,
+/// then performs the action (resume the consumer, call the producer's
+/// control, drop discarded elements).
 @usableFromInline
 struct CallbackStreamStorage<Element: Sendable>: Sendable {
     @usableFromInline
     let box: LockedBox<CallbackStreamStateMachine<Element>>
+    @usableFromInline
+    let control: LockedBox<ProducerControlStateMachine>
 
     @usableFromInline
     init(buffering: StreamBuffering, ordering: StreamOrdering) {
         self.box = LockedBox(CallbackStreamStateMachine(buffering: buffering, ordering: ordering))
+        self.control = LockedBox(ProducerControlStateMachine())
     }
 
     // MARK: Producer side
@@ -18,21 +23,26 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
     @usableFromInline
     func runStart(_ start: (EventSink<Element>) throws -> StreamControl?) {
         let sink = EventSink(backend: .stream(self))
-        let effects: StreamEffects<Element>
         do {
-            let control = try start(sink)
-            effects = box.withLock { $0.controlArrived(control) }
+            let handle = try start(sink)
+            if let delivery = control.withLock({ $0.controlArrived(handle) }) {
+                deliver(delivery)
+            }
         } catch {
-            effects = box.withLock { $0.startFailed(error) }
+            _ = control.withLock { $0.controlArrived(nil) }
+            finish(error)
         }
-        perform(effects)
     }
 
     @inlinable
     func yield(_ element: Element) -> YieldOutcome {
-        let (outcome, effects) = box.withLock { $0.yield(element) }
-        perform(effects)
-        return outcome
+        switch box.withLock({ $0.yield(element) }) {
+        case .outcome(let outcome):
+            return outcome
+        case .effects(let outcome, let effects):
+            perform(effects)
+            return outcome
+        }
     }
 
     @usableFromInline
@@ -68,7 +78,12 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
 
     @usableFromInline
     var statistics: StreamStatistics {
-        box.withLock { $0.statistics }
+        var statistics = box.withLock { $0.statistics }
+        control.withLock {
+            statistics.pauses = $0.pauses
+            statistics.resumes = $0.resumes
+        }
+        return statistics
     }
 
     // MARK: Effects (called with no lock held)
@@ -78,10 +93,28 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
         if let wakeUp = effects.wakeUp {
             wakeUp.continuation.resume(with: wakeUp.result)
         }
-        if let delivery = effects.delivery {
-            deliver(delivery)
+        if let request = effects.control {
+            apply(request)
         }
         // `effects.evicted` and `effects.discarded` are released here, outside the lock.
+    }
+
+    /// Passes a decision of the stream machine to the control machine and
+    /// makes the call it hands out, if any.
+    @usableFromInline
+    func apply(_ request: StreamControlRequest) {
+        let delivery = control.withLock { machine -> ProducerControlStateMachine.Delivery? in
+            switch request {
+            case .setPaused(let paused, let version):
+                return machine.setPaused(paused, version: version)
+            case .cancel:
+                return machine.requestCancel()
+            case .producerFinished:
+                machine.producerFinished()
+                return nil
+            }
+        }
+        if let delivery { deliver(delivery) }
     }
 
     /// Makes `first` and every producer-control call that becomes due while it
@@ -91,7 +124,7 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
         var next: ProducerControlStateMachine.Delivery? = first
         while let delivery = next {
             delivery.perform()
-            next = box.withLock { $0.deliveryCompleted() }
+            next = control.withLock { $0.deliveryCompleted() }
         }
     }
 }

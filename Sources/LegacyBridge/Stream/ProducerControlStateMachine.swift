@@ -16,6 +16,13 @@
 ///
 /// Before `start` returns the control handle, wanted pause and cancel are
 /// recorded and delivered as soon as the handle arrives.
+///
+/// A stream keeps this machine behind its own small lock, not the stream's
+/// element lock: a deliverer coming back from `resume` must not compete with
+/// a producer that yields in a tight loop (an unfair mutex can starve it
+/// while the producer overshoots `high`). Pause decisions therefore carry a
+/// version assigned under the stream's lock; an older decision that arrives
+/// late is ignored.
 @usableFromInline
 struct ProducerControlStateMachine: Sendable {
     @usableFromInline
@@ -69,6 +76,11 @@ struct ProducerControlStateMachine: Sendable {
     }
 
     @usableFromInline var state: State
+    /// Version of the newest pause decision applied by `setPaused`.
+    @usableFromInline var version: UInt64 = 0
+    /// Calls handed out so far.
+    @usableFromInline var pauses: Int = 0
+    @usableFromInline var resumes: Int = 0
 
     @usableFromInline
     init() {
@@ -102,8 +114,11 @@ struct ProducerControlStateMachine: Sendable {
     }
 
     /// The stream wants the producer paused (`true`) or running (`false`).
+    /// `version` orders decisions: one older than the newest seen is ignored.
     @usableFromInline
-    mutating func setPaused(_ paused: Bool) -> Delivery? {
+    mutating func setPaused(_ paused: Bool, version: UInt64) -> Delivery? {
+        guard version > self.version else { return nil }
+        self.version = version
         switch state {
         case .awaitingControl(_, let cancelRequested, let producerFinished):
             state = .awaitingControl(wantPaused: paused, cancelRequested: cancelRequested, producerFinished: producerFinished)
@@ -216,6 +231,11 @@ struct ProducerControlStateMachine: Sendable {
             control: control, inFlight: operation, pausedAfterInFlight: after,
             wantPaused: wantPaused, cancelRequested: cancel, producerFinished: finished
         )
+        switch operation {
+        case .pause: pauses += 1
+        case .resume: resumes += 1
+        case .cancel: break
+        }
         return Delivery(operation: operation, control: control)
     }
 }

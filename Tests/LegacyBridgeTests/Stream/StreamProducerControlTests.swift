@@ -12,6 +12,13 @@ private struct Driver {
     var machine = Machine()
     var inFlight: Operation?
     var delivered: [Operation] = []
+    var version: UInt64 = 0
+
+    /// A new pause decision, newer than every earlier one.
+    mutating func want(_ paused: Bool) {
+        version += 1
+        take(machine.setPaused(paused, version: version))
+    }
 
     mutating func take(_ delivery: Machine.Delivery?, sourceLocation: SourceLocation = #_sourceLocation) {
         guard let delivery else { return }
@@ -38,11 +45,11 @@ struct StreamProducerControlTests {
     func resumeCannotOvertakePause() {
         var driver = Driver()
         driver.take(driver.machine.controlArrived(control))
-        driver.take(driver.machine.setPaused(true))
+        driver.want(true)
         driver.complete()
-        driver.take(driver.machine.setPaused(false))  // consumer thread starts delivering resume…
+        driver.want(false)  // consumer thread starts delivering resume…
         #expect(driver.inFlight == .resume)
-        driver.take(driver.machine.setPaused(true))   // …producer drives the buffer back to high meanwhile
+        driver.want(true)   // …producer drives the buffer back to high meanwhile
         #expect(driver.delivered == [.pause, .resume], "the new pause must wait for the resume in flight")
         driver.complete()                               // resume returns; the same deliverer makes the pause
         #expect(driver.delivered == [.pause, .resume, .pause])
@@ -54,9 +61,9 @@ struct StreamProducerControlTests {
     func coalesces() {
         var driver = Driver()
         driver.take(driver.machine.controlArrived(control))
-        driver.take(driver.machine.setPaused(true))
-        driver.take(driver.machine.setPaused(false))
-        driver.take(driver.machine.setPaused(true))
+        driver.want(true)
+        driver.want(false)
+        driver.want(true)
         driver.completeAll()
         #expect(driver.delivered == [.pause])
         #expect(driver.machine.pausedAsTold == true)
@@ -65,14 +72,14 @@ struct StreamProducerControlTests {
     @Test("a pause due before the handle arrives is made when it arrives; a cancel requested before it wins")
     func beforeControl() {
         var driver = Driver()
-        driver.take(driver.machine.setPaused(true))
+        driver.want(true)
         #expect(driver.delivered.isEmpty)
         driver.take(driver.machine.controlArrived(control))
         driver.completeAll()
         #expect(driver.delivered == [.pause])
 
         var cancelled = Driver()
-        cancelled.take(cancelled.machine.setPaused(true))
+        cancelled.want(true)
         cancelled.take(cancelled.machine.requestCancel())
         cancelled.take(cancelled.machine.requestCancel())
         cancelled.take(cancelled.machine.controlArrived(control))
@@ -84,15 +91,31 @@ struct StreamProducerControlTests {
     func cancelIsLast() {
         var driver = Driver()
         driver.take(driver.machine.controlArrived(control))
-        driver.take(driver.machine.setPaused(true))
-        driver.take(driver.machine.setPaused(false))
+        driver.want(true)
+        driver.want(false)
         driver.take(driver.machine.requestCancel())
         driver.complete()
         #expect(driver.delivered == [.pause, .cancel])
-        driver.take(driver.machine.setPaused(true))
+        driver.want(true)
         driver.take(driver.machine.requestCancel())
         driver.completeAll()
         #expect(driver.delivered == [.pause, .cancel])
+    }
+
+    @Test("a pause decision older than the newest one is ignored (decisions applied after the stream's lock was released may arrive out of order)")
+    func staleDecisionIgnored() {
+        var driver = Driver()
+        driver.take(driver.machine.controlArrived(control))
+        driver.take(driver.machine.setPaused(true, version: 1))
+        driver.complete()
+        // Decided under the stream's lock: resume (v2), then pause (v3); applied in the opposite order.
+        driver.take(driver.machine.setPaused(true, version: 3))
+        driver.take(driver.machine.setPaused(false, version: 2))
+        driver.completeAll()
+        #expect(driver.delivered == [.pause])
+        #expect(driver.machine.pausedAsTold == true)
+        #expect(driver.machine.pauses == 1)
+        #expect(driver.machine.resumes == 0)
     }
 
     @Test("no handle, or a finished producer, means no calls at all")
@@ -103,7 +126,7 @@ struct StreamProducerControlTests {
         #expect(none.delivered.isEmpty)
 
         var finished = Driver()
-        finished.take(finished.machine.setPaused(true))
+        finished.want(true)
         finished.machine.producerFinished()
         finished.take(finished.machine.requestCancel())
         finished.take(finished.machine.controlArrived(control))
@@ -128,10 +151,10 @@ struct StreamProducerControlTests {
                     driver.take(driver.machine.controlArrived(nilControl ? nil : control))
                 case 1:
                     wanted = true
-                    driver.take(driver.machine.setPaused(true))
+                    driver.want(true)
                 case 2:
                     wanted = false
-                    driver.take(driver.machine.setPaused(false))
+                    driver.want(false)
                 case 3:
                     if !finished { cancelRequested = true }
                     driver.take(driver.machine.requestCancel())

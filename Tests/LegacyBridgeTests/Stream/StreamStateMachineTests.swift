@@ -4,12 +4,14 @@ import Testing
 private typealias Machine = CallbackStreamStateMachine<Int>
 private typealias Operation = ProducerControlStateMachine.Operation
 
-private let control = StreamControl(cancel: {}, pause: {}, resume: {})
+private let streamTestControl = StreamControl(cancel: {}, pause: {}, resume: {})
 
-/// Drives a stream machine like the storage does: every returned delivery is
-/// "performed" at once (recorded) and completed.
+/// Drives a stream machine like the storage does: every control request is
+/// applied to a control machine at once, and every call it hands out is
+/// "performed" (recorded) and completed.
 private struct Harness {
     var machine: Machine
+    var control = ProducerControlStateMachine()
     var calls: [Operation] = []
 
     init(_ buffering: StreamBuffering = .unbounded, ordering: StreamOrdering = .arrival) {
@@ -20,32 +22,51 @@ private struct Harness {
         var next = delivery
         while let current = next {
             calls.append(current.operation)
-            next = machine.deliveryCompleted()
+            next = control.deliveryCompleted()
         }
     }
 
-    mutating func arrive(_ handle: StreamControl? = control) { run(machine.controlArrived(handle).delivery) }
+    mutating func apply(_ request: StreamControlRequest?) {
+        switch request {
+        case .setPaused(let paused, let version)?: run(control.setPaused(paused, version: version))
+        case .cancel?: run(control.requestCancel())
+        case .producerFinished?: control.producerFinished()
+        case nil: break
+        }
+    }
+
+    mutating func arrive(_ handle: StreamControl? = streamTestControl) { run(control.controlArrived(handle)) }
 
     @discardableResult
     mutating func yield(_ element: Int) -> YieldOutcome {
-        let (outcome, effects) = machine.yield(element)
-        #expect(effects.wakeUp == nil)
-        run(effects.delivery)
-        return outcome
+        switch machine.yield(element) {
+        case .outcome(let outcome):
+            return outcome
+        case .effects(let outcome, let effects):
+            #expect(effects.wakeUp == nil)
+            apply(effects.control)
+            return outcome
+        }
     }
 
     @discardableResult
     mutating func yield(_ element: Int, sequence: UInt64) -> YieldOutcome {
         let (outcome, effects) = machine.yield(element, sequence: sequence)
-        run(effects.delivery)
+        apply(effects.control)
         return outcome
     }
 
-    mutating func finish(_ error: (any Error)? = nil) { run(machine.finish(error).delivery) }
+    mutating func finish(_ error: (any Error)? = nil) { apply(machine.finish(error).control) }
+
+    /// `start` threw: no handle, and its error becomes the terminal.
+    mutating func startFailed(_ error: any Error) {
+        arrive(nil)
+        finish(error)
+    }
 
     mutating func cancel() -> Int {
         let effects = machine.consumerTerminated()
-        run(effects.delivery)
+        apply(effects.control)
         return effects.discarded.count
     }
 
@@ -59,8 +80,8 @@ private struct Harness {
     /// The consumer comes back for a batch (having used up the previous one).
     mutating func take() -> Taken {
         var batch = StreamRing<Int>()
-        let (action, delivery) = machine.next(into: &batch)
-        run(delivery)
+        let (action, request) = machine.next(into: &batch)
+        apply(request)
         switch action {
         case .batch:
             var elements: [Int] = []
@@ -149,8 +170,8 @@ struct StreamStateMachineTests {
         h.yield(8)
         #expect(h.calls == [.pause, .resume, .pause])
         #expect(h.machine.statistics.droppedByBuffering == 0)
-        #expect(h.machine.statistics.pauses == 2)
-        #expect(h.machine.statistics.resumes == 1)
+        #expect(h.control.pauses == 2)
+        #expect(h.control.resumes == 1)
     }
 
     @Test("a pause that became due before start returned its control is made when the control arrives")
@@ -256,7 +277,7 @@ struct StreamStateMachineTests {
     func startFailure() {
         var h = Harness()
         h.yield(1)
-        _ = h.machine.startFailed(StreamTestError(code: 3))
+        h.startFailed(StreamTestError(code: 3))
         #expect(h.take() == .elements([1]))
         #expect(h.take() == .failed(String(describing: StreamTestError(code: 3))))
     }

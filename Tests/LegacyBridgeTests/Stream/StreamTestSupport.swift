@@ -10,7 +10,7 @@ final class StreamGate: Sendable {
     func open() { semaphore.signal() }
 
     /// Waits for `open()`; records an issue instead of hanging forever.
-    func wait(seconds: Double = 30, _ what: String = "gate", sourceLocation: SourceLocation = #_sourceLocation) {
+    func wait(what: String = "gate", seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) {
         if semaphore.wait(timeout: .now() + seconds) == .timedOut {
             Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
         }
@@ -52,6 +52,12 @@ func streamPoll(
         }
         try? await Task.sleep(nanoseconds: 1_000_000)
     }
+}
+
+/// Blocking variant of `streamPoll` for plain threads.
+func streamSpin(seconds: Double = 30, until condition: () -> Bool) {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() && Date() < deadline { usleep(100) }
 }
 
 /// Runs `body` on a plain thread (not the cooperative pool), like an SDK's own thread.
