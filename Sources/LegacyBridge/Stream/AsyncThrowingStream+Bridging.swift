@@ -108,29 +108,31 @@ final class StreamBridge<Element: Sendable>: Sendable {
     @usableFromInline
     func yield(_ element: Element) -> YieldOutcome {
         precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
+        guard box.withLock({ $0.beginYield(count: 1) }) else { return .terminated }
         let outcome = Self.outcome(continuation.yield(element))
-        box.withLock { $0.recordYield(outcome) }
+        if outcome != .enqueued { box.withLock { $0.correctYield(outcome) } }
         return outcome
     }
 
     func yield(contentsOf elements: ContiguousArray<Element>) -> YieldOutcome {
         precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
-        var enqueued = 0
+        guard box.withLock({ $0.beginYield(count: elements.count) }) else { return .terminated }
         var dropped = 0
         var terminated = 0
         for element in elements {
             switch Self.outcome(continuation.yield(element)) {
-            case .enqueued: enqueued += 1
+            case .enqueued: break
             case .dropped: dropped += 1
             case .terminated: terminated += 1
             }
         }
-        box.withLock {
-            $0.recordYield(.enqueued, count: enqueued)
-            $0.recordYield(.dropped, count: dropped)
-            $0.recordYield(.terminated, count: terminated)
+        if dropped + terminated > 0 {
+            box.withLock {
+                $0.correctYield(.dropped, count: dropped)
+                $0.correctYield(.terminated, count: terminated)
+            }
         }
-        if terminated > 0 && enqueued == 0 && dropped == 0 { return .terminated }
+        if terminated == elements.count && !elements.isEmpty { return .terminated }
         return dropped > 0 ? .dropped : .enqueued
     }
 

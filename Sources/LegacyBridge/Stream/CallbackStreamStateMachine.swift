@@ -100,6 +100,9 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// Version of the latest pause decision (orders them across threads).
     @usableFromInline var pauseVersion: UInt64
     @usableFromInline var counters: StreamStatistics
+    /// Batches handed to the consumer and times it had to suspend (for tests).
+    @usableFromInline var batchesTaken: Int = 0
+    @usableFromInline var suspensions: Int = 0
 
     @usableFromInline
     init(buffering: StreamBuffering, ordering: StreamOrdering) {
@@ -233,12 +236,14 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             if buffer.isEmpty { return (.suspend, delivery) }
             swap(&buffer, &batch)
             inBatch = batch.count
+            batchesTaken &+= 1
             return (.batch, delivery)
         case .draining(let failure):
             inBatch = 0
             if !buffer.isEmpty {
                 swap(&buffer, &batch)
                 inBatch = batch.count
+                batchesTaken &+= 1
                 return (.batch, nil)
             }
             state = .finished
@@ -264,6 +269,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
                 effects.wakeUp = (continuation, .success(element))
             } else {
                 state = .streaming(waiter: continuation)
+                suspensions &+= 1
             }
         case .draining(let failure):
             if let element = buffer.popFirst() {

@@ -59,8 +59,24 @@ struct StreamBridgeStateMachine<Element: Sendable> {
         control.deliveryCompleted()
     }
 
-    /// What the continuation did with elements yielded directly (arrival ordering).
-    mutating func recordYield(_ outcome: YieldOutcome, count: Int = 1) {
+    /// Arrival ordering: `count` elements are about to be passed straight to
+    /// the continuation. Returns false (and counts them as late) once the
+    /// stream terminated: `onTermination` runs before the standard stream
+    /// stops accepting elements, so its own answer would still be "enqueued"
+    /// for a yield made from inside the cancel call. Optimistically counts
+    /// them as enqueued otherwise; `correctYield` fixes that up.
+    mutating func beginYield(count: Int) -> Bool {
+        guard case .open = state else {
+            counters.yieldedAfterTermination += count
+            return false
+        }
+        counters.enqueued += count
+        return true
+    }
+
+    /// The continuation did not enqueue `count` of the elements counted by `beginYield`.
+    mutating func correctYield(_ outcome: YieldOutcome, count: Int = 1) {
+        counters.enqueued -= count
         switch outcome {
         case .enqueued: counters.enqueued += count
         case .dropped: counters.droppedByBuffering += count

@@ -388,6 +388,32 @@ struct StreamCallbackStreamTests {
         await #expect(processExitsWith: .failure) { _ = CallbackStream(of: Int.self, ordering: .sequenced(window: 0)) { _ in nil } }
     }
 
+    // MARK: 7. Batching
+
+    @Test("waiting elements are taken in one batch under one lock; the consumer suspends only when nothing is waiting")
+    func batchesWithoutContinuations() async throws {
+        let sinkBox = StreamShared<EventSink<Int>?>(nil)
+        let stream = CallbackStream(of: Int.self) { sink in
+            sinkBox.value = sink
+            sink.yield(contentsOf: 0..<1_000)
+            return nil
+        }
+        var iterator = stream.makeAsyncIterator()
+        for expected in 0..<1_000 { #expect(try await iterator.next() == expected) }
+        let sink = try #require(sinkBox.value)
+        guard case .stream(let storage) = sink.backend else { Issue.record("not a CallbackStream sink"); return }
+        #expect(storage.box.withLock { ($0.batchesTaken, $0.suspensions) } == (1, 0))
+        // Now the consumer has to wait: exactly one suspension, resumed with the element.
+        streamThread {
+            streamSpin { StreamProbe.isConsumerWaiting(sink) }
+            sink.yield(1_000)
+        }
+        #expect(try await iterator.next() == 1_000)
+        sink.finish()
+        #expect(try await iterator.next() == nil)
+        #expect(storage.box.withLock { ($0.batchesTaken, $0.suspensions) } == (1, 1))
+    }
+
     // MARK: 6. Ordering
 
     @Test("concurrent producers yielding numbered events out of order are delivered in sequence order")
