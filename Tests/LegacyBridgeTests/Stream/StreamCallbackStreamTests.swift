@@ -329,6 +329,43 @@ struct StreamCallbackStreamTests {
         #expect(log.all == ["pause", "resume begins", "resume ends", "pause"])
     }
 
+    @Test("elements the consumer has taken but not yet consumed count towards high, so batching cannot double the bound")
+    func batchCountsTowardsHigh() async throws {
+        let log = StreamCallLog()
+        let holdingBatch = StreamGate()
+        let releaseConsumer = StreamGate()
+        let snapshot = StreamShared<[String]>([])
+        let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: 1, high: 4)) { sink in
+            sink.yield(0)
+            sink.yield(1)
+            streamThread {
+                holdingBatch.wait(what: "the consumer to hold the batch [0, 1]")
+                sink.yield(2)
+                sink.yield(3)  // 2 in the consumer's batch + 2 waiting = high
+                snapshot.value = log.all
+                releaseConsumer.open()
+                streamSpin { log.all.count >= 2 }  // the consumer's resume
+                sink.finish()
+            }
+            return StreamControl(
+                cancel: { log.append("cancel") },
+                pause: { log.append("pause") },
+                resume: { log.append("resume") }
+            )
+        }
+        var received: [Int] = []
+        for try await element in stream {
+            received.append(element)
+            if element == 0 {
+                holdingBatch.open()
+                releaseConsumer.wait(what: "the producer to check for the pause")
+            }
+        }
+        #expect(received == [0, 1, 2, 3])
+        #expect(snapshot.value == ["pause"])
+        #expect(log.all == ["pause", "resume"])
+    }
+
     @Test("a slow consumer over a fast producer with backpressure(low: 16, high: 64) holds at most high plus in-flight, drops none, gets all in order")
     func backpressureStress() async throws {
         let total = StreamProbe.underThreadSanitizer ? 100_000 : 1_000_000
