@@ -115,17 +115,10 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// - Throws: The producer's error, or `CancellationError` if the task was cancelled.
         @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
-            if !batch.isEmpty && !Self.isCurrentTaskCancelled {
+            if !batch.isEmpty && !Task.isCancelled {
                 return batch.popFirst()
             }
             return try await nextSlow(isolation: actor)
-        }
-
-        /// `Task.isCancelled` without retaining and releasing the current task
-        /// (this runs once per element).
-        @inlinable
-        static var isCurrentTaskCancelled: Bool {
-            withUnsafeCurrentTask { $0?.isCancelled ?? false }
         }
 
         /// Takes the next batch from the stream (one lock), starting the

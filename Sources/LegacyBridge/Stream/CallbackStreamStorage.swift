@@ -1,3 +1,50 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Dispatch
+
+/// The producer-control machine plus the bookkeeping of who is delivering,
+/// kept behind the control lock.
+@usableFromInline
+struct ProducerControlBox {
+    @usableFromInline var machine = ProducerControlStateMachine()
+    /// The thread making the call in flight, if any.
+    var deliverer: pthread_t?
+    /// Producers waiting for a pause that is due behind a resume in flight.
+    var pauseWaiters: [DispatchSemaphore] = []
+
+    @usableFromInline
+    init() {}
+
+    /// Records the calling thread as the deliverer of `delivery`, if there is one.
+    mutating func handOut(_ delivery: ProducerControlStateMachine.Delivery?) -> ProducerControlStateMachine.Delivery? {
+        if delivery != nil { deliverer = pthread_self() }
+        return delivery
+    }
+
+    /// The deliverer finished `operation`: the next call (if any) and the
+    /// waiters to wake (once a pause landed, or the deliverer stops).
+    mutating func completed(_ operation: ProducerControlStateMachine.Operation)
+        -> (ProducerControlStateMachine.Delivery?, [DispatchSemaphore])
+    {
+        let next = machine.deliveryCompleted()
+        if next == nil { deliverer = nil }
+        guard operation == .pause || next == nil, !pauseWaiters.isEmpty else { return (next, []) }
+        defer { pauseWaiters = [] }
+        return (next, pauseWaiters)
+    }
+
+    /// Whether another thread is making a resume call (so a new pause must wait for it).
+    var resumeInFlightElsewhere: Bool {
+        guard machine.isResumeInFlight, let deliverer else { return false }
+        return pthread_equal(deliverer, pthread_self()) == 0
+    }
+}
+
 /// One subscription's shared state: the stream machine behind the stream's
 /// lock, and the producer-control machine behind its own small lock (so a
 /// deliverer never competes with a producer hammering the stream's lock).
@@ -9,12 +56,16 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
     @usableFromInline
     let box: LockedBox<CallbackStreamStateMachine<Element>>
     @usableFromInline
-    let control: LockedBox<ProducerControlStateMachine>
+    let control: LockedBox<ProducerControlBox>
+
+    /// How long a producer whose yield made a pause due waits for a resume
+    /// still being made by another thread (see `apply(_:)`).
+    static var pauseHandoffWait: DispatchTimeInterval { .milliseconds(10) }
 
     @usableFromInline
     init(buffering: StreamBuffering, ordering: StreamOrdering) {
         self.box = LockedBox(CallbackStreamStateMachine(buffering: buffering, ordering: ordering))
-        self.control = LockedBox(ProducerControlStateMachine())
+        self.control = LockedBox(ProducerControlBox())
     }
 
     // MARK: Producer side
@@ -25,11 +76,11 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
         let sink = EventSink(backend: .stream(self))
         do {
             let handle = try start(sink)
-            if let delivery = control.withLock({ $0.controlArrived(handle) }) {
+            if let delivery = control.withLock({ $0.handOut($0.machine.controlArrived(handle)) }) {
                 deliver(delivery)
             }
         } catch {
-            _ = control.withLock { $0.controlArrived(nil) }
+            _ = control.withLock { $0.machine.controlArrived(nil) }
             finish(error)
         }
     }
@@ -80,8 +131,8 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
     var statistics: StreamStatistics {
         var statistics = box.withLock { $0.statistics }
         control.withLock {
-            statistics.pauses = $0.pauses
-            statistics.resumes = $0.resumes
+            statistics.pauses = $0.machine.pauses
+            statistics.resumes = $0.machine.resumes
         }
         return statistics
     }
@@ -101,20 +152,35 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
 
     /// Passes a decision of the stream machine to the control machine and
     /// makes the call it hands out, if any.
+    ///
+    /// A pause that becomes due while another thread is still making a
+    /// resume call cannot be made yet (it must land after the resume). The
+    /// producer would keep running meanwhile, and if that other thread is
+    /// descheduled it could overshoot `high` without bound; so the yielding
+    /// thread waits, at most `pauseHandoffWait`, until the pause has landed.
+    /// The wait is bounded because the resume call itself may be waiting for
+    /// this very thread (an SDK whose resume talks to its event thread).
     @usableFromInline
     func apply(_ request: StreamControlRequest) {
-        let delivery = control.withLock { machine -> ProducerControlStateMachine.Delivery? in
+        let (delivery, waiter) = control.withLock { box -> (ProducerControlStateMachine.Delivery?, DispatchSemaphore?) in
             switch request {
             case .setPaused(let paused, let version):
-                return machine.setPaused(paused, version: version)
+                let delivery = box.handOut(box.machine.setPaused(paused, version: version))
+                if paused && delivery == nil && box.resumeInFlightElsewhere {
+                    let waiter = DispatchSemaphore(value: 0)
+                    box.pauseWaiters.append(waiter)
+                    return (nil, waiter)
+                }
+                return (delivery, nil)
             case .cancel:
-                return machine.requestCancel()
+                return (box.handOut(box.machine.requestCancel()), nil)
             case .producerFinished:
-                machine.producerFinished()
-                return nil
+                box.machine.producerFinished()
+                return (nil, nil)
             }
         }
         if let delivery { deliver(delivery) }
+        if let waiter { _ = waiter.wait(timeout: .now() + Self.pauseHandoffWait) }
     }
 
     /// Makes `first` and every producer-control call that becomes due while it
@@ -124,7 +190,9 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
         var next: ProducerControlStateMachine.Delivery? = first
         while let delivery = next {
             delivery.perform()
-            next = control.withLock { $0.deliveryCompleted() }
+            let (following, waiters) = control.withLock { $0.completed(delivery.operation) }
+            for waiter in waiters { waiter.signal() }
+            next = following
         }
     }
 }

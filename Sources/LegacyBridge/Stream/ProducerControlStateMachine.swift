@@ -206,6 +206,13 @@ struct ProducerControlStateMachine: Sendable {
         }
     }
 
+    /// Whether a `resume` call is being made right now.
+    @usableFromInline
+    var isResumeInFlight: Bool {
+        if case .delivering(_, .resume, _, _, _, _) = state { return true }
+        return false
+    }
+
     /// What the producer was last told, counting a call in flight as made
     /// (`nil` before the handle arrives or once closed).
     @usableFromInline

@@ -329,6 +329,56 @@ struct StreamCallbackStreamTests {
         #expect(log.all == ["pause", "resume begins", "resume ends", "pause"])
     }
 
+    @Test("a yield that makes a pause due behind another thread's resume returns only after the pause has landed")
+    func pauseHandoffWaits() async throws {
+        let log = StreamCallLog()
+        let resumeEntered = StreamGate()
+        let releaseResume = StreamGate()
+        let snapshot = StreamShared<[String]>([])
+        let producerFinished = StreamShared(false)
+        let sinkBox = StreamShared<EventSink<Int>?>(nil)
+        let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: 1, high: 2)) { sink in
+            sinkBox.value = sink
+            streamThread {
+                sink.yield(0)
+                sink.yield(1)
+                resumeEntered.wait(what: "the consumer to start delivering resume")
+                sink.yield(2)
+                sink.yield(3)  // pause due while the resume is in flight: waits for it
+                snapshot.value = log.all
+                sink.finish()
+                producerFinished.value = true
+            }
+            streamThread {
+                // Let the resume return only once the producer is waiting for the pause.
+                resumeEntered.wait(what: "resume to start")
+                streamSpin {
+                    guard case .stream(let storage)? = sinkBox.value?.backend else { return false }
+                    return storage.control.withLock { !$0.pauseWaiters.isEmpty }
+                }
+                releaseResume.open()
+            }
+            return StreamControl(
+                cancel: { log.append("cancel") },
+                pause: { log.append("pause") },
+                resume: {
+                    log.append("resume begins")
+                    resumeEntered.open()  // once for each waiting thread
+                    resumeEntered.open()
+                    releaseResume.wait(what: "the producer to wait for the pause")
+                    log.append("resume ends")
+                }
+            )
+        }
+        var received: [Int] = []
+        for try await element in stream {
+            received.append(element)
+            if element == 2 { await streamPoll("the producer finished") { producerFinished.value } }
+        }
+        #expect(received == [0, 1, 2, 3])
+        #expect(snapshot.value == ["pause", "resume begins", "resume ends", "pause"])
+    }
+
     @Test("elements the consumer has taken but not yet consumed count towards high, so batching cannot double the bound")
     func batchCountsTowardsHigh() async throws {
         let log = StreamCallLog()
