@@ -14,13 +14,18 @@ extension AsyncThrowingStream where Failure == any Error, Element: Sendable {
     /// - When the consuming task is cancelled, `next()` returns `nil` (the
     ///   standard type's behaviour) instead of throwing `CancellationError`.
     ///
+    /// - As with any `AsyncThrowingStream`, leaving the loop terminates the
+    ///   stream only once the stream value and its iterator are released.
+    ///
     /// The rest of the contract holds: the terminal arrives once, after the
     /// elements yielded before it; when the stream terminates because the
-    /// consumer went away (task cancelled, loop left, stream dropped), the
-    /// producer's `cancel` is called exactly once, outside every lock, also if
-    /// that happens before `start` returned its handle; yields after
-    /// termination return ``YieldOutcome/terminated`` and are counted in
-    /// ``EventSink/statistics``; sequenced producers are reordered.
+    /// consumer went away (task cancelled, or stream and iterator released),
+    /// the producer's `cancel` is called exactly once, outside every lock,
+    /// also if that happens before `start` returned its handle, and never
+    /// after the producer finished; yields after termination (also from inside
+    /// `cancel`) return ``YieldOutcome/terminated`` and are counted in
+    /// ``EventSink/statistics``; sequenced producers are reordered, and their
+    /// runs reach the stream in order (one emitting thread at a time).
     ///
     /// - Parameters:
     ///   - elementType: The element type, for call sites that need to spell it.

@@ -9,31 +9,57 @@
 ///
 /// ```swift
 /// let events = CallbackStream(of: Event.self, buffering: .backpressure(low: 16, high: 64)) { sink in
-///     let handle = try sdk.subscribe(onEvent: { sink.yield(Event($0)) },
-///                                    onDone: { status in status == 0 ? sink.finish() : sink.finish(throwing: SDKError(status)) })
+///     let handle = try sdk.subscribe(onEvent: { sink.yield(Event(copying: $0)) },
+///                                    onDone: { $0 == 0 ? sink.finish() : sink.finish(throwing: SDKError($0)) })
 ///     return StreamControl(cancel: { handle.cancel() }, pause: { handle.pause() }, resume: { handle.resume() })
 /// }
 /// for try await event in events { … }
 /// ```
 ///
-/// Contract:
+/// ## Contract
 /// - The terminal (``EventSink/finish()`` / ``EventSink/finish(throwing:)``,
 ///   or an error thrown by `start`) is delivered once, after every element
-///   buffered before it; no buffering policy drops it. Yields after it return
-///   ``YieldOutcome/terminated`` and are counted.
+///   yielded before it; no buffering policy drops it. Yields after it return
+///   ``YieldOutcome/terminated`` and are counted in
+///   ``StreamStatistics/yieldedAfterTermination``.
 /// - If the consumer stops first (its task is cancelled, it leaves the loop,
-///   or drops the iterator), buffered elements are dropped and the
-///   producer's `cancel` is called exactly once, outside every lock (it may
-///   call the sink synchronously). If that happens while `start` is still
-///   running, `cancel` is called as soon as `start` returns the handle. A
-///   cancelled task's `next()` throws `CancellationError`.
-/// - Pause, resume and cancel are never called concurrently with each other,
-///   they arrive in the order the stream decided them, and nothing is called
-///   after cancel.
-/// - Performance: the consumer takes all waiting elements in one batch under
-///   one lock and hands them out without locking; it only suspends (one
-///   continuation) when nothing is waiting. A yield takes one lock and appends
-///   to a reused ring buffer.
+///   or drops the iterator), buffered elements are dropped (counted in
+///   ``StreamStatistics/discardedAtTermination``) and the producer's `cancel`
+///   is called exactly once, outside every lock (it may call the sink
+///   synchronously). If that happens while `start` is still running, `cancel`
+///   is called as soon as `start` returns the handle. `cancel` is not called
+///   once the producer has finished. A cancelled task's `next()` throws
+///   `CancellationError` (also while it still holds a batch: cancellation is
+///   checked for every element).
+/// - Pause, resume and cancel are called one at a time (never concurrently
+///   with each other), in the order the stream decided them, and nothing is
+///   called after cancel. A pause due before `start` returned is made as soon
+///   as the handle arrives.
+///
+/// ## Backpressure
+/// With ``StreamBuffering/backpressure(low:high:)`` nothing is ever dropped.
+/// `pause` is called once when `high` elements are held (waiting in the
+/// stream plus the consumer's current batch, which counts until the consumer
+/// comes back for more), `resume` once when fewer than `low` are held.
+/// Elements that arrive while paused (the producer's in-flight ones) are
+/// kept and counted in ``StreamStatistics/acceptedWhilePaused``; memory is
+/// bounded by `high` plus that overshoot (see
+/// ``StreamStatistics/peakBuffered``). The thread whose event changes the
+/// wanted state makes the call itself, unless another thread is making one;
+/// then that thread makes it right after its own. A yield that makes a pause
+/// due while another thread is still making a `resume` call waits for that
+/// pause to land (at most 10 ms) so a descheduled thread cannot let the
+/// producer run far past `high`.
+///
+/// ## Ordering
+/// With ``StreamOrdering/sequenced(window:firstSequence:gaps:)`` producers
+/// call ``EventSink/yield(_:sequence:)`` from any thread; a
+/// ``SequenceReorderer`` under the stream's lock restores the order.
+///
+/// ## Performance
+/// The consumer takes all waiting elements in one batch under one lock and
+/// hands them out without locking; it only suspends (one continuation) when
+/// nothing is waiting. A yield takes one lock and appends to a reused ring buffer.
 public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     /// The error type of the sequence.
     public typealias Failure = any Error

@@ -3,8 +3,14 @@
 ///
 /// The same sink type feeds a ``CallbackStream`` and an `AsyncThrowingStream`
 /// built with `AsyncThrowingStream.bridging(of:buffering:ordering:_:)`, so a
-/// producer is written once. Every method is thread-safe, never blocks on the
-/// consumer, and may be called from inside the ``StreamControl`` closures.
+/// producer is written once. Every method is thread-safe, never waits for the
+/// consumer to consume, and may be called from inside the ``StreamControl``
+/// closures. (One exception, backpressure only: a yield that makes a pause
+/// due while another thread is still calling `resume` waits, at most 10 ms,
+/// for the pause to be made; see ``CallbackStream``.)
+///
+/// Keep payloads value-based: copy C buffers into `Sendable` Swift values
+/// inside the callback before yielding them.
 public struct EventSink<Element: Sendable>: Sendable {
     @usableFromInline
     enum Backend: Sendable {

@@ -128,7 +128,18 @@ public enum YieldOutcome: Sendable, Hashable {
 /// The stream calls these closures outside all of its locks, one at a time
 /// (never two of them concurrently), in the order it decided them, and never
 /// anything after `cancel`. They may call back into the ``EventSink``
-/// synchronously.
+/// synchronously. A call may come from any thread: the consumer's (cancel on
+/// cancellation, resume after draining) or a producer thread (pause from the
+/// yield that reached `high`).
+///
+/// How a producer uses it:
+/// - `cancel`: stop the operation and release its resources; the producer
+///   need not call `finish` afterwards (the consumer is gone), and anything
+///   it still yields returns ``YieldOutcome/terminated``.
+/// - `pause`: stop delivering soon. Events already in flight may still be
+///   yielded; they are kept. Do not block waiting for in-flight callbacks
+///   inside `pause`.
+/// - `resume`: deliver again. Pause and resume alternate, starting with pause.
 public struct StreamControl: Sendable {
     let cancel: @Sendable () -> Void
     let pause: (@Sendable () -> Void)?
