@@ -294,9 +294,11 @@ struct StreamCallbackStreamTests {
         let snapshot = StreamShared<[String]>([])
         let producerFinished = StreamShared(false)
         let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: 1, high: 2)) { sink in
+            // Both wait in the buffer (nobody can take them while start runs): high is
+            // reached and the pause is made as soon as the control arrives.
+            sink.yield(0)
+            sink.yield(1)
             streamThread {
-                sink.yield(0)
-                sink.yield(1)  // reaches high: the pause is decided (made here, or when the control arrives)
                 resumeEntered.wait(what: "the consumer to start delivering resume")
                 sink.yield(2)
                 sink.yield(3)  // back at high while the resume is still in flight
@@ -339,9 +341,9 @@ struct StreamCallbackStreamTests {
         let sinkBox = StreamShared<EventSink<Int>?>(nil)
         let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: 1, high: 2)) { sink in
             sinkBox.value = sink
+            sink.yield(0)
+            sink.yield(1)  // high, while nobody can take them: paused when the control arrives
             streamThread {
-                sink.yield(0)
-                sink.yield(1)
                 resumeEntered.wait(what: "the consumer to start delivering resume")
                 sink.yield(2)
                 sink.yield(3)  // pause due while the resume is in flight: waits for it
