@@ -211,9 +211,11 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
                     onCancel: { storage.consumerTerminated() },
                     isolation: actor
                 )
+                storage.awaitWakeUpConfirmed()
                 if element == nil { isDone = true }
                 return element
             } catch {
+                storage.awaitWakeUpConfirmed()
                 isDone = true
                 throw error
             }

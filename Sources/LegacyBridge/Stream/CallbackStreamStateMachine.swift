@@ -100,6 +100,9 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// Version of the latest pause decision (orders them across threads).
     @usableFromInline var pauseVersion: UInt64
     @usableFromInline var counters: StreamStatistics
+    /// Wake-ups handed out whose `resume` call has not been confirmed yet
+    /// (see `wakeUpDelivered()`).
+    @usableFromInline var wakeUpsInFlight: Int = 0
     /// Batches handed to the consumer and times it had to suspend (for tests).
     @usableFromInline var batchesTaken: Int = 0
     @usableFromInline var suspensions: Int = 0
@@ -266,7 +269,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             precondition(waiter == nil, "next() called while another next() is suspended")
             if let element = buffer.popFirst() {
                 inBatch = 1
-                effects.wakeUp = (continuation, .success(element))
+                wake(continuation, .success(element), &effects)
             } else {
                 state = .streaming(waiter: continuation)
                 suspensions &+= 1
@@ -274,15 +277,15 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         case .draining(let failure):
             if let element = buffer.popFirst() {
                 inBatch = 1
-                effects.wakeUp = (continuation, .success(element))
+                wake(continuation, .success(element), &effects)
             } else {
                 state = .finished
-                effects.wakeUp = (continuation, failure.map { .failure($0) } ?? .success(nil))
+                wake(continuation, failure.map { .failure($0) } ?? .success(nil), &effects)
             }
         case .finished:
-            effects.wakeUp = (continuation, .success(nil))
+            wake(continuation, .success(nil), &effects)
         case .cancelled:
-            effects.wakeUp = (continuation, .failure(CancellationError()))
+            wake(continuation, .failure(CancellationError()), &effects)
         }
         return effects
     }
@@ -298,7 +301,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             discardBuffered(&effects)
             pauseWanted = false
             effects.setControl(.cancel)
-            if let waiter { effects.wakeUp = (waiter, .failure(CancellationError())) }
+            if let waiter { wake(waiter, .failure(CancellationError()), &effects) }
         case .draining:
             state = .cancelled
             discardBuffered(&effects)
@@ -313,6 +316,19 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     var statistics: StreamStatistics { counters }
 
     // MARK: Helpers
+
+    /// Hands the suspended consumer's continuation out to be resumed.
+    @inlinable
+    mutating func wake(_ continuation: Continuation, _ result: Result<Element?, any Error>, _ effects: inout StreamEffects<Element>) {
+        wakeUpsInFlight &+= 1
+        effects.wakeUp = (continuation, result)
+    }
+
+    /// The storage made the `resume` call of a wake-up.
+    @usableFromInline
+    mutating func wakeUpDelivered() {
+        wakeUpsInFlight &-= 1
+    }
 
     /// The hot path of `accept`: appends when nothing but an append is
     /// needed (no policy drop, no watermark crossed); otherwise returns false
@@ -347,7 +363,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             // Only possible while the buffer is empty: hand the element over.
             state = .streaming(waiter: nil)
             inBatch = 1
-            effects.wakeUp = (waiter, .success(element))
+            wake(waiter, .success(element), &effects)
         } else {
             switch buffering {
             case .unbounded, .backpressure:
@@ -407,10 +423,10 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             if let element = buffer.popFirst() {
                 inBatch = 1
                 state = .draining(failure: failure)
-                effects.wakeUp = (waiter, .success(element))
+                wake(waiter, .success(element), &effects)
             } else {
                 state = .finished
-                effects.wakeUp = (waiter, failure.map { .failure($0) } ?? .success(nil))
+                wake(waiter, failure.map { .failure($0) } ?? .success(nil), &effects)
             }
         } else {
             state = .draining(failure: failure)

@@ -127,6 +127,23 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
         perform(box.withLock { $0.consumerTerminated() })
     }
 
+    /// Called by the consumer right after its continuation returned: waits
+    /// until the thread that resumed it has confirmed the `resume` call.
+    ///
+    /// A continuation can be resumed before its task has finished suspending;
+    /// the runtime then lets the task go on without any synchronization that
+    /// ThreadSanitizer can see, and the task's next async frame (reusing the
+    /// continuation's memory) is reported as racing with the read inside
+    /// `resume`. Confirming under the stream's lock, and acquiring that lock
+    /// here, makes the order explicit. The resumer confirms right after the
+    /// call returns, so this normally finds it done at once.
+    @usableFromInline
+    func awaitWakeUpConfirmed() {
+        while box.withLock({ $0.wakeUpsInFlight > 0 }) {
+            sched_yield()
+        }
+    }
+
     @usableFromInline
     var statistics: StreamStatistics {
         var statistics = box.withLock { $0.statistics }
@@ -143,6 +160,7 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
     func perform(_ effects: consuming StreamEffects<Element>) {
         if let wakeUp = effects.wakeUp {
             wakeUp.continuation.resume(with: wakeUp.result)
+            box.withLock { $0.wakeUpDelivered() }
         }
         if let request = effects.control {
             apply(request)
