@@ -140,7 +140,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// - Returns: The next element, or `nil` once the producer finished.
         /// - Throws: The producer's error, or `CancellationError` if the task was cancelled.
         @inlinable
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
+        public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
             if !batch.isEmpty && !Task.isCancelled {
                 return batch.popFirst()
             }
