@@ -25,7 +25,9 @@ public enum StreamBuffering: Sendable, Hashable {
     /// `high` elements are buffered and resume it once fewer than `low`
     /// remain. Requires `0 <= low < high`.
     ///
-    /// Only ``CallbackStream`` supports this policy.
+    /// Only ``CallbackStream`` supports this policy. If `start` returns no
+    /// ``StreamControl`` (or one without `pause`/`resume`), nothing can be
+    /// paused and the buffer grows as with ``unbounded``.
     case backpressure(low: Int, high: Int)
 
     /// Stops the program with a message that says how to fix the arguments.
