@@ -1,0 +1,216 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Dispatch
+
+/// The producer-control machine plus the bookkeeping of who is delivering,
+/// kept behind the control lock.
+@usableFromInline
+struct ProducerControlBox {
+    @usableFromInline var machine = ProducerControlStateMachine()
+    /// The thread making the call in flight, if any.
+    var deliverer: pthread_t?
+    /// Producers waiting for a pause that is due behind a resume in flight.
+    var pauseWaiters: [DispatchSemaphore] = []
+
+    @usableFromInline
+    init() {}
+
+    /// Records the calling thread as the deliverer of `delivery`, if there is one.
+    mutating func handOut(_ delivery: ProducerControlStateMachine.Delivery?) -> ProducerControlStateMachine.Delivery? {
+        if delivery != nil { deliverer = pthread_self() }
+        return delivery
+    }
+
+    /// The deliverer finished `operation`: the next call (if any) and the
+    /// waiters to wake (once a pause landed, or the deliverer stops).
+    mutating func completed(_ operation: ProducerControlStateMachine.Operation)
+        -> (ProducerControlStateMachine.Delivery?, [DispatchSemaphore])
+    {
+        let next = machine.deliveryCompleted()
+        if next == nil { deliverer = nil }
+        guard operation == .pause || next == nil, !pauseWaiters.isEmpty else { return (next, []) }
+        defer { pauseWaiters = [] }
+        return (next, pauseWaiters)
+    }
+
+    /// Whether another thread is making a resume call (so a new pause must wait for it).
+    var resumeInFlightElsewhere: Bool {
+        guard machine.isResumeInFlight, let deliverer else { return false }
+        return pthread_equal(deliverer, pthread_self()) == 0
+    }
+}
+
+/// One subscription's shared state: the stream machine behind the stream's
+/// lock, and the producer-control machine behind its own small lock (so a
+/// deliverer never competes with a producer hammering the stream's lock).
+/// Every method asks a machine for an action under its lock, releases it,
+/// then performs the action (resume the consumer, call the producer's
+/// control, drop discarded elements).
+@usableFromInline
+struct CallbackStreamStorage<Element: Sendable>: Sendable {
+    @usableFromInline
+    let box: LockedBox<CallbackStreamStateMachine<Element>>
+    @usableFromInline
+    let control: LockedBox<ProducerControlBox>
+
+    /// How long a producer whose yield made a pause due waits for a resume
+    /// still being made by another thread (see `apply(_:)`).
+    static var pauseHandoffWait: DispatchTimeInterval { .milliseconds(10) }
+
+    @usableFromInline
+    init(buffering: StreamBuffering, ordering: StreamOrdering) {
+        self.box = LockedBox(CallbackStreamStateMachine(buffering: buffering, ordering: ordering))
+        self.control = LockedBox(ProducerControlBox())
+    }
+
+    // MARK: Producer side
+
+    /// Runs `start` (no lock held) and records the handle it returns, or its error.
+    @usableFromInline
+    func runStart(_ start: (EventSink<Element>) throws -> StreamControl?) {
+        let sink = EventSink(backend: .stream(self))
+        do {
+            let handle = try start(sink)
+            if let delivery = control.withLock({ $0.handOut($0.machine.controlArrived(handle)) }) {
+                deliver(delivery)
+            }
+        } catch {
+            _ = control.withLock { $0.machine.controlArrived(nil) }
+            finish(error)
+        }
+    }
+
+    @inlinable
+    func yield(_ element: Element) -> YieldOutcome {
+        switch box.withLock({ $0.yield(element) }) {
+        case .outcome(let outcome):
+            return outcome
+        case .effects(let outcome, let effects):
+            perform(effects)
+            return outcome
+        }
+    }
+
+    @usableFromInline
+    func yield(contentsOf elements: ContiguousArray<Element>) -> YieldOutcome {
+        let (outcome, effects) = box.withLock { $0.yield(contentsOf: elements) }
+        perform(effects)
+        return outcome
+    }
+
+    @usableFromInline
+    func yield(_ element: Element, sequence: UInt64) -> YieldOutcome {
+        let (outcome, effects) = box.withLock { $0.yield(element, sequence: sequence) }
+        perform(effects)
+        return outcome
+    }
+
+    @usableFromInline
+    func finish(_ failure: (any Error)?) {
+        perform(box.withLock { $0.finish(failure) })
+    }
+
+    // MARK: Consumer side
+
+    @usableFromInline
+    func suspend(_ continuation: UnsafeContinuation<Element?, any Error>) {
+        perform(box.withLock { $0.suspend(continuation) })
+    }
+
+    @usableFromInline
+    func consumerTerminated() {
+        perform(box.withLock { $0.consumerTerminated() })
+    }
+
+    /// Called by the consumer right after its continuation returned: waits
+    /// until the thread that resumed it has confirmed the `resume` call.
+    ///
+    /// A continuation can be resumed before its task has finished suspending;
+    /// the runtime then lets the task go on without any synchronization that
+    /// ThreadSanitizer can see, and the task's next async frame (reusing the
+    /// continuation's memory) is reported as racing with the read inside
+    /// `resume`. Confirming under the stream's lock, and acquiring that lock
+    /// here, makes the order explicit. The resumer confirms right after the
+    /// call returns, so this normally finds it done at once.
+    @usableFromInline
+    func awaitWakeUpConfirmed() {
+        while box.withLock({ $0.wakeUpsInFlight > 0 }) {
+            sched_yield()
+        }
+    }
+
+    @usableFromInline
+    var statistics: StreamStatistics {
+        var statistics = box.withLock { $0.statistics }
+        control.withLock {
+            statistics.pauses = $0.machine.pauses
+            statistics.resumes = $0.machine.resumes
+        }
+        return statistics
+    }
+
+    // MARK: Effects (called with no lock held)
+
+    @inlinable
+    func perform(_ effects: consuming StreamEffects<Element>) {
+        if let wakeUp = effects.wakeUp {
+            wakeUp.continuation.resume(with: wakeUp.result)
+            box.withLock { $0.wakeUpDelivered() }
+        }
+        if let request = effects.control {
+            apply(request)
+        }
+        // `effects.evicted` and `effects.discarded` are released here, outside the lock.
+    }
+
+    /// Passes a decision of the stream machine to the control machine and
+    /// makes the call it hands out, if any.
+    ///
+    /// A pause that becomes due while another thread is still making a
+    /// resume call cannot be made yet (it must land after the resume). The
+    /// producer would keep running meanwhile, and if that other thread is
+    /// descheduled it could overshoot `high` without bound; so the yielding
+    /// thread waits, at most `pauseHandoffWait`, until the pause has landed.
+    /// The wait is bounded because the resume call itself may be waiting for
+    /// this very thread (an SDK whose resume talks to its event thread).
+    @usableFromInline
+    func apply(_ request: StreamControlRequest) {
+        let (delivery, waiter) = control.withLock { box -> (ProducerControlStateMachine.Delivery?, DispatchSemaphore?) in
+            switch request {
+            case .setPaused(let paused, let version):
+                let delivery = box.handOut(box.machine.setPaused(paused, version: version))
+                if paused && delivery == nil && box.resumeInFlightElsewhere {
+                    let waiter = DispatchSemaphore(value: 0)
+                    box.pauseWaiters.append(waiter)
+                    return (nil, waiter)
+                }
+                return (delivery, nil)
+            case .cancel:
+                return (box.handOut(box.machine.requestCancel()), nil)
+            case .producerFinished:
+                box.machine.producerFinished()
+                return (nil, nil)
+            }
+        }
+        if let delivery { deliver(delivery) }
+        if let waiter { _ = waiter.wait(timeout: .now() + Self.pauseHandoffWait) }
+    }
+
+    /// Makes `first` and every producer-control call that becomes due while it
+    /// runs: this thread is the single deliverer until the machine has nothing more.
+    @usableFromInline
+    func deliver(_ first: ProducerControlStateMachine.Delivery) {
+        var next: ProducerControlStateMachine.Delivery? = first
+        while let delivery = next {
+            delivery.perform()
+            let (following, waiters) = control.withLock { $0.completed(delivery.operation) }
+            for waiter in waiters { waiter.signal() }
+            next = following
+        }
+    }
+}

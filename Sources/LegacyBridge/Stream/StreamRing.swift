@@ -1,0 +1,71 @@
+/// A growable FIFO ring of elements: O(1) append, O(1) removal at the front,
+/// storage kept between uses so a stream in steady state does not allocate.
+///
+/// The stream's buffer and the consumer's current batch are both rings; the
+/// consumer takes a batch by swapping its (empty) ring with the stream's.
+@usableFromInline
+struct StreamRing<Element> {
+    @usableFromInline var slots: ContiguousArray<Element?>
+    @usableFromInline var head: Int
+    @usableFromInline var count: Int
+
+    /// Capacity above which an emptied ring gives its storage back instead of
+    /// keeping it for reuse (a burst must not pin memory forever).
+    @usableFromInline static var retainedCapacity: Int { 4096 }
+
+    @inlinable
+    init() {
+        self.slots = []
+        self.head = 0
+        self.count = 0
+    }
+
+    @inlinable
+    var isEmpty: Bool { count == 0 }
+
+    @inlinable
+    mutating func append(_ element: Element) {
+        if count == slots.count { grow() }
+        var index = head &+ count
+        if index >= slots.count { index &-= slots.count }
+        slots[index] = element
+        count &+= 1
+    }
+
+    @inlinable
+    mutating func popFirst() -> Element? {
+        guard count > 0 else { return nil }
+        let element = slots[head]
+        slots[head] = nil
+        head &+= 1
+        if head == slots.count { head = 0 }
+        count &-= 1
+        return element
+    }
+
+    /// Empties the ring, keeping its storage unless it grew beyond
+    /// `retainedCapacity`.
+    @inlinable
+    mutating func removeAll() {
+        if slots.count > Self.retainedCapacity {
+            self = StreamRing()
+            return
+        }
+        while count > 0 { _ = popFirst() }
+        head = 0
+    }
+
+    @usableFromInline
+    mutating func grow() {
+        let newCapacity = Swift.max(16, slots.count * 2)
+        var newSlots = ContiguousArray<Element?>(repeating: nil, count: newCapacity)
+        var index = head
+        for offset in 0..<count {
+            newSlots[offset] = slots[index]
+            index += 1
+            if index == slots.count { index = 0 }
+        }
+        slots = newSlots
+        head = 0
+    }
+}

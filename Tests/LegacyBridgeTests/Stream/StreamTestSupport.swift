@@ -1,0 +1,88 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import LegacyBridge
+
+/// A one-way gate between threads (a counting semaphore with a hang bound).
+final class StreamGate: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func open() { semaphore.signal() }
+
+    /// Waits for `open()`; records an issue instead of hanging forever.
+    func wait(what: String = "gate", seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) {
+        if semaphore.wait(timeout: .now() + seconds) == .timedOut {
+            Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
+        }
+    }
+}
+
+/// Records the producer-control calls (and anything else) in order.
+final class StreamCallLog: Sendable {
+    private let entries = LockedBox<[String]>([])
+
+    func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+    var all: [String] { entries.withLock { $0 } }
+    func count(of entry: String) -> Int { entries.withLock { $0.filter { $0 == entry }.count } }
+}
+
+/// A value shared between the test and the producer's threads.
+final class StreamShared<Value: Sendable>: Sendable {
+    private let box: LockedBox<Value>
+    init(_ value: Value) { box = LockedBox(value) }
+    var value: Value {
+        get { box.withLock { $0 } }
+        set { box.withLock { $0 = newValue } }
+    }
+    func update<R>(_ body: (inout Value) -> R) -> R { box.withLock(body) }
+}
+
+/// Polls until `condition` holds; the timeout is only an upper bound for a
+/// hang, never a guess at a schedule.
+func streamPoll(
+    seconds: Double = 30, _ what: String,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    until condition: () -> Bool
+) async {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline {
+            Issue.record("timed out waiting until \(what)", sourceLocation: sourceLocation)
+            return
+        }
+        try? await Task.sleep(nanoseconds: 1_000_000)
+    }
+}
+
+/// Blocking variant of `streamPoll` for plain threads.
+func streamSpin(seconds: Double = 30, until condition: () -> Bool) {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() && Date() < deadline { usleep(100) }
+}
+
+/// Runs `body` on a plain thread (not the cooperative pool), like an SDK's own thread.
+func streamThread(_ name: String = "stream-test-producer", _ body: @escaping @Sendable () -> Void) {
+    let thread = Thread(block: body)
+    thread.name = name
+    thread.start()
+}
+
+/// Test-only views into a stream through the sink handed to `start`.
+enum StreamProbe {
+    static func isConsumerWaiting<Element>(_ sink: EventSink<Element>) -> Bool {
+        guard case .stream(let storage) = sink.backend else { return false }
+        return storage.box.withLock { machine in
+            if case .streaming(let waiter) = machine.state { return waiter != nil }
+            return false
+        }
+    }
+
+    /// Whether the process runs under ThreadSanitizer (stress sizes scale down).
+    static var underThreadSanitizer: Bool {
+        dlsym(nil, "__tsan_init") != nil
+    }
+}
+
+struct StreamTestError: Error, Equatable {
+    var code: Int
+}
