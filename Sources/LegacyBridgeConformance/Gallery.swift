@@ -47,8 +47,7 @@ public struct LockHeldGateAdapter: OneShotAdapter {
     /// One line describing the adapter.
     public var summary: String { "WRONG ON PURPOSE: gate that calls cancel and resumes under its lock (deadlocks on a re-entrant cancel)" }
 
-    // @unchecked Sendable: `state` is only touched while holding `lock`.
-    private final class Gate: @unchecked Sendable {
+    private final class Gate: Sendable {
         struct State {
             var continuation: CheckedContinuation<LegacyPayload, any Error>?
             var early: Result<LegacyPayload, any Error>?
@@ -56,11 +55,10 @@ public struct LockHeldGateAdapter: OneShotAdapter {
             var cancelled = false
             var done = false
         }
-        let lock = Lock()
-        var state = State()
+        let state = LockedBox(State())
 
         func finish(_ result: Result<LegacyPayload, any Error>) {
-            lock.withLock {
+            state.withLock { state in
                 guard !state.done else { return }
                 state.done = true
                 if let continuation = state.continuation {
@@ -72,13 +70,16 @@ public struct LockHeldGateAdapter: OneShotAdapter {
         }
 
         func cancel() {
-            lock.withLock {
+            state.withLock { state in
                 state.cancelled = true
                 state.cancel?()  // WRONG: calls out under the lock; a re-entrant callback deadlocks
                 guard !state.done else { return }
                 state.done = true
-                state.continuation?.resume(throwing: CancellationError())
-                if state.continuation == nil { state.early = .failure(CancellationError()) }
+                if let continuation = state.continuation {
+                    continuation.resume(throwing: CancellationError())
+                } else {
+                    state.early = .failure(CancellationError())
+                }
             }
         }
     }
@@ -94,14 +95,14 @@ public struct LockHeldGateAdapter: OneShotAdapter {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation(isolation: isolation) { continuation in
                 let cancel = operation.start { gate.finish($0) }
-                gate.lock.withLock {
-                    gate.state.cancel = cancel
-                    if let early = gate.state.early {
+                gate.state.withLock { state in
+                    state.cancel = cancel
+                    if let early = state.early {
                         continuation.resume(with: early)
                     } else {
-                        gate.state.continuation = continuation
+                        state.continuation = continuation
                     }
-                    if gate.state.cancelled { cancel?() }
+                    if state.cancelled { cancel?() }
                 }
             }
         } onCancel: {

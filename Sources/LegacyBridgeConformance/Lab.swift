@@ -1,20 +1,18 @@
 import Dispatch
 import LegacyBridge
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
-/// Whether the calling thread is the process's main thread (where the main actor runs in a
-/// command-line program).
-func isMainThread() -> Bool {
-    #if canImport(Darwin)
-    return pthread_main_np() != 0
-    #else
-    return getpid() == gettid()
-    #endif
+/// Marks the main dispatch queue so code can ask, without trapping, whether it runs on it.
+private let mainQueueKey: DispatchSpecificKey<UInt8> = {
+    let key = DispatchSpecificKey<UInt8>()
+    DispatchQueue.main.setSpecific(key: key, value: 1)
+    return key
+}()
+
+/// Whether the caller runs on the main queue, the main actor's executor. (On Linux the main queue
+/// is not always drained by the main thread, so the thread is not the thing to check.)
+func isOnMainQueue() -> Bool {
+    DispatchQueue.getSpecific(key: mainQueueKey) == 1
 }
 
 /// A fresh simulated SDK client for one scenario, plus factories for instrumented operations.
@@ -74,6 +72,7 @@ final class ScenarioLab: Sendable {
                 probe.noteStart()
                 beforeStart?()
                 probe.watchAdapterContext(context.takeUnretainedValue())
+                let pointer = ContextPointer(value: context)
                 let started = SDK.startRequest(
                     client: sdk, request: FetchRequest(path: "/conformance", responseSize: 16), behavior: behavior,
                     onCompletion: { result in
@@ -82,10 +81,10 @@ final class ScenarioLab: Sendable {
                         // lab checks first, so the mistake is reported every time instead of
                         // crashing sometimes.
                         guard probe.adapterContextIsAlive(atCallback: true) else { return }
-                        callback(context, result.map(LegacyPayload.init).mapError { $0 })
+                        callback(pointer.value, result.map(LegacyPayload.init).mapError { $0 })
                     },
                     onRelease: {
-                        if probe.adapterContextIsAlive(atCallback: false) { release(context) }
+                        if probe.adapterContextIsAlive(atCallback: false) { release(pointer.value) }
                         probe.noteRelease()
                     })
                 if holdStartUntilCallback { probe.waitForCallback() }
@@ -104,6 +103,13 @@ final class ScenarioLab: Sendable {
             })
         return (operation, probe)
     }
+}
+
+/// The adapter's context as the SDK holds it: an opaque reference passed back to callbacks.
+/// `@unchecked Sendable`: the lab never dereferences it; it only hands it back to the adapter,
+/// whose callbacks are `@Sendable`, after checking (weakly) that the object still exists.
+struct ContextPointer: @unchecked Sendable {
+    let value: Unmanaged<AnyObject>
 }
 
 /// Holds the adapter's callback on the SDK side.
@@ -146,7 +152,7 @@ final class OperationProbe: Sendable {
     var snapshot: Snapshot { state.withLock { $0.snapshot } }
 
     func noteStart() {
-        let main = isMainThread()
+        let main = isOnMainQueue()
         state.withLock {
             $0.snapshot.starts += 1
             $0.snapshot.startedOnMainThread = main

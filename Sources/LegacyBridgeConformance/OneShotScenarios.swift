@@ -300,8 +300,8 @@ enum OneShotScenarios {
 @MainActor
 enum MainActorProbe {
     static func run(_ adapter: any OneShotAdapter, _ operation: LegacyOperation, _ probe: OperationProbe) async -> Check {
-        guard isMainThread() else {
-            return .fail("the main actor is not running on the main thread here; cannot check")
+        guard isOnMainQueue() else {
+            return .fail("the main actor is not running on the main queue here; cannot check")
         }
         let result: Result<LegacyPayload, any Error>
         do {
@@ -313,7 +313,7 @@ enum MainActorProbe {
         guard probe.snapshot.startedOnMainThread == true else {
             return .fail("start ran off the main actor: the adapter hopped to another executor (take `isolation: isolated (any Actor)? = #isolation` and pass it on)")
         }
-        guard isMainThread() else { return .fail("the value arrived off the main actor") }
+        guard isOnMainQueue() else { return .fail("the value arrived off the main actor") }
         return .pass
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LegacyBridgeConformance
 
 /// `legacy-bridge stress`: randomised fetches and downloads with cancellations and timeouts.
 enum StressCommand {

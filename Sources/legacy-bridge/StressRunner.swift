@@ -111,15 +111,15 @@ enum StressRunner {
         let clock = ContinuousClock()
         let started = clock.now
         let deadline = started + .milliseconds(Int64(stressPlan.seconds * 1000))
-        let next = Atomic<Int>(0)
-        let finished = Atomic<Int>(0)
+        let next = AtomicCounter()
+        let finished = AtomicCounter()
         let tally = LockedTally()
 
         let showProgress = stressPlan.showProgress
         let total = stressPlan.operations
         let progress = showProgress ? Task {
             while !Task.isCancelled {
-                let done = finished.load(ordering: .relaxed)
+                let done = finished.value
                 Terminal.progressBar(label: "stress", fraction: Double(done) / Double(max(total, 1)), suffix: "\(done)/\(total) ops")
                 try? await Task.sleep(for: .milliseconds(100))
             }
@@ -130,11 +130,11 @@ enum StressRunner {
                 for _ in 0..<max(1, stressPlan.concurrency) {
                     group.addTask {
                         while true {
-                            let index = next.add(1, ordering: .relaxed).oldValue
+                            let index = next.increment()
                             guard index < total, clock.now < deadline else { return }
                             let plan = plan(index, seed: stressPlan.seed)
                             await runOne(plan, client: client, tally: tally)
-                            finished.add(1, ordering: .relaxed)
+                            finished.increment()
                         }
                     }
                 }
@@ -150,11 +150,11 @@ enum StressRunner {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 
         var summary = StressSummary(
-            seed: stressPlan.seed, ops: finished.load(ordering: .relaxed), seconds: seconds,
-            opsPerSecond: Double(finished.load(ordering: .relaxed)) / max(seconds, 1e-9))
+            seed: stressPlan.seed, ops: finished.value, seconds: seconds,
+            opsPerSecond: Double(finished.value) / max(seconds, 1e-9))
         tally.fill(&summary)
         if !ended {
-            summary.violations.hangs = max(1, min(next.load(ordering: .relaxed), total) - finished.load(ordering: .relaxed))
+            summary.violations.hangs = max(1, min(next.value, total) - finished.value)
         }
 
         // Quiescence: every context released, every handle and gate freed (bounded wait).
@@ -302,13 +302,21 @@ struct SplitMixGenerator: RandomNumberGenerator, Sendable {
 
 /// Waits for `body` at most `bound`; returns whether it finished. The body is abandoned if not.
 func runUntil(bound: Duration, _ body: @escaping @Sendable () async -> Void) async -> Bool {
-    let done = Atomic<Bool>(false)
-    let task = Task {
+    let done = AtomicCounter()
+    Task {
         await body()
-        done.store(true, ordering: .releasing)
+        done.increment()
     }
-    _ = task
-    return await eventuallyTrue(within: bound) { done.load(ordering: .acquiring) }
+    return await eventuallyTrue(within: bound) { done.value > 0 }
+}
+
+/// A counter shared between tasks.
+final class AtomicCounter: Sendable {
+    private let storage = Atomic<Int>(0)
+    var value: Int { storage.load(ordering: .acquiring) }
+    /// Adds one; returns the value before.
+    @discardableResult
+    func increment() -> Int { storage.add(1, ordering: .acquiringAndReleasing).oldValue }
 }
 
 /// Polls `condition` (every 5 ms) until it holds or `bound` passes.

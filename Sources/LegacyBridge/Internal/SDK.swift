@@ -16,8 +16,8 @@ import Dispatch
 // MARK: - Swift values of C payloads
 
 /// One stream event, copied out of the SDK's callback.
-struct RawDownloadEvent: Sendable, Hashable {
-    enum Kind: Sendable, Hashable {
+package struct RawDownloadEvent: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// `bytesDone` / `bytesTotal` so far.
         case progress
         /// `data` holds bytes `bytesDone ..< bytesDone + data.count` of the content.
@@ -26,22 +26,22 @@ struct RawDownloadEvent: Sendable, Hashable {
         case end
     }
 
-    var kind: Kind
+    package var kind: Kind
     /// Per-operation sequence number, in production order over every kind.
-    var sequence: UInt64
-    var bytesDone: UInt64
-    var bytesTotal: UInt64
+    package var sequence: UInt64
+    package var bytesDone: UInt64
+    package var bytesTotal: UInt64
     /// Data events only.
-    var data: [UInt8]
+    package var data: [UInt8]
     /// End events only: the SDK status (0 = success).
-    var status: Int32
+    package var status: Int32
     /// End events with an error: the SDK's message; otherwise "".
-    var message: String
+    package var message: String
     /// The operation's number within its client.
-    var requestID: UInt64
+    package var requestID: UInt64
 
     /// The failure of an end event, `nil` for a successful end or any other event.
-    var error: LegacySDKError? {
+    package var error: LegacySDKError? {
         guard kind == .end, status != 0 else { return nil }
         return LegacySDKError(rawValue: status, message: message)
     }
@@ -128,7 +128,7 @@ private func sdkProbeTrampoline(_ context: UnsafeMutableRawPointer?) {
 /// releases every context before the SDK's threads are joined. If the last reference goes away on
 /// one of the SDK's own threads (inside a callback), where the SDK refuses to destroy, the destroy
 /// is handed to a Dispatch thread.
-final class SDKClient: @unchecked Sendable {
+package final class SDKClient: @unchecked Sendable {
     // @unchecked Sendable: `raw` is immutable and only passed to SDK functions, which are
     // thread-safe, except the session-token setter, reached only through @LegacySDKActor.
     let raw: OpaquePointer
@@ -141,7 +141,7 @@ final class SDKClient: @unchecked Sendable {
     ///   - seed: Seed from which per-operation seeds are derived.
     ///   - sessionTokenProbe: Called (on the setter's thread) while the session-token setter is
     ///     entered; for tests that prove concurrent entry.
-    init(
+    package init(
         workerThreads: Int = 4, seed: UInt64 = 0, sessionTokenProbe: (@Sendable () -> Void)? = nil
     ) throws(LegacySDKError) {
         var config = lsdk_client_config_t()
@@ -169,7 +169,7 @@ final class SDKClient: @unchecked Sendable {
     }
 
     /// This client's counters (readable at any time).
-    var counters: SDKCounters {
+    package var counters: SDKCounters {
         var out = lsdk_counters_t()
         let status = withExtendedLifetime(self) { lsdk_client_counters(raw, &out) }
         precondition(status == lsdk_status_t(LSDK_OK), "lsdk_client_counters failed: \(status)")
@@ -218,7 +218,7 @@ private struct SDKPendingDestroy: @unchecked Sendable {
 // MARK: - Handle
 
 /// One reference to an operation's handle, released exactly once, in deinit.
-final class SDKHandle: Sendable {
+package final class SDKHandle: Sendable {
     let raw: lsdk_handle_t
 
     init(raw: lsdk_handle_t) { self.raw = raw }
@@ -231,7 +231,7 @@ final class SDKHandle: Sendable {
     /// Cancels the operation as its behaviour prescribes. Idempotent, thread-safe, callable from
     /// inside a callback of the same operation (a synchronous cancellation callback then runs
     /// re-entrantly, inside this call), harmless after the operation finished.
-    func cancel() {
+    package func cancel() {
         let status = lsdk_cancel(raw)
         assert(status == lsdk_status_t(LSDK_OK), "lsdk_cancel failed: \(status)")
     }
@@ -239,7 +239,7 @@ final class SDKHandle: Sendable {
     /// Pauses a stream (idempotent).
     ///
     /// - Throws: ``LegacySDKError/notAStream`` for a request.
-    func pause() throws(LegacySDKError) {
+    package func pause() throws(LegacySDKError) {
         let status = lsdk_pause(raw)
         guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
     }
@@ -247,7 +247,7 @@ final class SDKHandle: Sendable {
     /// Resumes a paused stream (idempotent).
     ///
     /// - Throws: ``LegacySDKError/notAStream`` for a request.
-    func resume() throws(LegacySDKError) {
+    package func resume() throws(LegacySDKError) {
         let status = lsdk_resume(raw)
         guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
     }
@@ -255,7 +255,7 @@ final class SDKHandle: Sendable {
 
 // MARK: - Operations and conversions
 
-enum SDK {
+package enum SDK {
     /// Starts a one-shot request.
     ///
     /// `onCompletion` may be called several times (repeats, cancellation, late callbacks, as the
@@ -265,7 +265,7 @@ enum SDK {
     /// call; the closures are released right after it. Neither is called when the start fails.
     ///
     /// - Returns: The operation's handle, or the SDK's error (no callback will come).
-    static func startRequest(
+    package static func startRequest(
         client: SDKClient, request: FetchRequest, behavior: SimulatedBehavior,
         onCompletion: @escaping @Sendable (Result<FetchResponse, LegacySDKError>) -> Void,
         onRelease: (@Sendable () -> Void)? = nil
@@ -296,7 +296,7 @@ enum SDK {
     /// after the last `onEvent` call. Neither is called when the start fails.
     ///
     /// - Returns: The operation's handle, or the SDK's error (no callback will come).
-    static func startDownload(
+    package static func startDownload(
         client: SDKClient, request: DownloadRequest, behavior: SimulatedBehavior,
         onEvent: @escaping @Sendable (RawDownloadEvent) -> Void,
         onRelease: (@Sendable () -> Void)? = nil
@@ -330,7 +330,7 @@ enum SDK {
     }
 
     /// The byte at `offset` of the content of request `requestID` (for verifying data).
-    static func contentByte(requestID: UInt64, offset: UInt64) -> UInt8 {
+    package static func contentByte(requestID: UInt64, offset: UInt64) -> UInt8 {
         lsdk_content_byte(requestID, offset)
     }
 
