@@ -5,7 +5,8 @@ import LegacyBridgeConformance
 /// `legacy-bridge conformance`: runs the conformance suite, each scenario in a child process.
 enum ConformanceCommand {
     static let help = """
-        USAGE: legacy-bridge conformance [--adapter NAME|all] [--list-adapters] [--json]
+        USAGE: legacy-bridge conformance [--adapter NAME|all] [--scenario NAME[,NAME...]]
+                                         [--list-adapters] [--list-scenarios] [--json]
                                          [--in-process] [--watchdog S] [--seed X]
 
         Runs the adapter conformance suite. Each scenario runs in a child process (this executable,
@@ -15,7 +16,9 @@ enum ConformanceCommand {
         OPTIONS
           --adapter NAME|all  Which adapters: one name, or all (library + bad-adapter gallery).
                               Default: the library's own adapters.
+          --scenario NAMES    Run only these scenarios (comma-separated names).
           --list-adapters     Print one adapter per line (name, a space, a one-line description).
+          --list-scenarios    Print one scenario per line (kind, name, a one-line description).
           --json              Print the report as JSON.
           --in-process        Run scenarios in this process (no crash isolation; faster).
           --watchdog S        Seconds a scenario may take before it counts as a hang (default 5).
@@ -50,14 +53,20 @@ enum ConformanceCommand {
     static func run(_ arguments: [String]) async throws -> ExitCode {
         let parsed = try ParsedArguments(
             command: "conformance", arguments: arguments,
-            valueOptions: ["adapter", "watchdog", "seed", "run-scenario", "burst"],
-            switchOptions: ["list-adapters", "json", "in-process"])
+            valueOptions: ["adapter", "scenario", "watchdog", "seed", "run-scenario", "burst"],
+            switchOptions: ["list-adapters", "list-scenarios", "json", "in-process"])
         if parsed.wantsHelp {
             print(help)
             return .clean
         }
         if parsed.flag("list-adapters") {
             for entry in AdapterCatalog.all { print("\(entry.name) \(entry.summary)") }
+            return .clean
+        }
+        if parsed.flag("list-scenarios") {
+            for kind in [AdapterKind.oneShot, .stream] {
+                for scenario in ConformanceSuite.scenarios(for: kind) { print("\(kind.rawValue) \(scenario.name) \(scenario.summary)") }
+            }
             return .clean
         }
         var options = ConformanceOptions()
@@ -74,6 +83,14 @@ enum ConformanceCommand {
                 throw UsageError(message: "unknown adapter '\(name)' (see --list-adapters)", command: "conformance")
             }
             entries = [entry]
+        }
+        if let list = parsed.string("scenario") {
+            let names = Set(list.split(separator: ",").map { String($0) })
+            let known = Set(entries.flatMap(\.scenarioNames))
+            if let unknown = names.subtracting(known).sorted().first {
+                throw UsageError(message: "unknown scenario '\(unknown)' for the chosen adapters (see --list-scenarios)", command: "conformance")
+            }
+            options.only = names
         }
 
         if let scenario = parsed.string("run-scenario") {
@@ -157,7 +174,8 @@ enum ConformanceCommand {
             ]
             let bound = options.watchdog + .seconds(15)
             do {
-                let child = try runChild(executable: executable, arguments: arguments, bound: bound)
+                // No backtracer in the child: a crash is reported at once, with the runtime's message first.
+                let child = try runChild(executable: executable, arguments: arguments, bound: bound, environment: ["SWIFT_BACKTRACE": "enable=no"])
                 results.append(interpret(child, name: name, summary: summary, bound: bound))
             } catch {
                 results.append(ScenarioResult(name: name, summary: summary, verdict: .failed, detail: "could not start the child process: \(error)"))

@@ -1,0 +1,70 @@
+import Foundation
+
+/// Runs the built `legacy-bridge` executable (it sits next to the test bundle) and captures its
+/// output and exit status.
+struct CLIRun {
+    var status: Int32
+    var output: String
+    var errors: String
+
+    /// The JSON object printed on standard output.
+    var json: [String: Any]? {
+        guard let data = output.data(using: .utf8) else { return nil }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+    }
+}
+
+enum CLI {
+    static var executable: URL {
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: me).deletingLastPathComponent()
+        // On Darwin the test bundle's binary sits inside Foo.xctest/Contents/MacOS.
+        while directory.pathComponents.contains(where: { $0.hasSuffix(".xctest") }) {
+            directory = directory.deletingLastPathComponent()
+        }
+        return directory.appendingPathComponent("legacy-bridge")
+    }
+
+    /// Runs the CLI with `arguments`; fails the run after `bound` seconds (killing the child).
+    static func run(_ arguments: [String], bound: TimeInterval = 300) throws -> CLIRun {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let done = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in done.signal() }
+        try process.run()
+        // Drain both pipes while the child runs so it never blocks on a full pipe.
+        let outData = LockedData()
+        let errData = LockedData()
+        let readers = DispatchGroup()
+        for (pipe, sink) in [(out, outData), (err, errData)] {
+            DispatchQueue.global().async(group: readers) { sink.set(pipe.fileHandleForReading.readDataToEndOfFile()) }
+        }
+        if done.wait(timeout: .now() + bound) == .timedOut {
+            process.terminate()
+            done.wait()
+        }
+        readers.wait()
+        return CLIRun(
+            status: process.terminationStatus,
+            output: String(decoding: outData.get(), as: UTF8.self),
+            errors: String(decoding: errData.get(), as: UTF8.self))
+    }
+}
+
+/// Bytes written by one reader thread and read after it finished.
+final class LockedData: @unchecked Sendable {
+    // @unchecked Sendable: `data` is only touched under `lock`.
+    private let lock = NSLock()
+    private var data = Data()
+    func set(_ value: Data) { lock.withLock { data = value } }
+    func get() -> Data { lock.withLock { data } }
+}
