@@ -75,20 +75,7 @@ enum OneShotScenarios {
         summary: "the operation never calls back; cancelling the task ends the wait and cancels the operation once"
     ) { adapter, context in
         let (operation, probe) = context.lab.operation(.neverCompletes.with { $0.cancelMode = .silent })
-        let task = launch(adapter, operation)
-        guard await eventually({ probe.snapshot.starts == 1 }) else {
-            return .fail("the adapter did not start the operation")
-        }
-        cancelFromForeignThread(task)
-        let result = await task.value
-        guard case .failure(let error) = result, error is CancellationError else {
-            return .fail("expected CancellationError, got \(describe(result))")
-        }
-        guard await eventually({ probe.snapshot.released }) else {
-            return .fail("the operation was never cancelled (its cancel function was called \(probe.snapshot.cancels) times); it would run forever")
-        }
-        let cancels = probe.snapshot.cancels
-        return cancels == 1 ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
+        return await cancelAfterStart(adapter, operation, probe)
     }
 
     static let foreignThreadCallback = Scenario<any OneShotAdapter>(
@@ -114,14 +101,9 @@ enum OneShotScenarios {
             .neverCompletes.with { $0.cancelMode = .silent },
             beforeStart: { withUnsafeCurrentTask { $0?.cancel() } })
         let result = await launch(adapter, operation).value
-        guard case .failure(let error) = result, error is CancellationError else {
-            return .fail("expected CancellationError, got \(describe(result))")
-        }
-        guard await eventually({ probe.snapshot.released }) else {
-            return .fail("the operation was never cancelled: a cancellation recorded before the handle arrived must cancel it when it does")
-        }
-        let cancels = probe.snapshot.cancels
-        return cancels == 1 ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
+        return await expectCancelled(
+            result, probe,
+            neverCancelled: "a cancellation recorded before the handle arrived must cancel the operation when it does")
     }
 
     static let reentrantCancel = Scenario<any OneShotAdapter>(
@@ -129,18 +111,7 @@ enum OneShotScenarios {
         summary: "cancel calls the callback synchronously, inside cancel; no deadlock, the outcome stays CancellationError"
     ) { adapter, context in
         let (operation, probe) = context.lab.operation(.neverCompletes.with { $0.cancelMode = .callbackSynchronously })
-        let task = launch(adapter, operation)
-        guard await eventually({ probe.snapshot.starts == 1 }) else {
-            return .fail("the adapter did not start the operation")
-        }
-        cancelFromForeignThread(task)
-        let result = await task.value
-        guard case .failure(let error) = result, error is CancellationError else {
-            return .fail("expected CancellationError, got \(describe(result))")
-        }
-        guard await eventually({ probe.snapshot.released }) else {
-            return .fail("the operation was never cancelled")
-        }
+        if case .fail(let why) = await cancelAfterStart(adapter, operation, probe) { return .fail(why) }
         guard context.lab.counters.callbacksReentrantCancel == 1 else {
             return .fail("the SDK made no re-entrant callback; the scenario proved nothing")
         }
@@ -156,18 +127,7 @@ enum OneShotScenarios {
             $0.lateCallbackAfterCancel = true
         }
         let (operation, probe) = context.lab.operation(behavior)
-        let task = launch(adapter, operation)
-        guard await eventually({ probe.snapshot.starts == 1 }) else {
-            return .fail("the adapter did not start the operation")
-        }
-        cancelFromForeignThread(task)
-        let result = await task.value
-        guard case .failure(let error) = result, error is CancellationError else {
-            return .fail("expected CancellationError, got \(describe(result))")
-        }
-        guard await eventually({ probe.snapshot.released }) else {
-            return .fail("the operation was never cancelled")
-        }
+        if case .fail(let why) = await cancelAfterStart(adapter, operation, probe) { return .fail(why) }
         guard probe.snapshot.callbacks == 2 else {
             return .fail("the SDK made \(probe.snapshot.callbacks) callbacks after cancel instead of 2; the scenario proved nothing")
         }
@@ -293,6 +253,30 @@ enum OneShotScenarios {
             return .fail("after every call ended: SDK contexts created \(counters.contextsCreated), released \(counters.contextsReleased); handles outstanding \(counters.handlesOutstanding)")
         }
         return .pass
+    }
+
+    /// Runs the adapter, waits until it started the operation, cancels the calling task from a
+    /// foreign thread, and checks the caller got `CancellationError` and the operation was
+    /// cancelled exactly once and finished.
+    static func cancelAfterStart(_ adapter: any OneShotAdapter, _ operation: LegacyOperation, _ probe: OperationProbe) async -> Check {
+        let task = launch(adapter, operation)
+        guard await eventually({ probe.snapshot.starts == 1 }) else {
+            return .fail("the adapter did not start the operation")
+        }
+        cancelFromForeignThread(task)
+        return await expectCancelled(await task.value, probe, neverCancelled: "it would run forever")
+    }
+
+    /// Checks that `result` is `CancellationError` and the operation was cancelled exactly once and finished.
+    static func expectCancelled(_ result: Result<LegacyPayload, any Error>, _ probe: OperationProbe, neverCancelled: String) async -> Check {
+        guard case .failure(let error) = result, error is CancellationError else {
+            return .fail("expected CancellationError, got \(describe(result))")
+        }
+        guard await eventually({ probe.snapshot.released }) else {
+            return .fail("the operation was never cancelled (its cancel function was called \(probe.snapshot.cancels) times): \(neverCancelled)")
+        }
+        let cancels = probe.snapshot.cancels
+        return cancels == 1 ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
     }
 }
 
