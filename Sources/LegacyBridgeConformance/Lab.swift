@@ -213,11 +213,17 @@ final class OperationProbe: Sendable {
     }
 }
 
-/// Polls `condition` until it holds or `bound` passes. Returns whether it held.
-/// The sleep is only an upper bound on how long to wait for something that must happen.
-func eventually(within bound: Duration = .seconds(2), _ condition: @Sendable () -> Bool) async -> Bool {
+/// How long scenarios wait for something that must happen (a release, a cancel). Set per run from
+/// the watchdog, so a loaded machine (or ThreadSanitizer) does not turn a slow pass into a failure.
+enum Patience {
+    @TaskLocal static var bound: Duration = .seconds(2)
+}
+
+/// Polls `condition` until it holds or `bound` (default: the run's patience) passes. Returns
+/// whether it held. The sleep is only an upper bound on how long to wait for something that must happen.
+func eventually(within bound: Duration? = nil, _ condition: @Sendable () -> Bool) async -> Bool {
     let clock = ContinuousClock()
-    let deadline = clock.now + bound
+    let deadline = clock.now + (bound ?? Patience.bound)
     while clock.now < deadline {
         if condition() { return true }
         // A cancelled task cannot sleep; the watchdog has given up on it anyway.

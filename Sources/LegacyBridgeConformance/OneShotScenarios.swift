@@ -245,7 +245,7 @@ enum OneShotScenarios {
             return finished
         }
         guard finished == count else { return .fail("only \(finished) of \(count) calls ended") }
-        guard await eventually(within: .seconds(3), {
+        guard await eventually({
             let counters = context.lab.counters
             return counters.contextsCreated == counters.contextsReleased && counters.handlesOutstanding == 0
         }) else {

@@ -59,8 +59,12 @@ func execute<Adapter: Sendable>(
         return result(.failed, "could not create the simulated SDK client: \(error)")
     }
     let context = ScenarioContext(lab: lab, options: options)
-    let check = await runWithWatchdog(bound: options.watchdog) {
-        await scenario.body(adapter, context)
+    // Waits for things that must happen get most of the watchdog's bound, and at least 2 s.
+    let patience = max(options.watchdog * 0.6, .seconds(2))
+    let check = await Patience.$bound.withValue(patience) {
+        await runWithWatchdog(bound: options.watchdog) {
+            await scenario.body(adapter, context)
+        }
     }
     switch check {
     case .pass?:

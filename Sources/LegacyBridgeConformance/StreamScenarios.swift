@@ -152,7 +152,7 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             let consumed = await consume(adapter, source, probe) {
                 // Stall after the first event until the adapter paused the source or buffered more
                 // than the bound: a forced order, not a guess about timing.
-                _ = await eventually(within: .seconds(2), {
+                _ = await eventually({
                     let snapshot = probe.snapshot
                     return snapshot.paused || snapshot.outstanding > bound
                 })

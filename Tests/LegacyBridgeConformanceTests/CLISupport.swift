@@ -26,8 +26,19 @@ enum CLI {
         return directory.appendingPathComponent("legacy-bridge")
     }
 
-    /// Runs the CLI with `arguments`; fails the run after `bound` seconds (killing the child).
-    static func run(_ arguments: [String], bound: TimeInterval = 300) throws -> CLIRun {
+    /// Runs the CLI with `arguments`; stops the child after `bound` seconds.
+    ///
+    /// The waiting happens on a Dispatch thread, never on the cooperative pool: a test that blocked
+    /// a pool thread for the seconds a child runs would starve every other test running beside it.
+    static func run(_ arguments: [String], bound: TimeInterval = 300) async throws -> CLIRun {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try runBlocking(arguments, bound: bound) })
+            }
+        }
+    }
+
+    private static func runBlocking(_ arguments: [String], bound: TimeInterval) throws -> CLIRun {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

@@ -5,9 +5,9 @@ import Testing
 @Suite("legacy-bridge CLI: crash isolation, gallery detection, exit codes and JSON")
 struct CLITests {
     @Test("every gallery adapter is flagged, crash-isolated, by each scenario its documentation names")
-    func galleryFlagged() throws {
+    func galleryFlagged() async throws {
         for entry in AdapterCatalog.all where entry.isGallery {
-            let run = try CLI.run([
+            let run = try await CLI.run([
                 "conformance", "--adapter", entry.name, "--scenario", entry.flaggedBy.joined(separator: ","),
                 "--watchdog", "2", "--json",
             ])
@@ -27,8 +27,8 @@ struct CLITests {
     }
 
     @Test("a trapping adapter is reported as a crash with the signal and the runtime's message")
-    func crashIsReported() throws {
-        let run = try CLI.run(["conformance", "--adapter", "naive-continuation", "--scenario", "repeated-callback-success-then-error", "--json"])
+    func crashIsReported() async throws {
+        let run = try await CLI.run(["conformance", "--adapter", "naive-continuation", "--scenario", "repeated-callback-success-then-error", "--json"])
         #expect(run.status == 0)
         let adapter = try #require((run.json?["adapters"] as? [[String: Any]])?.first)
         let scenario = try #require((adapter["scenarios"] as? [[String: Any]])?.first)
@@ -39,8 +39,8 @@ struct CLITests {
     }
 
     @Test("conformance JSON has the documented keys, and a library adapter passes in child processes")
-    func conformanceJSONKeys() throws {
-        let run = try CLI.run(["conformance", "--adapter", "with-callback", "--scenario", "synchronous-callback,reentrant-cancel", "--json"])
+    func conformanceJSONKeys() async throws {
+        let run = try await CLI.run(["conformance", "--adapter", "with-callback", "--scenario", "synchronous-callback,reentrant-cancel", "--watchdog", "60", "--json"])
         #expect(run.status == 0, "\(run.errors)")
         let adapter = try #require((run.json?["adapters"] as? [[String: Any]])?.first)
         for key in ["name", "kind", "gallery", "passed", "failed", "scenarios"] { #expect(adapter[key] != nil, "missing \(key)") }
@@ -52,8 +52,8 @@ struct CLITests {
     }
 
     @Test("--list-adapters prints one adapter per line: its name, a space, a description")
-    func listAdapters() throws {
-        let run = try CLI.run(["conformance", "--list-adapters"])
+    func listAdapters() async throws {
+        let run = try await CLI.run(["conformance", "--list-adapters"])
         #expect(run.status == 0)
         let lines = run.output.split(separator: "\n")
         #expect(lines.count == AdapterCatalog.all.count)
@@ -63,8 +63,8 @@ struct CLITests {
     }
 
     @Test("stress --json runs clean and prints the documented keys")
-    func stressJSON() throws {
-        let run = try CLI.run(["stress", "--ops", "500", "--concurrency", "16", "--seed", "3", "--json"])
+    func stressJSON() async throws {
+        let run = try await CLI.run(["stress", "--ops", "500", "--concurrency", "16", "--seed", "3", "--json"])
         #expect(run.status == 0, "\(run.output)\n\(run.errors)")
         let json = try #require(run.json, "\(run.output)")
         for key in ["seed", "ops", "seconds", "opsPerSecond", "outcomes", "sdk", "violations"] { #expect(json[key] != nil, "missing \(key)") }
@@ -88,16 +88,16 @@ struct CLITests {
         ["stress", "--seconds", "-1"], ["conformance", "--adapter", "nope"], ["conformance", "--scenario", "nope"],
         ["conformance", "--watchdog"], ["demo", "extra"],
     ])
-    func badUsage(arguments: [String]) throws {
-        let run = try CLI.run(arguments)
+    func badUsage(arguments: [String]) async throws {
+        let run = try await CLI.run(arguments)
         #expect(run.status == 2, "\(arguments): \(run.status)")
         #expect(!run.errors.isEmpty)
         #expect(run.errors.contains("--help"))
     }
 
     @Test("--help works on every command", arguments: [[], ["demo"], ["conformance"], ["stress"], ["bench"]])
-    func help(command: [String]) throws {
-        let run = try CLI.run(command + ["--help"])
+    func help(command: [String]) async throws {
+        let run = try await CLI.run(command + ["--help"])
         #expect(run.status == 0)
         #expect(run.output.contains("USAGE"))
     }

@@ -5,29 +5,33 @@ import Testing
 
 @Suite("Conformance suite: the library's adapters pass, broken ones are caught")
 struct ConformanceSuiteTests {
+    /// A generous watchdog: these tests check verdicts, not hang detection, and share two cores
+    /// with every other test (and with ThreadSanitizer's slowdown).
+    static let patient = ConformanceOptions(watchdog: .seconds(60))
+
     @Test("withCallback adapter passes every one-shot scenario")
     func withCallbackPasses() async {
-        let report = await ConformanceSuite.run(WithCallbackAdapter())
+        let report = await ConformanceSuite.run(WithCallbackAdapter(), options: Self.patient)
         #expect(report.results.count == ConformanceSuite.scenarios(for: .oneShot).count)
         #expect(report.failures.isEmpty, "\(report.rendered)")
     }
 
     @Test("withCallback over a C-style owned context passes every one-shot scenario")
     func withCallbackContextPasses() async {
-        let report = await ConformanceSuite.run(WithCallbackContextAdapter())
+        let report = await ConformanceSuite.run(WithCallbackContextAdapter(), options: Self.patient)
         #expect(report.failures.isEmpty, "\(report.rendered)")
     }
 
     @Test("CallbackStream adapter passes every stream scenario")
     func callbackStreamPasses() async {
-        let report = await ConformanceSuite.run(CallbackStreamAdapter())
+        let report = await ConformanceSuite.run(CallbackStreamAdapter(), options: Self.patient)
         #expect(report.results.count == ConformanceSuite.scenarios(for: .stream).count)
         #expect(report.failures.isEmpty, "\(report.rendered)")
     }
 
     @Test("an adapter that drops the caller's isolation is caught by main-actor-caller")
     func hoppingAdapterIsCaught() async {
-        let report = await ConformanceSuite.run(HoppingAdapter(), options: .init(only: ["main-actor-caller"]))
+        let report = await ConformanceSuite.run(HoppingAdapter(), options: .init(watchdog: .seconds(60), only: ["main-actor-caller"]))
         #expect(report.results.map(\.name) == ["main-actor-caller"])
         #expect(report.failures.map(\.name) == ["main-actor-caller"])
         #expect(report.failures.first?.detail.contains("hopped") == true)
@@ -35,13 +39,13 @@ struct ConformanceSuiteTests {
 
     @Test("an adapter that keeps every cancel function is caught by captures-freed")
     func leakyAdapterIsCaught() async {
-        let report = await ConformanceSuite.run(LeakyAdapter(), options: .init(only: ["captures-freed"]))
+        let report = await ConformanceSuite.run(LeakyAdapter(), options: .init(watchdog: .seconds(10), only: ["captures-freed"]))
         #expect(report.failures.map(\.name) == ["captures-freed"])
     }
 
     @Test("a stream adapter that keeps the newest 8 events loses data under a stalled consumer")
     func droppingStreamIsCaught() async {
-        let report = await ConformanceSuite.run(DroppingStreamAdapter(), options: .init(only: ["slow-consumer-backpressure"]))
+        let report = await ConformanceSuite.run(DroppingStreamAdapter(), options: .init(watchdog: .seconds(60), only: ["slow-consumer-backpressure"]))
         #expect(report.failures.map(\.name) == ["slow-consumer-backpressure"])
     }
 
