@@ -9,7 +9,9 @@ extension LegacyClient {
     /// own download; events from concurrent SDK threads are put back in sequence order (progress
     /// never goes backwards; events the SDK dropped while paused leave gaps that are skipped);
     /// the SDK's pause and resume back the `.backpressure` policy; leaving the loop, dropping the
-    /// iterator or cancelling the consuming task cancels the SDK download. Success finishes the
+    /// iterator or cancelling the consuming task cancels the SDK download (and resumes it if
+    /// backpressure had paused it, so a download whose cancel the SDK ignores still runs to its
+    /// end instead of staying parked in the SDK). Success finishes the
     /// stream; an SDK error is thrown as ``LegacySDKError``. The C context and the SDK handle are
     /// released exactly once on every path.
     ///
@@ -44,7 +46,14 @@ extension LegacyClient {
             switch started {
             case .success(let handle):
                 return StreamControl(
-                    cancel: { handle.cancel() },
+                    cancel: {
+                        handle.cancel()
+                        // An SDK may ignore the cancel; a download that backpressure paused would
+                        // then stay parked forever (nothing resumes it once the consumer is gone)
+                        // and the SDK would never release it. Resuming lets it run to its end;
+                        // after a cancel that took effect, resume starts nothing.
+                        try? handle.resume()
+                    },
                     pause: { try? handle.pause() },
                     resume: { try? handle.resume() })
             case .failure(let error):
