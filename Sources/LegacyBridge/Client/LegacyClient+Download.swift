@@ -1,7 +1,16 @@
 extension LegacyClient {
-    /// The reorder window of download streams: wider than the SDK's widest out-of-order
-    /// delivery (8 events), so no event is ever waited for in vain.
-    static let downloadReorderWindow = 64
+    /// The reorder window of a download: exactly the behaviour's stream concurrency.
+    ///
+    /// The SDK promises that when the event numbered `s` arrives, every event up to
+    /// `s - streamConcurrency` has arrived or was dropped. A live stream drops events while paused,
+    /// and those numbers never come; with a wider window the stream would hold the events
+    /// delivered after such a gap until enough further events arrive, and forever once the source
+    /// goes silent. With this window a missing number is given up exactly when the SDK's promise
+    /// says it can no longer arrive. (An invalid concurrency makes the SDK reject the start; the
+    /// clamp only keeps the window valid until then.)
+    static func downloadReorderWindow(for behavior: SimulatedBehavior) -> Int {
+        Int(min(max(behavior.streamConcurrency, 1), 8))
+    }
 
     /// Streams one download from the simulated SDK.
     ///
@@ -29,7 +38,7 @@ extension LegacyClient {
         let sdk = self.sdk
         return CallbackStream(
             buffering: buffering,
-            ordering: .sequenced(window: Self.downloadReorderWindow)
+            ordering: .sequenced(window: Self.downloadReorderWindow(for: behavior))
         ) { sink in
             let started = SDK.startDownload(
                 client: sdk, request: request, behavior: behavior,

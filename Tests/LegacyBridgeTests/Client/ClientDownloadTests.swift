@@ -182,10 +182,11 @@ struct ClientDownloadTests {
             if check.dataEvents == 1 {
                 // Stop consuming until the stream has paused the source and the source dropped
                 // events: a forced gap, followed by new data once the consumer drains the buffer.
-                _ = await clientTestEventually { client.counters.streamEventsDroppedPaused > 0 }
+                guard await clientTestEventually({ client.counters.streamEventsDroppedPaused > 0 }) else { return false }
             }
             if check.gaps > 0 { eventsAfterGap += 1 }
-            return eventsAfterGap < 200
+            // The source never ends: a bound in case no gap ever shows.
+            return eventsAfterGap < 200 && check.dataEvents < 100_000
         }
         #expect(result.end == .stopped)
         #expect(result.problems == [])
@@ -227,6 +228,75 @@ struct ClientDownloadTests {
         #expect(UInt64(result.check.dataEvents) + 1 == counters.streamEvents)
         #expect(counters.cancels == 0)
         #expect(counters.contextsReleased == 1 && counters.handlesOutstanding == 0)
+    }
+
+    @Test("a live stream that goes silent after a gap: every event the SDK delivered after the gap reaches the consumer")
+    func liveStreamSilentAfterGap() async throws {
+        // One worker: a callback that holds it stops the source (production, drops included).
+        let client = try LegacyClient(configuration: .init(workerThreads: 1))
+        // 95 data events on a 10 ms schedule, then silence (no end event). The stream pauses the
+        // source at 32 held events, so fewer than 64 events can follow the gap (the window a
+        // reorderer would wait in vain), and a consumer late by less than 320 ms keeps up.
+        let events = 95
+        let high = 32
+        let totalBytes = events * 1024
+        let behavior = SimulatedBehavior.liveStream.with {
+            $0.chunkSize = 1024
+            $0.progressEvery = 0
+            $0.intervalMicroseconds = 10_000
+            $0.streamEnd = .none
+        }
+        // A plain thread stops the source right after its first drop: the gap is then made,
+        // and the rest of the data waits until the test lets the worker go.
+        let blocker = LockedBox<ClientTestWorkerBlocker?>(nil)
+        let watcher = Thread {
+            guard clientTestSpinUntil({ client.counters.streamEventsDroppedPaused > 0 }) else { return }
+            let started = try? ClientTestWorkerBlocker(starting: client)
+            blocker.withLock { $0 = started }
+        }
+        watcher.start()
+        defer { blocker.withLock { $0 }?.open() }
+        let received = Atomic<Int>(0)
+        let receivedAfterGap = Atomic<Int>(0)
+        let call = ClientTestCall {
+            await clientTestConsume(
+                client.download(
+                    DownloadRequest(path: "/live", totalBytes: totalBytes), behavior: behavior,
+                    buffering: .backpressure(low: 1, high: high)),
+                requestID: 1, totalBytes: totalBytes, gapsAllowed: true
+            ) { check in
+                if check.dataEvents == 1 {
+                    // Hold the first event: the stream pauses the source, which drops events
+                    // until the watcher stops it.
+                    guard await clientTestEventually({ blocker.withLock { $0?.isInside ?? false } }) else { return false }
+                }
+                if check.gaps > 0 { receivedAfterGap.add(1, ordering: .relaxed) }
+                received.store(check.dataEvents, ordering: .releasing)
+                return true
+            }
+        }
+        // The consumer drained what came before the gap and the stream resumed the source.
+        #expect(await clientTestEventually { client.counters.streamResumes == 1 && received.load(ordering: .acquiring) == high })
+        #expect(client.counters.streamEventsDroppedPaused < UInt64(events - high))
+        blocker.withLock { $0 }?.open()
+        // The source delivers the rest of its data (nothing more is dropped) and goes silent.
+        #expect(await clientTestEventually {
+            let counters = client.counters
+            return counters.streamEvents + counters.streamEventsDroppedPaused == UInt64(events)
+        })
+        let delivered = Int(client.counters.streamEvents)
+        #expect(delivered > high)
+        // Everything delivered reaches the consumer; nothing waits for the dropped events.
+        #expect(await clientTestEventually(seconds: 10) { received.load(ordering: .acquiring) == delivered })
+        #expect(receivedAfterGap.load(ordering: .relaxed) == delivered - high)
+        call.cancel()
+        let result = try #require(await call.result()).get()
+        #expect(result.end == .cancelled)
+        #expect(result.problems == [])
+        #expect(result.check.gaps >= 1)
+        let counters = await clientTestSettledCounters(client)
+        #expect(counters.cancels == 1)
+        #expect(counters.contextsReleased == 2 && counters.handlesOutstanding == 0)
     }
 
     // MARK: The consumer stops
@@ -339,7 +409,9 @@ struct ClientDownloadTests {
                 // Deliberately slow: every 10,000 events, wait until the SDK was paused again
                 // (the stream must pause it: nothing is consumed meanwhile).
                 if consumed % 10_240 == 0 && consumed + UInt64(high) * 2 < UInt64(totalBytes) {
-                    if await clientTestEventually({ client.counters.streamPauses > pausesSeen }) { forcedPauses += 1 }
+                    // A stream that never pauses the SDK ends the test here.
+                    guard await clientTestEventually({ client.counters.streamPauses > pausesSeen }) else { return false }
+                    forcedPauses += 1
                     pausesSeen = client.counters.streamPauses
                     maxLag = max(maxLag, client.counters.streamEvents - consumed)
                 }
@@ -404,3 +476,4 @@ struct ClientDownloadTests {
         #expect(counters.contextsReleased == 2 && counters.handlesOutstanding == 0)
     }
 }
+

@@ -112,6 +112,17 @@ func clientTestEventually(
     return true
 }
 
+/// Blocking variant of `clientTestEventually`, for code on its own thread or queue (it never
+/// waits for the cooperative pool).
+func clientTestSpinUntil(seconds: Double = 30, _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        usleep(100)
+    }
+    return true
+}
+
 /// Waits until the SDK is done with every operation of `client` (every context released) and
 /// every handle was released, then returns the counters (also when the bound expired: the
 /// caller's expectations then show what is missing).
@@ -163,9 +174,9 @@ final class ClientTestWorkerBlocker: Sendable {
     private let gate = DispatchSemaphore(value: 0)
     private let handle: LockedBox<SDKHandle?> = LockedBox(nil)
 
-    /// Starts the blocking request (it takes the next request id of `client`) and waits until
-    /// its callback occupies the worker.
-    init(_ client: LegacyClient) async throws {
+    /// Starts the blocking request (it takes the next request id of `client`); its callback
+    /// occupies the worker as soon as the worker gets to it. Callable from any thread.
+    init(starting client: LegacyClient) throws {
         let entered = self.entered
         let gate = self.gate
         let started = SDK.startRequest(
@@ -176,9 +187,16 @@ final class ClientTestWorkerBlocker: Sendable {
             })
         handle.withLock { $0 = try? started.get() }
         _ = try started.get()
-        let inside = await clientTestEventually { entered.withLock { $0 } }
-        try #require(inside, "the blocking callback never ran")
     }
+
+    /// Starts the blocking request and waits until its callback occupies the worker.
+    convenience init(_ client: LegacyClient) async throws {
+        try self.init(starting: client)
+        try #require(await clientTestEventually { self.isInside }, "the blocking callback never ran")
+    }
+
+    /// Whether the blocking callback occupies the worker.
+    var isInside: Bool { entered.withLock { $0 } }
 
     /// Lets the worker go.
     func open() {
@@ -303,6 +321,7 @@ struct ClientTestDownloadResult: Sendable {
 /// event with the check so far) returns `false`; then the iterator is dropped, as a `break`
 /// out of a `for try await` loop drops it.
 func clientTestConsume(
+    isolation: isolated (any Actor)? = #isolation,
     _ stream: CallbackStream<DownloadEvent>, requestID: UInt64, totalBytes: Int, gapsAllowed: Bool = false,
     afterEach: (ClientTestDownloadCheck) async -> Bool = { _ in true }
 ) async -> ClientTestDownloadResult {
@@ -311,7 +330,7 @@ func clientTestConsume(
     var end: ClientTestStreamEnd
     do {
         end = .finished
-        while let event = try await iterator.next() {
+        while let event = try await iterator.next(isolation: isolation) {
             check.check(event)
             if await !afterEach(check) {
                 end = .stopped
@@ -324,7 +343,7 @@ func clientTestConsume(
     var endsOnce = true
     if end != .stopped {
         do {
-            if try await iterator.next() != nil { endsOnce = false }
+            if try await iterator.next(isolation: isolation) != nil { endsOnce = false }
         } catch {
             endsOnce = false
         }
