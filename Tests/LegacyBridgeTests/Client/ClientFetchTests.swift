@@ -161,12 +161,14 @@ struct ClientFetchTests {
         #expect(counters.callbacksWorker == 1)
     }
 
-    @Test("a task cancelled before fetch is called still ends with CancellationError and cancels the started operation")
-    func cancelledBeforeCall() async throws {
+    @Test(
+        "a task cancelled before fetch is called still ends with CancellationError and cancels the started operation",
+        arguments: SimulatedBehavior.CancelMode.allCases.filter { $0 != .ignored })
+    func cancelledBeforeCall(mode: SimulatedBehavior.CancelMode) async throws {
         let client = try LegacyClient()
         let call = ClientTestCall { () async throws -> FetchResponse in
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await client.fetch(FetchRequest(path: "/never"), behavior: .neverCompletes)
+            return try await client.fetch(FetchRequest(path: "/never"), behavior: .neverCompletes.with { $0.cancelMode = mode })
         }
         #expect(await call.outcome() == .cancelled)
         let counters = await clientTestSettledCounters(client)
