@@ -7,7 +7,7 @@ extension LegacyClient {
     /// delivered after such a gap until enough further events arrive, and forever once the source
     /// goes silent. With this window a missing number is given up exactly when the SDK's promise
     /// says it can no longer arrive. (An invalid concurrency makes the SDK reject the start; the
-    /// clamp only keeps the window valid until then.)
+    /// clamp to 1 ... 8, the SDK's range, only keeps the window valid until then.)
     static func downloadReorderWindow(for behavior: SimulatedBehavior) -> Int {
         Int(min(max(behavior.streamConcurrency, 1), 8))
     }
@@ -16,13 +16,13 @@ extension LegacyClient {
     ///
     /// Built on ``CallbackStream`` the way you would wrap your own SDK: each iterator starts its
     /// own download; events from concurrent SDK threads are put back in sequence order (progress
-    /// never goes backwards; events the SDK dropped while paused leave gaps that are skipped);
-    /// the SDK's pause and resume back the `.backpressure` policy; leaving the loop, dropping the
-    /// iterator or cancelling the consuming task cancels the SDK download (and resumes it if
-    /// backpressure had paused it, so a download whose cancel the SDK ignores still runs to its
-    /// end instead of staying parked in the SDK). Success finishes the
-    /// stream; an SDK error is thrown as ``LegacySDKError``. The C context and the SDK handle are
-    /// released exactly once on every path.
+    /// never goes backwards; events the SDK dropped while paused leave gaps that are skipped as
+    /// soon as they can no longer be filled); the SDK's pause and resume back the `.backpressure`
+    /// policy; leaving the loop, dropping the iterator or cancelling the consuming task cancels
+    /// the SDK download (and resumes it if backpressure had paused it, so a download whose cancel
+    /// the SDK ignores runs to its end instead of staying parked in the SDK). Success finishes
+    /// the stream; an SDK error is thrown as ``LegacySDKError``. The C context and the SDK handle
+    /// are released exactly once on every path.
     ///
     /// - Parameters:
     ///   - request: What to download.
