@@ -183,7 +183,8 @@ final class ClientTestWorkerBlocker: Sendable {
             client: client.sdk, request: FetchRequest(path: "/blocker"), behavior: .wellBehaved,
             onCompletion: { _ in
                 entered.withLock { $0 = true }
-                gate.wait()
+                // Bounded, so a test that fails before opening cannot hang the client's destroy.
+                _ = gate.wait(timeout: .now() + 60)
             })
         handle.withLock { $0 = try? started.get() }
         _ = try started.get()
