@@ -23,6 +23,9 @@ struct StreamEffects<Element: Sendable> {
     @usableFromInline var control: StreamControlRequest?
     @usableFromInline var evicted: Element?
     @usableFromInline var discarded: StreamRing<Element>
+    /// An element was accepted while a pause is wanted: the producer should not run on while
+    /// that pause is still held up behind another thread's resume call.
+    @usableFromInline var acceptedWhilePauseWanted: Bool
 
     @inlinable
     init() {
@@ -30,6 +33,7 @@ struct StreamEffects<Element: Sendable> {
         self.control = nil
         self.evicted = nil
         self.discarded = StreamRing()
+        self.acceptedWhilePauseWanted = false
     }
 
     @inlinable
@@ -341,9 +345,8 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         case .bufferingOldest(let limit), .bufferingNewest(let limit):
             guard buffer.count < limit else { return false }
         case .backpressure(_, let high):
-            if pauseWanted {
-                counters.acceptedWhilePaused += 1
-            } else if buffer.count &+ inBatch &+ 1 >= high {
+            // While a pause is wanted, take the slow path: the yield may have to wait for it to land.
+            if pauseWanted || buffer.count &+ inBatch &+ 1 >= high {
                 return false
             }
         }
@@ -391,6 +394,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         if case .backpressure(_, let high) = buffering {
             if pauseWanted {
                 counters.acceptedWhilePaused += 1
+                effects.acceptedWhilePauseWanted = true
             } else if held >= high {
                 pauseWanted = true
                 pauseVersion &+= 1

@@ -43,6 +43,11 @@ struct ProducerControlBox {
         guard machine.isResumeInFlight, let deliverer else { return false }
         return pthread_equal(deliverer, pthread_self()) == 0
     }
+
+    /// Whether a wanted pause is held up behind a resume call another thread is making.
+    var pauseHeldUpElsewhere: Bool {
+        machine.isPauseHeldUpByResume && resumeInFlightElsewhere
+    }
 }
 
 /// One subscription's shared state: the stream machine behind the stream's
@@ -164,8 +169,25 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
         }
         if let request = effects.control {
             apply(request)
+        } else if effects.acceptedWhilePauseWanted {
+            awaitHeldUpPause()
         }
         // `effects.evicted` and `effects.discarded` are released here, outside the lock.
+    }
+
+    /// An element arrived while a pause is wanted. If that pause is still held up behind a resume
+    /// call another thread is making (a descheduled consumer, say), this producer thread waits for
+    /// it — at most `pauseHandoffWait` per element — instead of running on: without it a
+    /// descheduled resumer let the producer overshoot `high` by tens of thousands of elements.
+    @usableFromInline
+    func awaitHeldUpPause() {
+        let waiter = control.withLock { box -> DispatchSemaphore? in
+            guard box.pauseHeldUpElsewhere else { return nil }
+            let waiter = DispatchSemaphore(value: 0)
+            box.pauseWaiters.append(waiter)
+            return waiter
+        }
+        if let waiter { _ = waiter.wait(timeout: .now() + Self.pauseHandoffWait) }
     }
 
     /// Passes a decision of the stream machine to the control machine and

@@ -213,6 +213,13 @@ struct ProducerControlStateMachine: Sendable {
         return false
     }
 
+    /// Whether a pause is wanted but cannot be made yet because a `resume` call is in flight.
+    @usableFromInline
+    var isPauseHeldUpByResume: Bool {
+        if case .delivering(_, .resume, _, true, false, _) = state { return true }
+        return false
+    }
+
     /// What the producer was last told, counting a call in flight as made
     /// (`nil` before the handle arrives or once closed).
     @usableFromInline

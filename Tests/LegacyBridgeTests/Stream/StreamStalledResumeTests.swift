@@ -1,5 +1,4 @@
-// What the LegacyClient tests ran into in other layers (not the client's code). Each finding is
-// a failing test, disabled with its reason, for the owners of that layer.
+// A producer-control call in flight on a descheduled thread must not let the producer run away.
 
 import Dispatch
 import Foundation
@@ -9,7 +8,7 @@ import Testing
 @testable import LegacyBridge
 
 /// The producer's side of the stalled-resume scenario.
-private final class ClientTestStallingProducer: Sendable {
+private final class StreamStallingProducer: Sendable {
     let paused = Atomic<Bool>(false)
     let resumes = Atomic<Int>(0)
     let pauses = Atomic<Int>(0)
@@ -47,23 +46,13 @@ private final class ClientTestStallingProducer: Sendable {
     }
 }
 
-@Suite("LegacyClient tests: findings in other layers")
-struct ClientFindingsTests {
-    @Test(
-        "CallbackStream: a pause that becomes due while another thread is still inside a resume call keeps holding the producer",
-        .disabled(
-            """
-            CallbackStreamStorage.apply waits at most 10 ms (pauseHandoffWait) for a pause that \
-            became due behind a resume call in flight on another thread; after that the producer \
-            runs unchecked until that thread returns from resume, so a consumer thread descheduled \
-            there lets the buffer grow far past `high` (LegacyClient.download's backpressure test \
-            saw peakBuffered 38,165 for high 64 under load). Waiting again on later yields while \
-            the pause is still due would bound the overshoot to one element per wait.
-            """))
+@Suite("Stream: a pause held up behind a stalled resume call")
+struct StreamStalledResumeTests {
+    @Test("a pause that becomes due while another thread is still inside a resume call keeps holding the producer")
     func pauseDueBehindStalledResume() async throws {
         let high = 16
         let count = 20_000
-        let producer = ClientTestStallingProducer()
+        let producer = StreamStallingProducer()
         let stream = CallbackStream<Int>(buffering: .backpressure(low: 4, high: high)) { sink in
             producer.run(count: count, into: sink)
             return producer.control
@@ -71,7 +60,7 @@ struct ClientFindingsTests {
         var iterator = stream.makeAsyncIterator()
         #expect(try await iterator.next() == 0)
         // Nothing is consumed until the stream paused the producer at `high`.
-        #expect(await clientTestEventually { producer.pauses.load(ordering: .relaxed) == 1 })
+        #expect(await streamStalledEventually { producer.pauses.load(ordering: .relaxed) == 1 })
         // Draining resumes the producer; that resume call stalls for 200 ms on this thread.
         var expected = 1
         while let number = try await iterator.next() {
@@ -84,4 +73,14 @@ struct ClientFindingsTests {
         // 200 ms, with a margin.
         #expect(iterator.statistics.peakBuffered <= high + 100)
     }
+}
+
+/// Polls `condition` (1 ms steps) for at most 30 s: an upper bound, not a schedule.
+private func streamStalledEventually(_ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(30)
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
 }
