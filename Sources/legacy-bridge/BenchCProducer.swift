@@ -50,9 +50,9 @@ private struct BenchCondition: ~Copyable {
 /// it has none: the shape of a legacy SDK's worker. The one-shot floor and `withCallback` are
 /// resumed by the very same thread through the very same queue, and the stream producer runs on one.
 final class BenchThread: @unchecked Sendable {
-    // @unchecked Sendable: `slots`, `head`, `count` and `stopping` are read and written only while
-    // `condition`'s mutex is held; `thread` is written before any other thread sees the object
-    // and read by `stop()` only.
+    // @unchecked Sendable: `slots`, `head`, `count`, `submitted`, `completed` and `stopping` are
+    // read and written only while `condition`'s mutex is held; `thread` is written before any
+    // other thread sees the object and read by `stop()` only.
 
     /// What the thread does for one submission.
     enum Job: Sendable {
@@ -69,6 +69,8 @@ final class BenchThread: @unchecked Sendable {
     private var slots: [Job?] = Array(repeating: nil, count: BenchThread.capacity)
     private var head = 0
     private var count = 0
+    private var submitted = 0
+    private var completed = 0
     private var stopping = false
     private var thread = pthread_t()
 
@@ -86,7 +88,24 @@ final class BenchThread: @unchecked Sendable {
         if index >= Self.capacity { index -= Self.capacity }
         slots[index] = job
         count += 1
+        submitted += 1
         condition.signal()
+        condition.unlock()
+    }
+
+    /// Returns once every job submitted so far has returned on the thread (normally at once).
+    ///
+    /// A task resumed by a job can run on before the job's `resume` call has returned; the
+    /// concurrency runtime orders the two with atomics that ThreadSanitizer does not see. Taking
+    /// the thread's lock after the job marked itself done makes that order visible. Every variant
+    /// that waits on this thread calls it after each operation, so they all pay the same.
+    func confirmJobsDone() {
+        condition.lock()
+        while completed < submitted {
+            condition.unlock()
+            sched_yield()
+            condition.lock()
+        }
         condition.unlock()
     }
 
@@ -119,6 +138,7 @@ final class BenchThread: @unchecked Sendable {
             case nil: preconditionFailure("BenchThread: empty slot")
             }
             condition.lock()
+            completed += 1
         }
         condition.unlock()
     }
@@ -220,36 +240,50 @@ final class BenchSDKClient: @unchecked Sendable {
     }
 
     /// Starts one request with the SDK's default behaviour (one success, from a worker); the
-    /// completion resumes `continuation` with the request's number.
-    func request(path: String, resuming continuation: UnsafeContinuation<Int, Never>) {
-        let context = Unmanaged.passRetained(BenchSDKContext(continuation)).toOpaque()
+    /// completion resumes `request.continuation` with the request's number.
+    func start(path: String, _ request: BenchSDKRequest) {
+        let context = Unmanaged.passRetained(request).toOpaque()
         let status = path.withCString { cPath in
-            var request = lsdk_request_t(path: cPath, response_size: 0)
-            return lsdk_request_start(raw, &request, nil, benchSDKCompletion, context, benchSDKRelease, nil)
+            var cRequest = lsdk_request_t(path: cPath, response_size: 0)
+            return lsdk_request_start(raw, &cRequest, nil, benchSDKCompletion, context, benchSDKRelease, nil)
         }
         if status != lsdk_status_t(LSDK_OK) {
-            Unmanaged<BenchSDKContext>.fromOpaque(context).release()
+            Unmanaged<BenchSDKRequest>.fromOpaque(context).release()
             fatalError("lsdk_request_start failed: \(String(cString: lsdk_status_string(status)))")
         }
     }
 }
 
-private final class BenchSDKContext: Sendable {
-    let continuation: UnsafeContinuation<Int, Never>
-    init(_ continuation: UnsafeContinuation<Int, Never>) { self.continuation = continuation }
+/// One request of the SDK floor: the continuation the completion resumes, and a flag the SDK's
+/// release callback sets once it is done with the request (after the completion returned).
+final class BenchSDKRequest: @unchecked Sendable {
+    // @unchecked Sendable: `continuation` is written before the request is handed to the SDK
+    // (whose start call orders it before the worker's read) and read once by the completion.
+    var continuation: UnsafeContinuation<Int, Never>?
+    private let released = Atomic<Bool>(false)
+
+    init() {}
+
+    fileprivate func markReleased() { released.store(true, ordering: .releasing) }
+
+    /// Returns once the SDK released the request (normally at once); see
+    /// `BenchThread.confirmJobsDone()` for why the awaiting task confirms this.
+    func confirmReleased() {
+        while !released.load(ordering: .acquiring) { sched_yield() }
+    }
 }
 
 private func benchSDKCompletion(
     _ context: UnsafeMutableRawPointer?, _ status: lsdk_status_t, _ response: UnsafePointer<lsdk_response_t>?
 ) {
     guard let context, let response else { return }
-    let box = Unmanaged<BenchSDKContext>.fromOpaque(context).takeUnretainedValue()
-    box.continuation.resume(returning: Int(truncatingIfNeeded: response.pointee.request_id))
+    let request = Unmanaged<BenchSDKRequest>.fromOpaque(context).takeUnretainedValue()
+    request.continuation?.resume(returning: Int(truncatingIfNeeded: response.pointee.request_id))
 }
 
 private func benchSDKRelease(_ context: UnsafeMutableRawPointer?) {
     guard let context else { return }
-    Unmanaged<BenchSDKContext>.fromOpaque(context).release()
+    Unmanaged<BenchSDKRequest>.fromOpaque(context).takeRetainedValue().markReleased()
 }
 
 // MARK: - Process facts

@@ -112,6 +112,7 @@ enum BenchOneShotWorker {
         let ns = await benchTimePerOperation(n) {
             for i in 0..<n {
                 sum &+= await withUnsafeContinuation { worker.submit(.resume($0, i)) }
+                worker.confirmJobsDone()
             }
         }
         benchConsume(sum)
@@ -127,6 +128,7 @@ enum BenchOneShotWorker {
                     worker.submit(.complete(completion, i))
                     return nil
                 }
+                worker.confirmJobsDone()
             }
         }
         benchConsume(sum)
@@ -138,7 +140,12 @@ enum BenchOneShotWorker {
         var sum = 0
         let ns = await benchTimePerOperation(n) {
             for _ in 0..<n {
-                sum &+= await withUnsafeContinuation { sdk.request(path: "bench", resuming: $0) }
+                let request = BenchSDKRequest()
+                sum &+= await withUnsafeContinuation {
+                    request.continuation = $0
+                    sdk.start(path: "bench", request)
+                }
+                request.confirmReleased()
             }
         }
         benchConsume(sum)

@@ -28,8 +28,12 @@ struct BenchReport: Encodable {
         var backpressureEventsPerSec = 0.0
         /// The producer loop alone, yielding into a counter.
         var producerOnlyEventsPerSec = 0.0
-        /// Most elements held at once by the backpressure stream, over every round.
+        /// Most elements held at once by the backpressure stream, in the worst round.
         var backpressurePeakBuffered = 0
+        /// The same, in the median round.
+        var backpressurePeakBufferedMedian = 0.0
+        /// Elements the backpressure stream accepted while a pause was due, worst round.
+        var backpressureAcceptedWhilePaused = 0
         var backpressurePeakLimit = 0
         var backpressureLow = 0
         var backpressureHigh = 0
