@@ -16,9 +16,10 @@ enum BenchCommand {
                     nonisolated task and from @MainActor (ns per call)
           worker    the callback comes from a worker thread: floor vs withCallback on the very same
                     pthread worker; a bare continuation through the C SDK vs LegacyClient.fetch
-          stream    a pthread producer to a `for try await` consumer: AsyncStream (unbounded) vs
-                    CallbackStream .unbounded and .backpressure (events/s, peak buffered)
-          memory    resident bytes per pending operation, 100,000 suspended at once, bare
+          stream    one pthread producer (the same loop for every variant) to a `for try await`
+                    consumer: AsyncStream (unbounded) vs CallbackStream .unbounded and
+                    .backpressure(low: 256, high: 1024) (events/s; peak buffered elements)
+          memory    resident bytes per pending operation with 100,000 suspended at once, bare
                     continuation vs withCallback (each measured in a fresh child process)
           cancel    task.cancel() to the waiter running again, withCallback on an operation that
                     never completes (p50, p99)

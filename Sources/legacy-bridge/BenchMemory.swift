@@ -42,6 +42,11 @@ enum BenchMemory {
     /// Starts `count` child tasks that each suspend in `variant`, waits until every one has parked
     /// its continuation or completion, reads RSS, resumes them all and waits for the group.
     /// Returns RSS before, RSS while suspended, and how many finished with the resumed value.
+    ///
+    /// Nothing decides an outcome before the drain, so when RSS is read every task is inside its
+    /// call: suspended, or (for `withCallback`, at most one per pool thread) between parking its
+    /// completion in `start` and installing its continuation right after. Every task returning
+    /// the drained value proves each was then released.
     static func suspendAll(_ variant: Variant, count: Int) async -> (Int, Int, Int) {
         switch variant {
         case .bare:
