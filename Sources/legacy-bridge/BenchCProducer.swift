@@ -1,0 +1,314 @@
+// The one file of the benchmark that calls C: pthreads for the worker threads and the stream
+// producer, and the simulated SDK (CLegacySDK) for the bare-continuation floor of an SDK round trip.
+//
+// Every C callback here is a nonisolated file-level @convention(c) function; contexts go to C
+// retained (Unmanaged.passRetained) and are given back exactly once: by the thread entry when it
+// starts, and by the SDK's release callback for a request.
+
+import CLegacySDK
+import LegacyBridge
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// MARK: - Mutex and condition variable
+
+/// A pthread mutex and condition variable at stable addresses, for the benchmark's own threads.
+private struct BenchCondition: ~Copyable {
+    let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    let condition: UnsafeMutablePointer<pthread_cond_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
+        precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+        precondition(pthread_cond_init(condition, nil) == 0, "pthread_cond_init failed")
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+    func wait() { pthread_cond_wait(condition, mutex) }
+    func signal() { pthread_cond_signal(condition) }
+}
+
+// MARK: - A worker thread like an SDK's
+
+/// A dedicated pthread that runs submitted jobs in order, blocking on a condition variable while
+/// it has none: the shape of a legacy SDK's worker. The one-shot floor and `withCallback` are
+/// resumed by the very same thread through the very same queue, and the stream producer runs on one.
+final class BenchThread: @unchecked Sendable {
+    // @unchecked Sendable: `slots`, `head`, `count`, `submitted`, `completed` and `stopping` are
+    // read and written only while `condition`'s mutex is held; `thread` is written before any
+    // other thread sees the object and read by `stop()` only.
+
+    /// What the thread does for one submission.
+    enum Job: Sendable {
+        /// Resume a bare continuation with the value.
+        case resume(UnsafeContinuation<Int, Never>, Int)
+        /// Call a `withCallback` completion with the value.
+        case complete(Completion<Int>, Int)
+        /// Run a closure (the stream producer's loop).
+        case run(@Sendable () -> Void)
+    }
+
+    private static let capacity = 16
+    private let condition = BenchCondition()
+    private var slots: [Job?] = Array(repeating: nil, count: BenchThread.capacity)
+    private var head = 0
+    private var count = 0
+    private var submitted = 0
+    private var completed = 0
+    private var stopping = false
+    private var thread = pthread_t()
+
+    init() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&thread, nil, benchThreadMain, context)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+    }
+
+    /// Queues `job` and wakes the thread (one lock, one signal: what an SDK's worker pool does).
+    func submit(_ job: Job) {
+        condition.lock()
+        precondition(count < Self.capacity, "BenchThread: too many jobs queued")
+        var index = head + count
+        if index >= Self.capacity { index -= Self.capacity }
+        slots[index] = job
+        count += 1
+        submitted += 1
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Returns once every job submitted so far has returned on the thread (normally at once).
+    ///
+    /// A task resumed by a job can run on before the job's `resume` call has returned; the
+    /// concurrency runtime orders the two with atomics that ThreadSanitizer does not see. Taking
+    /// the thread's lock after the job marked itself done makes that order visible. Every variant
+    /// that waits on this thread calls it after each operation, so they all pay the same.
+    func confirmJobsDone() {
+        condition.lock()
+        while completed < submitted {
+            condition.unlock()
+            sched_yield()
+            condition.lock()
+        }
+        condition.unlock()
+    }
+
+    /// Lets the thread finish its queued jobs, then joins it.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+        pthread_join(thread, nil)
+    }
+
+    fileprivate func loop() {
+        condition.lock()
+        while true {
+            if count == 0 {
+                if stopping { break }
+                condition.wait()
+                continue
+            }
+            let job = slots[head].take()
+            head += 1
+            if head == Self.capacity { head = 0 }
+            count -= 1
+            condition.unlock()
+            switch job {
+            case .resume(let continuation, let value)?: continuation.resume(returning: value)
+            case .complete(let completion, let value)?: completion.succeed(value)
+            case .run(let body)?: body()
+            case nil: preconditionFailure("BenchThread: empty slot")
+            }
+            condition.lock()
+            completed += 1
+        }
+        condition.unlock()
+    }
+}
+
+private func benchThreadMain(_ context: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let context else { return nil }
+    // The retain taken in init is given back when the loop ends.
+    let thread = Unmanaged<BenchThread>.fromOpaque(context).takeRetainedValue()
+    thread.loop()
+    return nil
+}
+
+// MARK: - Stream producer
+
+/// A pthread loop that produces `0 ..< count` as fast as it can through one `yield` function, the
+/// same for every stream variant; it honours pause, resume and cancel the way an SDK stream does
+/// (it checks one atomic flag per event and blocks on a condition variable while paused).
+final class BenchStreamProducer: @unchecked Sendable {
+    // @unchecked Sendable: `paused` and `cancelled` are read and written only while `condition`'s
+    // mutex is held; `attention` is atomic.
+
+    /// Set while paused or cancelled: the loop's only per-event check.
+    private let attention = Atomic<Bool>(false)
+    private let condition = BenchCondition()
+    private var paused = false
+    private var cancelled = false
+
+    init() {}
+
+    /// Produces `0 ..< count` on the calling thread, then calls `finish` (not if cancelled).
+    ///
+    /// - Returns: How many events were yielded.
+    @discardableResult
+    func produce(count: Int, yield: (Int) -> Void, finish: () -> Void) -> Int {
+        for value in 0..<count {
+            if attention.load(ordering: .acquiring) && !waitWhilePaused() { return value }
+            yield(value)
+        }
+        finish()
+        return count
+    }
+
+    /// Blocks while paused; false once cancelled.
+    private func waitWhilePaused() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while paused && !cancelled { condition.wait() }
+        return !cancelled
+    }
+
+    func pause() {
+        condition.lock()
+        paused = true
+        attention.store(true, ordering: .releasing)
+        condition.unlock()
+    }
+
+    func resume() {
+        condition.lock()
+        paused = false
+        attention.store(cancelled, ordering: .releasing)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        attention.store(true, ordering: .releasing)
+        condition.signal()
+        condition.unlock()
+    }
+}
+
+// MARK: - The simulated SDK, called directly
+
+/// An SDK client of its own, for the floor of a C round trip: a bare continuation resumed from the
+/// SDK's worker thread through a C trampoline, with none of the library's layers.
+final class BenchSDKClient: @unchecked Sendable {
+    // @unchecked Sendable: `raw` is immutable and only passed to the SDK's thread-safe functions.
+    private let raw: OpaquePointer
+
+    /// - Parameter workerThreads: The SDK's pool size (1 ... 64).
+    init(workerThreads: Int) {
+        var config = lsdk_client_config_t()
+        lsdk_client_config_init(&config)
+        config.worker_threads = UInt32(workerThreads)
+        var client: OpaquePointer?
+        let status = lsdk_client_create(&config, &client)
+        guard status == lsdk_status_t(LSDK_OK), let client else {
+            fatalError("lsdk_client_create failed: \(String(cString: lsdk_status_string(status)))")
+        }
+        raw = client
+    }
+
+    deinit {
+        _ = lsdk_client_destroy(raw)
+    }
+
+    /// Starts one request with the SDK's default behaviour (one success, from a worker); the
+    /// completion resumes `request.continuation` with the request's number.
+    func start(path: String, _ request: BenchSDKRequest) {
+        let context = Unmanaged.passRetained(request).toOpaque()
+        let status = path.withCString { cPath in
+            var cRequest = lsdk_request_t(path: cPath, response_size: 0)
+            return lsdk_request_start(raw, &cRequest, nil, benchSDKCompletion, context, benchSDKRelease, nil)
+        }
+        if status != lsdk_status_t(LSDK_OK) {
+            Unmanaged<BenchSDKRequest>.fromOpaque(context).release()
+            fatalError("lsdk_request_start failed: \(String(cString: lsdk_status_string(status)))")
+        }
+    }
+}
+
+/// One request of the SDK floor: the continuation the completion resumes, and a flag the SDK's
+/// release callback sets once it is done with the request (after the completion returned).
+final class BenchSDKRequest: @unchecked Sendable {
+    // @unchecked Sendable: `continuation` is written before the request is handed to the SDK
+    // (whose start call orders it before the worker's read) and read once by the completion.
+    var continuation: UnsafeContinuation<Int, Never>?
+    private let released = Atomic<Bool>(false)
+
+    init() {}
+
+    fileprivate func markReleased() { released.store(true, ordering: .releasing) }
+
+    /// Returns once the SDK released the request (normally at once); see
+    /// `BenchThread.confirmJobsDone()` for why the awaiting task confirms this.
+    func confirmReleased() {
+        while !released.load(ordering: .acquiring) { sched_yield() }
+    }
+}
+
+private func benchSDKCompletion(
+    _ context: UnsafeMutableRawPointer?, _ status: lsdk_status_t, _ response: UnsafePointer<lsdk_response_t>?
+) {
+    guard let context, let response else { return }
+    let request = Unmanaged<BenchSDKRequest>.fromOpaque(context).takeUnretainedValue()
+    request.continuation?.resume(returning: Int(truncatingIfNeeded: response.pointee.request_id))
+}
+
+private func benchSDKRelease(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    Unmanaged<BenchSDKRequest>.fromOpaque(context).takeRetainedValue().markReleased()
+}
+
+// MARK: - Process facts
+
+/// Resident set size of this process, in bytes (the second field of /proc/self/statm, in pages;
+/// 0 where it cannot be read).
+func benchResidentBytes() -> Int {
+    guard let file = fopen("/proc/self/statm", "r") else { return 0 }
+    defer { fclose(file) }
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard fgets(&buffer, Int32(buffer.count), file) != nil else { return 0 }
+    let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let fields = text.split(separator: " ")
+    guard fields.count >= 2, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// Gives freed heap memory back to the system, so a measurement that follows starts from pages
+/// that are really resident only if used (glibc; a no-op elsewhere).
+func benchTrimHeap() {
+    #if canImport(Glibc)
+    // malloc_trim is not in the Glibc module map; look it up at run time.
+    typealias MallocTrim = @convention(c) (Int) -> Int32
+    if let symbol = dlsym(nil, "malloc_trim") {
+        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
+    }
+    #endif
+}

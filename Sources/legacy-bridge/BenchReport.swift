@@ -1,0 +1,115 @@
+import Foundation
+
+/// Everything `legacy-bridge bench` measured; `--json` prints it (keys sorted). Sections that
+/// did not run (`--only`) keep their zero values.
+struct BenchReport: Encodable {
+    struct OneShot: Encodable {
+        var floorNs = 0.0
+        var referenceGateNs = 0.0
+        var bridgeNs = 0.0
+        var referenceGateMainActorNs = 0.0
+        var bridgeMainActorNs = 0.0
+        var floorMainActorNs = 0.0
+        var rounds = 0
+    }
+
+    struct WorkerThread: Encodable {
+        var floorNs = 0.0
+        var bridgeNs = 0.0
+        var fetchNs = 0.0
+        /// A bare continuation resumed through the C SDK's worker: the floor under `fetchNs`.
+        var sdkFloorNs = 0.0
+        var rounds = 0
+    }
+
+    struct Stream: Encodable {
+        var asyncStreamEventsPerSec = 0.0
+        var callbackStreamEventsPerSec = 0.0
+        var backpressureEventsPerSec = 0.0
+        /// The producer loop alone, yielding into a counter.
+        var producerOnlyEventsPerSec = 0.0
+        /// Most elements held at once by the backpressure stream, in the worst round.
+        var backpressurePeakBuffered = 0
+        /// The same, in the median round.
+        var backpressurePeakBufferedMedian = 0.0
+        /// Elements the backpressure stream accepted while a pause was due, worst round.
+        var backpressureAcceptedWhilePaused = 0
+        var backpressurePeakLimit = 0
+        var backpressureLow = 0
+        var backpressureHigh = 0
+        var backpressurePauses = 0.0
+        var callbackStreamPeakBuffered = 0
+        var events = 0
+        var rounds = 0
+    }
+
+    struct Memory: Encodable {
+        var bareBytesPerPending = 0.0
+        var bridgeBytesPerPending = 0.0
+        var operations = 0
+        var rounds = 0
+    }
+
+    struct CancelLatency: Encodable {
+        var p50Ns = 0.0
+        var p99Ns = 0.0
+        var samples = 0
+    }
+
+    /// A ratio (or a bound) with its limit: `pass` is nil for information only.
+    struct Check: Encodable {
+        var name: String
+        var value: Double
+        /// "<=" or ">=" (empty for information).
+        var comparison: String
+        var limit: Double
+        var pass: Bool?
+    }
+
+    var oneShot = OneShot()
+    var workerThread = WorkerThread()
+    var stream = Stream()
+    var memory = Memory()
+    var cancelLatency = CancelLatency()
+    var targets: [Check] = []
+    var quick: Bool
+    var debugBuild: Bool
+
+    init(quick: Bool, debugBuild: Bool) {
+        self.quick = quick
+        self.debugBuild = debugBuild
+    }
+
+    mutating func addTarget(_ name: String, value: Double, atMost limit: Double) {
+        targets.append(Check(name: name, value: Self.finite(value), comparison: "<=", limit: limit, pass: value <= limit))
+    }
+
+    mutating func addTarget(_ name: String, value: Double, atLeast limit: Double) {
+        targets.append(Check(name: name, value: Self.finite(value), comparison: ">=", limit: limit, pass: value >= limit))
+    }
+
+    mutating func addInformation(_ name: String, value: Double) {
+        targets.append(Check(name: name, value: Self.finite(value), comparison: "", limit: 0, pass: nil))
+    }
+
+    /// JSON cannot hold NaN or infinity.
+    private static func finite(_ value: Double) -> Double { value.isFinite ? value : 0 }
+
+    /// The targets as lines: PASS/MISS, the ratio, the limit.
+    var renderedTargets: String {
+        var lines = ["targets (ratio = median of per-round ratios)"]
+        for check in targets {
+            let verdict: String
+            switch check.pass {
+            case true?: verdict = "PASS"
+            case false?: verdict = "MISS"
+            case nil: verdict = "info"
+            }
+            let value = check.value >= 100 ? String(format: "%.0f", check.value) : String(format: "%.2f", check.value)
+            let limit = check.pass == nil ? "" : " (target \(check.comparison) \(String(format: "%g", check.limit)))"
+            lines.append("  \(verdict)  \(check.name.padding(toLength: 64, withPad: " ", startingAt: 0)) \(value)\(limit)")
+        }
+        if debugBuild { lines.append("\nwarning: debug build — the figures above are meaningless; build with -c release") }
+        return lines.joined(separator: "\n")
+    }
+}
