@@ -46,10 +46,12 @@
 /// bounded by `high` plus that overshoot (see
 /// ``StreamStatistics/peakBuffered``). The thread whose event changes the
 /// wanted state makes the call itself, unless another thread is making one;
-/// then that thread makes it right after its own. A yield that makes a pause
-/// due while another thread is still making a `resume` call waits for that
-/// pause to land (at most 10 ms) so a descheduled thread cannot let the
-/// producer run far past `high`.
+/// then that thread makes it right after its own. While a wanted pause is
+/// held up by another thread — it is still making a `resume` call, or still
+/// running `start` (the pause is made once the control arrives) — every
+/// element yielded from other threads waits for that pause to land, at most
+/// 10 ms per element, so a descheduled thread cannot let the producer run far
+/// past `high`.
 ///
 /// ## Ordering
 /// With ``StreamOrdering/sequenced(window:firstSequence:gaps:)`` producers

@@ -14,6 +14,8 @@ struct ProducerControlBox {
     @usableFromInline var machine = ProducerControlStateMachine()
     /// The thread making the call in flight, if any.
     var deliverer: pthread_t?
+    /// The thread running `start`, until it returned.
+    var starter: pthread_t?
     /// Producers waiting for a pause that is due behind a resume in flight.
     var pauseWaiters: [DispatchSemaphore] = []
 
@@ -44,9 +46,21 @@ struct ProducerControlBox {
         return pthread_equal(deliverer, pthread_self()) == 0
     }
 
-    /// Whether a wanted pause is held up behind a resume call another thread is making.
+    /// Whether a wanted pause is held up by another thread: behind the resume call it is making,
+    /// or because it is still running `start` (the pause is made when the control arrives).
+    /// Never true for the thread that would make the pause, so that thread cannot wait for itself.
     var pauseHeldUpElsewhere: Bool {
-        machine.isPauseHeldUpByResume && resumeInFlightElsewhere
+        if machine.isPauseHeldUpByResume { return resumeInFlightElsewhere }
+        if machine.isPauseHeldUpByMissingControl, let starter {
+            return pthread_equal(starter, pthread_self()) == 0
+        }
+        return false
+    }
+
+    /// Producers waiting for a held-up pause, handed out to be woken.
+    mutating func takePauseWaiters() -> [DispatchSemaphore] {
+        defer { pauseWaiters = [] }
+        return pauseWaiters
     }
 }
 
@@ -79,13 +93,24 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
     @usableFromInline
     func runStart(_ start: (EventSink<Element>) throws -> StreamControl?) {
         let sink = EventSink(backend: .stream(self))
+        control.withLock { $0.starter = pthread_self() }
         do {
             let handle = try start(sink)
-            if let delivery = control.withLock({ $0.handOut($0.machine.controlArrived(handle)) }) {
-                deliver(delivery)
+            let (delivery, waiters) = control.withLock { box in
+                box.starter = nil
+                let delivery = box.handOut(box.machine.controlArrived(handle))
+                // A pause made now wakes its waiters when it lands; otherwise nothing will.
+                return (delivery, delivery == nil ? box.takePauseWaiters() : [])
             }
+            for waiter in waiters { waiter.signal() }
+            if let delivery { deliver(delivery) }
         } catch {
-            _ = control.withLock { $0.machine.controlArrived(nil) }
+            let waiters = control.withLock { box in
+                box.starter = nil
+                _ = box.machine.controlArrived(nil)
+                return box.takePauseWaiters()
+            }
+            for waiter in waiters { waiter.signal() }
             finish(error)
         }
     }
@@ -206,7 +231,7 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
             switch request {
             case .setPaused(let paused, let version):
                 let delivery = box.handOut(box.machine.setPaused(paused, version: version))
-                if paused && delivery == nil && box.resumeInFlightElsewhere {
+                if paused && delivery == nil && box.pauseHeldUpElsewhere {
                     let waiter = DispatchSemaphore(value: 0)
                     box.pauseWaiters.append(waiter)
                     return (nil, waiter)

@@ -5,9 +5,9 @@
 /// built with `AsyncThrowingStream.bridging(of:buffering:ordering:_:)`, so a
 /// producer is written once. Every method is thread-safe, never waits for the
 /// consumer to consume, and may be called from inside the ``StreamControl``
-/// closures. (One exception, backpressure only: a yield that makes a pause
-/// due while another thread is still calling `resume` waits, at most 10 ms,
-/// for the pause to be made; see ``CallbackStream``.)
+/// closures. (One exception, backpressure only: while a wanted pause is held
+/// up by another thread — still calling `resume`, or still running `start` —
+/// a yield waits, at most 10 ms, for the pause to be made; see ``CallbackStream``.)
 ///
 /// Keep payloads value-based: copy C buffers into `Sendable` Swift values
 /// inside the callback before yielding them.

@@ -220,6 +220,14 @@ struct ProducerControlStateMachine: Sendable {
         return false
     }
 
+    /// Whether a pause is wanted but cannot be made yet because `start` has not returned the
+    /// control it would be made through.
+    @usableFromInline
+    var isPauseHeldUpByMissingControl: Bool {
+        if case .awaitingControl(true, false, false) = state { return true }
+        return false
+    }
+
     /// What the producer was last told, counting a call in flight as made
     /// (`nil` before the handle arrives or once closed).
     @usableFromInline

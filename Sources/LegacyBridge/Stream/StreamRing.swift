@@ -55,7 +55,7 @@ struct StreamRing<Element> {
         head = 0
     }
 
-    @usableFromInline
+    @inlinable
     mutating func grow() {
         let newCapacity = Swift.max(16, slots.count * 2)
         var newSlots = ContiguousArray<Element?>(repeating: nil, count: newCapacity)

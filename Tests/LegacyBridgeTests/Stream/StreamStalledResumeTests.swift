@@ -75,6 +75,33 @@ struct StreamStalledResumeTests {
     }
 }
 
+@Suite("Stream: a pause held up because start has not returned its control")
+struct StreamStalledStartTests {
+    @Test("a pause that becomes due while start is still running holds a producer on another thread")
+    func pauseDueBeforeControl() async throws {
+        let high = 16
+        let count = 5_000
+        let producer = StreamStallingProducer()
+        let stream = CallbackStream<Int>(buffering: .backpressure(low: 4, high: high)) { sink in
+            producer.run(count: count, into: sink)
+            // A start that is slow to return its control (a descheduled thread): the producer
+            // runs meanwhile, and the pause it makes due cannot be made before the control exists.
+            usleep(200_000)
+            return producer.control
+        }
+        var iterator = stream.makeAsyncIterator()
+        var expected = 0
+        while let number = try await iterator.next() {
+            #expect(number == expected)
+            expected += 1
+        }
+        #expect(expected == count)
+        #expect(producer.pauses.load(ordering: .relaxed) >= 1)
+        // Held at most 10 ms per element while start stalls for 200 ms: about 20 past `high`.
+        #expect(iterator.statistics.peakBuffered <= high + 100)
+    }
+}
+
 /// Polls `condition` (1 ms steps) for at most 30 s: an upper bound, not a schedule.
 private func streamStalledEventually(_ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(30)
