@@ -47,6 +47,8 @@ enum DemoCommand {
         var totalBytes: Int
         /// Leave the loop after this many bytes.
         var stopAfter: Int?
+        /// A slow consumer: this long per event.
+        var consumerDelay: Duration?
     }
 
     private static var downloadCases: [DownloadCase] {
@@ -57,6 +59,8 @@ enum DemoCommand {
             DownloadCase(name: "events after the terminal, terminal twice", behavior: .wellBehaved.with { $0.chunkSize = 65_536; $0.eventsAfterTerminal = 3; $0.duplicateTerminal = true; $0.intervalMicroseconds = 1_000 }, totalBytes: 2 << 20),
             DownloadCase(name: "fails midway", behavior: .failing(.remote, message: "connection reset").with { $0.chunkSize = 65_536; $0.intervalMicroseconds = 1_000 }, totalBytes: 2 << 20),
             DownloadCase(name: "consumer leaves at half", behavior: .wellBehaved.with { $0.chunkSize = 16_384; $0.intervalMicroseconds = 300 }, totalBytes: 4 << 20, stopAfter: 2 << 20),
+            DownloadCase(name: "fast SDK, slow consumer (backpressure)", behavior: .wellBehaved.with { $0.chunkSize = 16_384 }, totalBytes: 4 << 20, consumerDelay: .microseconds(500)),
+            DownloadCase(name: "live source drops while paused", behavior: .liveStream.with { $0.chunkSize = 16_384; $0.intervalMicroseconds = 100 }, totalBytes: 4 << 20, consumerDelay: .microseconds(500)),
         ]
     }
 
@@ -114,13 +118,15 @@ enum DemoCommand {
         let client = try LegacyClient()
         var received = 0
         var inOrder = true
+        var gaps = 0
         var nextOffset: UInt64 = 0
         var outcome = "finished"
         var lastReported = -1
         do {
             for try await event in client.download(DownloadRequest(path: "/demo", totalBytes: item.totalBytes), behavior: item.behavior) {
                 guard case .data(let offset, let bytes) = event else { continue }
-                if offset != nextOffset { inOrder = false }
+                if offset < nextOffset { inOrder = false }
+                if offset > nextOffset { gaps += 1 }
                 nextOffset = offset + UInt64(bytes.count)
                 received += bytes.count
                 let percent = item.totalBytes == 0 ? 100 : received * 100 / item.totalBytes
@@ -130,6 +136,7 @@ enum DemoCommand {
                     lastReported = percent / 25
                     print("  \(item.name): \(percent)%")
                 }
+                if let delay = item.consumerDelay { try await Task.sleep(for: delay) }
                 if let stopAfter = item.stopAfter, received >= stopAfter {
                     outcome = "left the loop"
                     break
@@ -144,7 +151,7 @@ enum DemoCommand {
             return counters.contextsReleased == counters.contextsCreated
         }
         let c = client.counters
-        let detail = "SDK: \(c.streamEvents) events, \(c.streamPauses) pauses / \(c.streamResumes) resumes, \(c.streamEventsAfterTerminal) after terminal, \(c.cancels) cancel; \(c.contextsReleased == c.contextsCreated ? "context released" : "context NOT released")"
-        return "  \(pad(item.name, 40)) -> \(pad(outcome, 30)) \(received) bytes \(inOrder ? "in order" : "OUT OF ORDER"); \(detail)"
+        let detail = "SDK: \(c.streamEvents) events, \(c.streamPauses) pauses / \(c.streamResumes) resumes, \(c.streamEventsDroppedPaused) dropped while paused, \(c.streamEventsAfterTerminal) after terminal, \(c.cancels) cancel; \(c.contextsReleased == c.contextsCreated ? "context released" : "context NOT released")"
+        return "  \(pad(item.name, 40)) -> \(pad(outcome, 30)) \(received) bytes \(inOrder ? "in order" : "OUT OF ORDER")\(gaps > 0 ? " (\(gaps) gaps: dropped while paused)" : ""); \(detail)"
     }
 }
