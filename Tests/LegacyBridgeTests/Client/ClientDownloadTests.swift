@@ -287,7 +287,7 @@ struct ClientDownloadTests {
         let delivered = Int(client.counters.streamEvents)
         #expect(delivered > high)
         // Everything delivered reaches the consumer; nothing waits for the dropped events.
-        #expect(await clientTestEventually(seconds: 10) { received.load(ordering: .acquiring) == delivered })
+        #expect(await clientTestEventually(seconds: Double(testHangBoundSeconds)) { received.load(ordering: .acquiring) == delivered })
         #expect(receivedAfterGap.load(ordering: .relaxed) == delivered - high)
         call.cancel()
         let result = try #require(await call.result()).get()
@@ -366,7 +366,7 @@ struct ClientDownloadTests {
         #expect(result.statistics.pauses == 1)
         // The cancel is ignored: only resuming lets the parked download go on to its end; the
         // SDK is done with it once its context is released.
-        let counters = await clientTestSettledCounters(client, seconds: 10)
+        let counters = await clientTestSettledCounters(client, seconds: Double(testHangBoundSeconds))
         #expect(counters.cancels == 1)
         #expect(counters.contextsReleased == 1)
         #expect(counters.handlesOutstanding == 0)

@@ -92,7 +92,7 @@ struct ClientStressTests {
             }
             return outcomes
         }
-        guard let outcomes = try await burst.result(within: 120)?.get() else {
+        guard let outcomes = try await burst.result(within: Double(testHangBoundSeconds))?.get() else {
             Issue.record("only \(inFlight.ended.load(ordering: .relaxed)) of \(count) fetches ended")
             return
         }
@@ -120,7 +120,7 @@ struct ClientStressTests {
             }
         }
         #expect(kinds.keys.sorted() == ["cancelled", "error", "success", "timeout"])
-        let counters = await clientTestSettledCounters(client, seconds: 60)
+        let counters = await clientTestSettledCounters(client, seconds: Double(testHangBoundSeconds))
         #expect(counters.contextsCreated == UInt64(count))
         #expect(counters.contextsReleased == counters.contextsCreated)
         #expect(counters.handlesCreated == UInt64(count))
@@ -204,11 +204,11 @@ struct ClientStressTests {
             }
         }
         // Every consumer of a stream that ends by itself ends without help.
-        #expect(await clientTestEventually(seconds: 120) { endedAlone.load(ordering: .relaxed) == mustEndAlone })
+        #expect(await clientTestEventually(seconds: Double(testHangBoundSeconds)) { endedAlone.load(ordering: .relaxed) == mustEndAlone })
         for consumer in consumers { consumer.cancel() }
         var ends: [String: Int] = [:]
         for (plan, consumer) in zip(plans, consumers) {
-            guard let result = try await consumer.result(within: 60)?.get() else {
+            guard let result = try await consumer.result(within: Double(testHangBoundSeconds))?.get() else {
                 Issue.record("seed \(plan.seed): the consumer never ended")
                 continue
             }
@@ -232,7 +232,7 @@ struct ClientStressTests {
             ends[result.end.description.prefix { $0 != "(" }.description, default: 0] += 1
         }
         #expect(ends.keys.sorted() == ["cancelled", "finished", "sdkError", "stopped"])
-        let counters = await clientTestSettledCounters(client, seconds: 60)
+        let counters = await clientTestSettledCounters(client, seconds: Double(testHangBoundSeconds))
         #expect(counters.contextsReleased == counters.contextsCreated)
         #expect(counters.handlesOutstanding == 0)
         #expect(counters.handlesCreated == counters.contextsCreated)

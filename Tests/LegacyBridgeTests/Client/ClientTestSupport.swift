@@ -71,7 +71,7 @@ final class ClientTestCall<Value: Sendable>: Sendable {
 
     /// The call's result, or `nil` if it did not end within `seconds` (an upper bound only).
     func result(
-        isolation: isolated (any Actor)? = #isolation, within seconds: Double = 30
+        isolation: isolated (any Actor)? = #isolation, within seconds: Double = Double(testHangBoundSeconds)
     ) async -> Result<Value, any Error>? {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
@@ -83,7 +83,7 @@ final class ClientTestCall<Value: Sendable>: Sendable {
 }
 
 extension ClientTestCall where Value == FetchResponse {
-    func outcome(isolation: isolated (any Actor)? = #isolation, within seconds: Double = 30) async -> ClientTestOutcome {
+    func outcome(isolation: isolated (any Actor)? = #isolation, within seconds: Double = Double(testHangBoundSeconds)) async -> ClientTestOutcome {
         ClientTestOutcome(await result(within: seconds))
     }
 }
@@ -102,7 +102,7 @@ func clientTestResult<Value: Sendable>(
 /// Polls `condition` until it holds; the bound is only an upper limit for something that must
 /// happen, never a guess at a schedule.
 func clientTestEventually(
-    isolation: isolated (any Actor)? = #isolation, seconds: Double = 30, _ condition: () -> Bool
+    isolation: isolated (any Actor)? = #isolation, seconds: Double = Double(testHangBoundSeconds), _ condition: () -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while !condition() {
@@ -114,7 +114,7 @@ func clientTestEventually(
 
 /// Blocking variant of `clientTestEventually`, for code on its own thread or queue (it never
 /// waits for the cooperative pool).
-func clientTestSpinUntil(seconds: Double = 30, _ condition: () -> Bool) -> Bool {
+func clientTestSpinUntil(seconds: Double = Double(testHangBoundSeconds), _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while !condition() {
         if ContinuousClock.now > deadline { return false }
@@ -127,7 +127,7 @@ func clientTestSpinUntil(seconds: Double = 30, _ condition: () -> Bool) -> Bool 
 /// every handle was released, then returns the counters (also when the bound expired: the
 /// caller's expectations then show what is missing).
 func clientTestSettledCounters(
-    isolation: isolated (any Actor)? = #isolation, _ client: LegacyClient, seconds: Double = 30
+    isolation: isolated (any Actor)? = #isolation, _ client: LegacyClient, seconds: Double = Double(testHangBoundSeconds)
 ) async -> SDKCounters {
     _ = await clientTestEventually(seconds: seconds) {
         let counters = client.counters

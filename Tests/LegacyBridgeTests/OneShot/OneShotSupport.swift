@@ -14,7 +14,7 @@ final class OneShotAlive: Sendable {
     var value: Int { self.count.load(ordering: .acquiring) }
 
     /// Polls (sleeping only as an upper bound) until every token is freed.
-    func waitUntilAllFreed(_ seconds: Int = 10) async -> Bool {
+    func waitUntilAllFreed(_ seconds: Int = testHangBoundSeconds) async -> Bool {
         await oneShotEventually(seconds) { self.value == 0 }
     }
 }
@@ -131,7 +131,7 @@ final class OneShotCall<T: Sendable>: Sendable {
     func cancel() { self.task.cancel() }
 
     /// The call's result, or nil if it did not end within `seconds`.
-    func result(within seconds: Int = 10) async -> Result<T, any Error>? {
+    func result(within seconds: Int = testHangBoundSeconds) async -> Result<T, any Error>? {
         await self.result(before: ContinuousClock.now + .seconds(seconds))
     }
 
@@ -146,7 +146,7 @@ final class OneShotCall<T: Sendable>: Sendable {
 
 extension OneShotCall where T == Int {
     /// The call's outcome, or `.other("did not end ...")` if it hung.
-    func outcome(within seconds: Int = 10) async -> OneShotOutcome {
+    func outcome(within seconds: Int = testHangBoundSeconds) async -> OneShotOutcome {
         guard let result = await self.result(within: seconds) else {
             return .other("did not end within \(seconds) s")
         }
@@ -161,7 +161,7 @@ extension OneShotCall where T == Int {
 }
 
 /// Runs `body` as a watched call and returns its outcome (a hang becomes `.other`).
-func oneShotOutcome(within seconds: Int = 10, _ body: @escaping @Sendable () async throws -> Int) async -> OneShotOutcome {
+func oneShotOutcome(within seconds: Int = testHangBoundSeconds, _ body: @escaping @Sendable () async throws -> Int) async -> OneShotOutcome {
     await OneShotCall(body).outcome(within: seconds)
 }
 

@@ -132,7 +132,7 @@ struct OneShotStressTests {
         }
 
         #expect(outcomes.count == total)
-        #expect(await oneShotEventually(60) { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
+        #expect(await oneShotEventually() { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
 
         var problems: [String] = []
         var counts: [String: Int] = [:]

@@ -18,7 +18,7 @@ final class SDKTestCollector<Value: Sendable>: @unchecked Sendable {
     var releaseCount: Int { lock.withLock { releases } }
 
     /// Polls until `condition` holds (generous bound; the sleep is only the polling interval).
-    func wait(timeout: Double = 20, until condition: (SDKTestCollector) -> Bool) -> Bool {
+    func wait(timeout: Double = Double(testHangBoundSeconds), until condition: (SDKTestCollector) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while !condition(self) {
             if Date() > deadline { return false }
@@ -27,7 +27,7 @@ final class SDKTestCollector<Value: Sendable>: @unchecked Sendable {
         return true
     }
 
-    func waitReleased(timeout: Double = 20) -> Bool { wait(timeout: timeout) { $0.releaseCount > 0 } }
+    func waitReleased(timeout: Double = Double(testHangBoundSeconds)) -> Bool { wait(timeout: timeout) { $0.releaseCount > 0 } }
 }
 
 /// An object whose deinit is counted: captured by SDK closures to prove they were released.
@@ -45,7 +45,7 @@ final class SDKTestCounter: @unchecked Sendable {
 }
 
 /// Polls `condition` with a generous bound.
-func sdkTestPoll(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
+func sdkTestPoll(timeout: Double = Double(testHangBoundSeconds), _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition() {
         if Date() > deadline { return false }

@@ -10,7 +10,7 @@ final class StreamGate: Sendable {
     func open() { semaphore.signal() }
 
     /// Waits for `open()`; records an issue instead of hanging forever.
-    func wait(what: String = "gate", seconds: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) {
+    func wait(what: String = "gate", seconds: Double = Double(testHangBoundSeconds), sourceLocation: SourceLocation = #_sourceLocation) {
         if semaphore.wait(timeout: .now() + seconds) == .timedOut {
             Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
         }
@@ -40,7 +40,7 @@ final class StreamShared<Value: Sendable>: Sendable {
 /// Polls until `condition` holds; the timeout is only an upper bound for a
 /// hang, never a guess at a schedule.
 func streamPoll(
-    seconds: Double = 30, _ what: String,
+    seconds: Double = Double(testHangBoundSeconds), _ what: String,
     sourceLocation: SourceLocation = #_sourceLocation,
     until condition: () -> Bool
 ) async {
@@ -55,7 +55,7 @@ func streamPoll(
 }
 
 /// Blocking variant of `streamPoll` for plain threads.
-func streamSpin(seconds: Double = 30, until condition: () -> Bool) {
+func streamSpin(seconds: Double = Double(testHangBoundSeconds), until condition: () -> Bool) {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() && Date() < deadline { usleep(100) }
 }
