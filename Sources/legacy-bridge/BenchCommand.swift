@@ -157,6 +157,9 @@ struct BenchRunner {
             "one-shot sync: reference gate / withCallback", value: benchRatio(reference, bridge), atLeast: 3)
         report.addTarget(
             "one-shot sync: withCallback @MainActor / nonisolated", value: benchRatio(bridgeMain, bridge), atMost: 1.5)
+        // What the @MainActor target is up against: the bare continuation's own ratio in the same run.
+        report.addInformation(
+            "one-shot sync: floor @MainActor / nonisolated", value: benchRatio(floorMain, floor))
         report.addInformation(
             "one-shot sync @MainActor: reference gate / withCallback", value: benchRatio(referenceMain, bridgeMain))
         report.addInformation(
