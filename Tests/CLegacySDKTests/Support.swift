@@ -66,9 +66,14 @@ func globalCounters() -> lsdk_counters_t {
 
 // MARK: - Waiting
 
+/// How many seconds a wait for something that must happen lasts before the test calls it a hang.
+/// Generous: under ThreadSanitizer these tests share two cores with the bridge's burst suites.
+/// A passing run never waits for it.
+let testHangBoundSeconds = 120.0
+
 /// Polls `condition` until it holds or `timeout` seconds passed (the sleep is only the polling
 /// interval, never a guess at a schedule).
-func poll(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
+func poll(timeout: Double = testHangBoundSeconds, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition() {
         if Date() > deadline { return false }
@@ -93,7 +98,7 @@ final class Gate: @unchecked Sendable {
 
     /// Waits until open (false after a generous timeout, so a broken test fails instead of hanging).
     @discardableResult
-    func wait(timeout: Double = 20) -> Bool {
+    func wait(timeout: Double = testHangBoundSeconds) -> Bool {
         lock.lock()
         let open = isOpen
         lock.unlock()
@@ -159,7 +164,7 @@ final class Recorder: @unchecked Sendable {
     }
 
     /// Waits for the context release (false after the timeout).
-    func waitReleased(timeout: Double = 20) -> Bool {
+    func waitReleased(timeout: Double = testHangBoundSeconds) -> Bool {
         if releaseSemaphore.wait(timeout: .now() + timeout) == .success {
             releaseSemaphore.signal()
             return true
@@ -167,7 +172,7 @@ final class Recorder: @unchecked Sendable {
         return false
     }
 
-    func waitEntries(_ count: Int, timeout: Double = 20) -> Bool {
+    func waitEntries(_ count: Int, timeout: Double = testHangBoundSeconds) -> Bool {
         poll(timeout: timeout) { entries.count >= count }
     }
 

@@ -167,7 +167,7 @@ func oneShotOutcome(within seconds: Int = testHangBoundSeconds, _ body: @escapin
 
 /// Polls `condition` until it holds; the sleep is only an upper bound on how
 /// long to wait for something that must happen.
-func oneShotEventually(_ seconds: Int = 10, _ condition: () -> Bool) async -> Bool {
+func oneShotEventually(_ seconds: Int = testHangBoundSeconds, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while !condition() {
         if ContinuousClock.now > deadline { return false }
@@ -177,7 +177,7 @@ func oneShotEventually(_ seconds: Int = 10, _ condition: () -> Bool) async -> Bo
 }
 
 /// Blocking variant for foreign threads.
-func oneShotSpinUntil(_ seconds: Int = 10, _ condition: () -> Bool) -> Bool {
+func oneShotSpinUntil(_ seconds: Int = testHangBoundSeconds, _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while !condition() {
         if ContinuousClock.now > deadline { return false }

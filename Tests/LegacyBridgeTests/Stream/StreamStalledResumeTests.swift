@@ -102,9 +102,9 @@ struct StreamStalledStartTests {
     }
 }
 
-/// Polls `condition` (1 ms steps) for at most 30 s: an upper bound, not a schedule.
+/// Polls `condition` (1 ms steps) up to the hang bound: an upper bound, not a schedule.
 private func streamStalledEventually(_ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(30)
+    let deadline = ContinuousClock.now + .seconds(testHangBoundSeconds)
     while !condition() {
         if ContinuousClock.now > deadline { return false }
         try? await Task.sleep(for: .milliseconds(1))
