@@ -133,55 +133,137 @@ struct StreamProducerControlTests {
         #expect(finished.delivered.isEmpty)
     }
 
+    @Test("every sequence of up to 7 events (control arrives or is nil, pause, resume, cancel, finish, a call returns) keeps the invariants")
+    func exhaustiveInvariants() {
+        var checked = 0
+        var failures = 0
+        var sequence: [ControlStep] = []
+        func extend() {
+            if !sequence.isEmpty {
+                checked += 1
+                if let problem = checkControlInvariants(sequence) {
+                    failures += 1
+                    if failures <= 10 { Issue.record("\(sequence): \(problem)") }
+                    return
+                }
+            }
+            guard sequence.count < 7 else { return }
+            for step in ControlStep.allCases {
+                if step.isArrival && sequence.contains(where: \.isArrival) { continue }  // the control arrives once
+                sequence.append(step)
+                extend()
+                sequence.removeLast()
+            }
+        }
+        extend()
+        #expect(failures == 0, "\(failures) of \(checked) sequences broke an invariant (the first 10 are recorded)")
+        // Sequences of length k with at most one of the 2 arrivals among 7 steps: 5^k + 2k·5^(k-1).
+        let expected = (1...7).reduce(0) { sum, k in sum + pow5(k) + 2 * k * pow5(k - 1) }
+        #expect(checked == expected && expected == 361_327)
+    }
+
     @Test("random event orders keep the invariants: one call in flight, alternating pause/resume, last wanted state reached, cancel once and last")
     func randomisedInvariants() {
         var generator = StreamSplitMix(seed: 42)
         for _ in 0..<3000 {
-            var driver = Driver()
-            var arrived = false
-            var nilControl = false
-            var wanted = false
-            var cancelRequested = false
-            var finished = false
+            var steps: [ControlStep] = []
             for _ in 0..<Int.random(in: 1...14, using: &generator) {
-                switch Int.random(in: 0..<6, using: &generator) {
-                case 0 where !arrived:
-                    arrived = true
-                    nilControl = Int.random(in: 0..<8, using: &generator) == 0
-                    driver.take(driver.machine.controlArrived(nilControl ? nil : control))
-                case 1:
-                    wanted = true
-                    driver.want(true)
-                case 2:
-                    wanted = false
-                    driver.want(false)
-                case 3:
-                    if !finished { cancelRequested = true }
-                    driver.take(driver.machine.requestCancel())
-                case 4:
-                    finished = true
-                    driver.machine.producerFinished()
-                default:
-                    if driver.inFlight != nil { driver.complete() }
-                }
+                let step = ControlStep.allCases.randomElement(using: &generator)!
+                if step.isArrival && steps.contains(where: \.isArrival) { continue }
+                steps.append(step)
             }
-            if !arrived {
-                arrived = true
-                driver.take(driver.machine.controlArrived(control))
-            }
-            driver.completeAll()
+            if let problem = checkControlInvariants(steps) { Issue.record("\(steps): \(problem)") }
+        }
+    }
+}
 
-            let calls = driver.delivered
-            let cancels = calls.filter { $0 == .cancel }.count
-            #expect(cancels == (cancelRequested && !nilControl ? 1 : 0), "\(calls)")
-            if let index = calls.firstIndex(of: .cancel) { #expect(index == calls.count - 1, "\(calls)") }
-            let toggles = calls.filter { $0 != .cancel }
-            for (index, call) in toggles.enumerated() {
-                #expect(call == (index % 2 == 0 ? .pause : .resume), "pause/resume must alternate: \(calls)")
-            }
-            if !cancelRequested && !finished && !nilControl {
-                #expect(driver.machine.pausedAsTold == wanted, "the producer must end in the last wanted state: \(calls)")
+private func pow5(_ exponent: Int) -> Int { (0..<exponent).reduce(1) { product, _ in product * 5 } }
+
+/// One event of the producer-control machine, in the order a test chooses.
+private enum ControlStep: CaseIterable, CustomStringConvertible {
+    case arrive, arriveNil, wantPause, wantResume, cancel, finish, complete
+
+    var isArrival: Bool { self == .arrive || self == .arriveNil }
+
+    var description: String {
+        switch self {
+        case .arrive: "arrive"
+        case .arriveNil: "arrive(nil)"
+        case .wantPause: "pause"
+        case .wantResume: "resume"
+        case .cancel: "cancel"
+        case .finish: "finish"
+        case .complete: "complete"
+        }
+    }
+}
+
+/// Runs `steps` (then lets the control arrive if it has not, and every call return) and
+/// returns the first broken invariant: one call in flight at a time, pause and resume
+/// alternating from pause, cancel made once and last (never without a control), and the
+/// producer left in the last wanted state unless cancelled or finished.
+private func checkControlInvariants(_ steps: [ControlStep]) -> String? {
+    var machine = Machine()
+    var inFlight: Operation?
+    var delivered: [Operation] = []
+    var secondInFlight = false
+    var version: UInt64 = 0
+    func take(_ delivery: Machine.Delivery?) {
+        guard let delivery else { return }
+        if inFlight != nil { secondInFlight = true }
+        inFlight = delivery.operation
+        delivered.append(delivery.operation)
+    }
+    var arrived = false
+    var nilControl = false
+    var wanted = false
+    var cancelRequested = false
+    var finished = false
+    for step in steps {
+        switch step {
+        case .arrive, .arriveNil:
+            arrived = true
+            nilControl = step == .arriveNil
+            take(machine.controlArrived(nilControl ? nil : control))
+        case .wantPause, .wantResume:
+            wanted = step == .wantPause
+            version += 1
+            take(machine.setPaused(wanted, version: version))
+        case .cancel:
+            if !finished { cancelRequested = true }
+            take(machine.requestCancel())
+        case .finish:
+            finished = true
+            machine.producerFinished()
+        case .complete:
+            if inFlight != nil {
+                inFlight = nil
+                take(machine.deliveryCompleted())
             }
         }
     }
+    if !arrived { take(machine.controlArrived(control)) }
+    var rounds = 0
+    while inFlight != nil {
+        inFlight = nil
+        take(machine.deliveryCompleted())
+        rounds += 1
+        if rounds > 100 { return "calls keep coming after every step was taken: \(delivered)" }
+    }
+
+    if secondInFlight { return "a second call was handed out while one was in flight: \(delivered)" }
+    let cancels = delivered.filter { $0 == .cancel }.count
+    if cancels != (cancelRequested && !nilControl ? 1 : 0) { return "cancel made \(cancels) times: \(delivered)" }
+    if let index = delivered.firstIndex(of: .cancel), index != delivered.count - 1 {
+        return "a call followed the cancel: \(delivered)"
+    }
+    for (index, call) in delivered.filter({ $0 != .cancel }).enumerated()
+    where call != (index % 2 == 0 ? .pause : .resume) {
+        return "pause and resume do not alternate from pause: \(delivered)"
+    }
+    if !cancelRequested && !finished && !nilControl && machine.pausedAsTold != wanted {
+        let told = machine.pausedAsTold.map { $0 ? "paused" : "running" } ?? "untold"
+        return "the producer was left \(told), the last wish was \(wanted ? "paused" : "running"): \(delivered)"
+    }
+    return nil
 }
