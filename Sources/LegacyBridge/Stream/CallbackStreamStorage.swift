@@ -18,6 +18,9 @@ struct ProducerControlBox {
     var starter: pthread_t?
     /// Producers waiting for a pause that is due behind a resume in flight.
     var pauseWaiters: [DispatchSemaphore] = []
+    /// How long such a producer waits, per element, for the pause to land (see
+    /// `CallbackStreamStorage.apply(_:)`). Tests lengthen it on one stream to force an order.
+    var pauseHandoffWait: DispatchTimeInterval = .milliseconds(10)
 
     @usableFromInline
     init() {}
@@ -76,10 +79,6 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
     let box: LockedBox<CallbackStreamStateMachine<Element>>
     @usableFromInline
     let control: LockedBox<ProducerControlBox>
-
-    /// How long a producer whose yield made a pause due waits for a resume
-    /// still being made by another thread (see `apply(_:)`).
-    static var pauseHandoffWait: DispatchTimeInterval { .milliseconds(10) }
 
     @usableFromInline
     init(buffering: StreamBuffering, ordering: StreamOrdering) {
@@ -206,13 +205,13 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
     /// descheduled resumer let the producer overshoot `high` by tens of thousands of elements.
     @usableFromInline
     func awaitHeldUpPause() {
-        let waiter = control.withLock { box -> DispatchSemaphore? in
+        let waiter = control.withLock { box -> (DispatchSemaphore, DispatchTimeInterval)? in
             guard box.pauseHeldUpElsewhere else { return nil }
             let waiter = DispatchSemaphore(value: 0)
             box.pauseWaiters.append(waiter)
-            return waiter
+            return (waiter, box.pauseHandoffWait)
         }
-        if let waiter { _ = waiter.wait(timeout: .now() + Self.pauseHandoffWait) }
+        if let (waiter, wait) = waiter { _ = waiter.wait(timeout: .now() + wait) }
     }
 
     /// Passes a decision of the stream machine to the control machine and
@@ -227,14 +226,15 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
     /// this very thread (an SDK whose resume talks to its event thread).
     @usableFromInline
     func apply(_ request: StreamControlRequest) {
-        let (delivery, waiter) = control.withLock { box -> (ProducerControlStateMachine.Delivery?, DispatchSemaphore?) in
+        let (delivery, waiter) = control.withLock {
+            box -> (ProducerControlStateMachine.Delivery?, (DispatchSemaphore, DispatchTimeInterval)?) in
             switch request {
             case .setPaused(let paused, let version):
                 let delivery = box.handOut(box.machine.setPaused(paused, version: version))
                 if paused && delivery == nil && box.pauseHeldUpElsewhere {
                     let waiter = DispatchSemaphore(value: 0)
                     box.pauseWaiters.append(waiter)
-                    return (nil, waiter)
+                    return (nil, (waiter, box.pauseHandoffWait))
                 }
                 return (delivery, nil)
             case .cancel:
@@ -245,7 +245,7 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
             }
         }
         if let delivery { deliver(delivery) }
-        if let waiter { _ = waiter.wait(timeout: .now() + Self.pauseHandoffWait) }
+        if let (waiter, wait) = waiter { _ = waiter.wait(timeout: .now() + wait) }
     }
 
     /// Makes `first` and every producer-control call that becomes due while it

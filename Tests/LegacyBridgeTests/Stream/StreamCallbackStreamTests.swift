@@ -341,6 +341,11 @@ struct StreamCallbackStreamTests {
         let sinkBox = StreamShared<EventSink<Int>?>(nil)
         let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: 1, high: 2)) { sink in
             sinkBox.value = sink
+            // The producer's wait for the pause is bounded (10 ms per element); lengthen it on this
+            // stream so that the order below does not depend on how fast the threads are scheduled.
+            if case .stream(let storage)? = sinkBox.value?.backend {
+                storage.control.withLock { $0.pauseHandoffWait = .seconds(testHangBoundSeconds) }
+            }
             sink.yield(0)
             sink.yield(1)  // high, while nobody can take them: paused when the control arrives
             streamThread {
