@@ -302,26 +302,11 @@ func startRequest(
     _ client: OpaquePointer?, _ behavior: lsdk_behavior_t, recorder: Recorder, responseSize: UInt32 = 16,
     path: String = "/item", errorMessage: String? = nil, keepHandle: Bool = true
 ) -> (status: lsdk_status_t, handle: lsdk_handle_t) {
-    var behavior = behavior
-    let context = recorder.retainedContext()
-    var handle: lsdk_handle_t = 0
-    let status = path.withCString { cPath in
-        withOptionalCString(errorMessage) { cMessage in
-            if let cMessage { behavior.error_message = cMessage }
-            var request = lsdk_request_t(path: cPath, response_size: responseSize)
-            return withUnsafeMutablePointer(to: &handle) { out in
-                lsdk_request_start(
-                    client, &request, &behavior, recorderCompletion, context, recorderRelease,
-                    keepHandle ? out : nil)
-            }
-        }
+    startRecorded(behavior, recorder: recorder, path: path, errorMessage: errorMessage, keepHandle: keepHandle) {
+        cPath, behavior, context, out in
+        var request = lsdk_request_t(path: cPath, response_size: responseSize)
+        return lsdk_request_start(client, &request, behavior, recorderCompletion, context, recorderRelease, out)
     }
-    if status == Status.ok {
-        recorder.handle = handle
-    } else {
-        Recorder.dropContext(context)
-    }
-    return (status, handle)
 }
 
 /// Starts a download recorded by `recorder` (same rules as `startRequest`).
@@ -330,17 +315,32 @@ func startDownload(
     _ client: OpaquePointer?, _ behavior: lsdk_behavior_t, recorder: Recorder, totalBytes: UInt64,
     path: String = "/file", errorMessage: String? = nil, keepHandle: Bool = true
 ) -> (status: lsdk_status_t, handle: lsdk_handle_t) {
+    startRecorded(behavior, recorder: recorder, path: path, errorMessage: errorMessage, keepHandle: keepHandle) {
+        cPath, behavior, context, out in
+        var request = lsdk_download_request_t(path: cPath, total_bytes: totalBytes)
+        return lsdk_download_start(client, &request, behavior, recorderEvent, context, recorderRelease, out)
+    }
+}
+
+/// What both start helpers share: the C strings, the retained context, the handle out-parameter
+/// (or NULL), publishing the handle on success and dropping the retain on failure.
+private func startRecorded(
+    _ behavior: lsdk_behavior_t, recorder: Recorder, path: String, errorMessage: String?, keepHandle: Bool,
+    _ start: (
+        UnsafePointer<CChar>, UnsafeMutablePointer<lsdk_behavior_t>, UnsafeMutableRawPointer,
+        UnsafeMutablePointer<lsdk_handle_t>?
+    ) -> lsdk_status_t
+) -> (status: lsdk_status_t, handle: lsdk_handle_t) {
     var behavior = behavior
     let context = recorder.retainedContext()
     var handle: lsdk_handle_t = 0
     let status = path.withCString { cPath in
         withOptionalCString(errorMessage) { cMessage in
             if let cMessage { behavior.error_message = cMessage }
-            var request = lsdk_download_request_t(path: cPath, total_bytes: totalBytes)
-            return withUnsafeMutablePointer(to: &handle) { out in
-                lsdk_download_start(
-                    client, &request, &behavior, recorderEvent, context, recorderRelease,
-                    keepHandle ? out : nil)
+            return withUnsafeMutablePointer(to: &behavior) { behaviorPointer in
+                withUnsafeMutablePointer(to: &handle) { out in
+                    start(cPath, behaviorPointer, context, keepHandle ? out : nil)
+                }
             }
         }
     }
