@@ -5,6 +5,7 @@ let package = Package(
     name: "legacy-bridge",
     products: [
         .library(name: "LegacyBridge", targets: ["LegacyBridge"]),
+        .library(name: "LegacySimulator", targets: ["LegacySimulator"]),
         .library(name: "LegacyBridgeConformance", targets: ["LegacyBridgeConformance"]),
         .executable(name: "legacy-bridge", targets: ["legacy-bridge"]),
     ],
@@ -19,14 +20,18 @@ let package = Package(
             ],
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
-        .target(name: "LegacyBridge", dependencies: ["CLegacySDK"]),
-        .target(name: "LegacyBridgeConformance", dependencies: ["LegacyBridge", "CLegacySDK"]),
+        // The core users ship: no C target, no simulator, no Foundation (LayeringTests checks it).
+        .target(name: "LegacyBridge"),
+        // The simulated SDK's Swift face (LegacyClient and friends), over the C simulator.
+        .target(name: "LegacySimulator", dependencies: ["LegacyBridge", "CLegacySDK"]),
+        .target(name: "LegacyBridgeConformance", dependencies: ["LegacyBridge", "LegacySimulator"]),
         .executableTarget(
             name: "legacy-bridge",
-            dependencies: ["LegacyBridge", "LegacyBridgeConformance", "CLegacySDK"]
+            dependencies: ["LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "CLegacySDK"]
         ),
         .testTarget(name: "CLegacySDKTests", dependencies: ["CLegacySDK"]),
-        .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge", "CLegacySDK"]),
+        .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge"]),
+        .testTarget(name: "LegacySimulatorTests", dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK"]),
         .testTarget(
             name: "LegacyBridgeConformanceTests",
             dependencies: ["LegacyBridgeConformance", "LegacyBridge", "legacy-bridge"]

@@ -1,4 +1,5 @@
 import LegacyBridge
+import LegacySimulator
 
 /// Every adapter this package ships: the library's own and the bad-adapter gallery.
 ///

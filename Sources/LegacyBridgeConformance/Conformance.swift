@@ -1,1 +1,2 @@
 import LegacyBridge
+import LegacySimulator

@@ -1,4 +1,5 @@
 import LegacyBridge
+import LegacySimulator
 
 /// The conformance suite: runs the one-shot or stream contract against an adapter.
 ///

@@ -5,6 +5,7 @@
 // scenario(s) its documentation names, on every run. Never use them as examples to copy.
 
 import LegacyBridge
+import LegacySimulator
 
 /// WRONG ON PURPOSE. `withCheckedThrowingContinuation` resuming on every callback.
 ///

@@ -1,5 +1,6 @@
 import Dispatch
 import LegacyBridge
+import LegacySimulator
 
 
 /// Marks the main dispatch queue so code can ask, without trapping, whether it runs on it.

@@ -1,4 +1,5 @@
 import LegacyBridge
+import LegacySimulator
 
 /// The library's one-shot adapter: `withCallback` around the raw callback, the cancel function
 /// becoming the gate's `CancelHandle`, the caller's timeout and isolation passed on.

@@ -1,4 +1,5 @@
 import LegacyBridge
+import LegacySimulator
 
 /// The one-shot contract, one scenario per way real SDKs break adapters.
 enum OneShotScenarios {

@@ -1,5 +1,6 @@
 import Dispatch
 import LegacyBridge
+import LegacySimulator
 
 /// Settings for a conformance run.
 public struct ConformanceOptions: Sendable, Hashable {

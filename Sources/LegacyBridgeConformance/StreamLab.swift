@@ -1,4 +1,5 @@
 import LegacyBridge
+import LegacySimulator
 
 extension ScenarioLab {
     /// A download-backed event source in `behavior`, and the probe that watches it.

@@ -1,4 +1,5 @@
 import LegacyBridge
+import LegacySimulator
 
 /// The stream contract, one scenario per way real event sources break adapters.
 enum StreamScenarios<Adapter: StreamAdapter> {

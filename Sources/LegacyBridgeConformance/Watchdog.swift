@@ -1,5 +1,6 @@
 import Dispatch
 import LegacyBridge
+import LegacySimulator
 
 /// Runs `body` in its own task and waits at most `bound` for it.
 ///

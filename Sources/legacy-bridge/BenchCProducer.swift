@@ -7,6 +7,7 @@
 
 import CLegacySDK
 import LegacyBridge
+import LegacySimulator
 import Synchronization
 
 #if canImport(Glibc)

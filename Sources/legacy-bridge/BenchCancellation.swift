@@ -1,4 +1,5 @@
 import LegacyBridge
+import LegacySimulator
 import Synchronization
 
 // Cancellation latency: a task waits in `withCallback` on an operation that never completes; the

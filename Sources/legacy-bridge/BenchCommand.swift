@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridge
+import LegacySimulator
 
 /// `legacy-bridge bench`: the library's primitives against their floors and baselines.
 enum BenchCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridge
+import LegacySimulator
 import Synchronization
 
 // Memory per pending operation: N tasks suspended at once, RSS before and while they wait.

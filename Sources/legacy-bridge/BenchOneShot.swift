@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridge
+import LegacySimulator
 
 // One-shot calls, each batch a loop of `n` awaited calls whose results are summed and consumed.
 // The nonisolated batches run on the global executor (plain nonisolated async functions); the

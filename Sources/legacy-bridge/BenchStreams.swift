@@ -1,4 +1,5 @@
 import LegacyBridge
+import LegacySimulator
 
 // Streams: one pthread producer (BenchStreamProducer on a BenchThread) yields 0 ..< n as fast as
 // it can; a task consumes with `for try await` semantics (iterator.next()) and sums. The same

@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridge
+import LegacySimulator
 import LegacyBridgeConformance
 
 /// `legacy-bridge conformance`: runs the conformance suite, each scenario in a child process.

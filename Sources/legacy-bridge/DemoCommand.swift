@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridge
+import LegacySimulator
 
 /// `legacy-bridge demo`: one fetch per hostile behaviour, then one download per hostile stream
 /// behaviour, each with a line saying what the SDK did.

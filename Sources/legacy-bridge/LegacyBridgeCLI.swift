@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridge
+import LegacySimulator
 
 /// Exit codes shared by every command.
 enum ExitCode: Int32 {

@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridge
+import LegacySimulator
 import LegacyBridgeConformance
 import Synchronization
 

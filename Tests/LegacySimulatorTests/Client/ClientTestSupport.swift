@@ -5,7 +5,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import LegacyBridge
+import LegacyBridge
+@testable import LegacySimulator
 
 /// How a call ended, in a form that `#expect` can compare and print.
 enum ClientTestOutcome: Sendable, Equatable, CustomStringConvertible {

@@ -5,7 +5,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import LegacyBridge
+import LegacyBridge
+@testable import LegacySimulator
 
 @Suite("LegacyClient.fetch")
 struct ClientFetchTests {

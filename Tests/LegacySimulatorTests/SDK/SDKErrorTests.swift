@@ -1,7 +1,8 @@
 import CLegacySDK
 import Testing
 
-@testable import LegacyBridge
+import LegacyBridge
+@testable import LegacySimulator
 
 @Suite("LegacySDKError")
 struct SDKErrorTests {

@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// A streaming download from the simulated SDK.
 public struct DownloadRequest: Sendable, Hashable {
     /// The resource name (at most 255 bytes are kept by the SDK).

@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// How the simulated legacy SDK behaves for one operation: every knob of the SDK's
 /// `lsdk_behavior_t`, with Swift types.
 ///

@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// A successful completion of a one-shot request, copied out of the SDK's callback.
 public struct FetchResponse: Sendable, Hashable {
     /// The operation's number within its client, starting at 1.

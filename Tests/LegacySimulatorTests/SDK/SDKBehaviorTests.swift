@@ -1,7 +1,8 @@
 import CLegacySDK
 import Testing
 
-@testable import LegacyBridge
+import LegacyBridge
+@testable import LegacySimulator
 
 @Suite("SimulatedBehavior mirrors lsdk_behavior_t")
 struct SDKBehaviorTests {

@@ -4,7 +4,8 @@ import Dispatch
 import Foundation
 import Testing
 
-@testable import LegacyBridge
+import LegacyBridge
+@testable import LegacySimulator
 
 /// Collects values delivered from SDK threads and signals each one.
 final class SDKTestCollector<Value: Sendable>: @unchecked Sendable {

@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// A client of the simulated legacy SDK: its own worker threads, counters and session token.
 ///
 /// Operations started through a client do not retain it. When the last reference to the client

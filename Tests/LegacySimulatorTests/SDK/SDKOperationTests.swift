@@ -3,7 +3,8 @@ import Dispatch
 import Foundation
 import Testing
 
-@testable import LegacyBridge
+import LegacyBridge
+@testable import LegacySimulator
 
 @Suite("The SDK layer: starts, callbacks, handles")
 struct SDKOperationTests {

@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// The global actor that serialises the SDK calls documented as not thread-safe.
 ///
 /// Some legacy APIs must never be entered concurrently (the simulated SDK detects it and fails

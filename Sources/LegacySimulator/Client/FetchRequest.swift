@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// A one-shot request to the simulated SDK.
 public struct FetchRequest: Sendable, Hashable {
     /// The resource name (at most 255 bytes are kept by the SDK).

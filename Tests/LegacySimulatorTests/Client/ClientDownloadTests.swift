@@ -5,7 +5,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import LegacyBridge
+import LegacyBridge
+@testable import LegacySimulator
 
 /// A named stream behaviour (readable test arguments).
 struct ClientTestStreamCase: Sendable, CustomTestStringConvertible {

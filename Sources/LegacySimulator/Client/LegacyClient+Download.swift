@@ -1,3 +1,5 @@
+import LegacyBridge
+
 extension LegacyClient {
     /// The reorder window of a download: exactly the behaviour's stream concurrency.
     ///

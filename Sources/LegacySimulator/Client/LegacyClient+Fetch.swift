@@ -1,3 +1,5 @@
+import LegacyBridge
+
 extension LegacyClient {
     /// Runs one request on the simulated SDK and returns its response.
     ///

@@ -6,7 +6,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import LegacyBridge
+import LegacyBridge
+@testable import LegacySimulator
 
 /// How one call of a burst is ended early, if at all.
 private struct ClientTestFetchPlan: Sendable {

@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// An error reported by the legacy SDK: one of its status codes, plus the message the SDK
 /// attached to it, if any.
 ///

@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// What the simulated SDK did, counted: for one client (``LegacyClient/counters``) or for the
 /// whole process (``processWide``).
 ///

@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// One event of a ``LegacyClient/download(_:behavior:buffering:)`` stream.
 public enum DownloadEvent: Sendable, Hashable {
     /// How far the download is: `bytesDone` of `totalBytes`.

@@ -4,7 +4,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import LegacyBridge
+import LegacyBridge
+@testable import LegacySimulator
 
 /// Watches the SDK's session-token setter from its probe: how many calls are inside at once.
 private final class SDKTestTokenProbe: Sendable {

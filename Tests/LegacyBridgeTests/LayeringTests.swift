@@ -1,0 +1,81 @@
+// The core library is what users ship in their apps: it must not link the simulator, the C
+// module or Foundation. These tests read the package's own sources, so a dependency or an import
+// added by mistake fails the build's tests, not a user's app review.
+
+import Foundation
+import Testing
+
+@Suite("Layering: the core ships no simulator, no C and no Foundation")
+struct LayeringTests {
+    /// The package root, found from this file's path (Tests/LegacyBridgeTests/LayeringTests.swift).
+    static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Modules the core may import.
+    static let allowedImports: Set<String> = ["Synchronization", "Dispatch", "Darwin", "Glibc", "Musl", "_Concurrency"]
+
+    @Test("the LegacyBridge target declares no dependencies in Package.swift")
+    func coreTargetHasNoDependencies() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let declaration = try #require(
+            Self.targetDeclaration(named: "LegacyBridge", in: manifest),
+            "Package.swift has no .target(name: \"LegacyBridge\" ...)")
+        #expect(!declaration.contains("dependencies"), "the core target must not depend on anything: \(declaration)")
+    }
+
+    @Test("no file of the core imports anything beyond the standard library, Synchronization and Dispatch")
+    func coreImportsOnlyTheToolchainBasics() throws {
+        let core = Self.root.appendingPathComponent("Sources/LegacyBridge")
+        let files = try Self.swiftFiles(under: core)
+        #expect(files.count > 10, "found only \(files.count) Swift files under \(core.path)")
+        var offending: [String] = []
+        for file in files {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for module in Self.importedModules(in: text) where !Self.allowedImports.contains(module) {
+                offending.append("\(file.lastPathComponent) imports \(module)")
+            }
+        }
+        #expect(offending.isEmpty, "\(offending)")
+    }
+
+    @Test("the import scan sees imports, so the check above can fail")
+    func importScanFindsImports() {
+        let text = "// import Nope\nimport Foundation\n@preconcurrency import CLegacySDK\nimport struct LegacySimulator.X\n"
+        #expect(Self.importedModules(in: text) == ["Foundation", "CLegacySDK", "LegacySimulator"])
+        #expect(Self.targetDeclaration(named: "A", in: ".target(name: \"A\", dependencies: [\"B\"]),")?.contains("dependencies") == true)
+    }
+
+    /// The text of `.target(name: "<name>" ...)` up to its closing parenthesis.
+    static func targetDeclaration(named name: String, in manifest: String) -> String? {
+        guard let start = manifest.range(of: ".target(name: \"\(name)\"") else { return nil }
+        var depth = 0
+        var index = start.lowerBound
+        while index < manifest.endIndex {
+            let character = manifest[index]
+            if character == "(" { depth += 1 }
+            if character == ")" {
+                depth -= 1
+                if depth == 0 { return String(manifest[start.lowerBound...index]) }
+            }
+            index = manifest.index(after: index)
+        }
+        return nil
+    }
+
+    /// Module names of every `import` line (attributes and `import struct M.X` forms included).
+    static func importedModules(in text: String) -> [String] {
+        text.split(separator: "\n").compactMap { line -> String? in
+            var words = line.split(separator: " ").map(String.init)
+            while let first = words.first, first.hasPrefix("@") { words.removeFirst() }
+            guard words.first == "import", words.count >= 2 else { return nil }
+            let kinds: Set<String> = ["struct", "class", "enum", "protocol", "func", "var", "let", "typealias"]
+            let path = kinds.contains(words[1]) && words.count >= 3 ? words[2] : words[1]
+            return String(path.split(separator: ".").first ?? "")
+        }
+    }
+
+    static func swiftFiles(under directory: URL) throws -> [URL] {
+        guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else { return [] }
+        return walker.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
+    }
+}
