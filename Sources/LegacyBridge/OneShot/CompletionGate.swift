@@ -94,7 +94,8 @@ public final class CompletionGate<Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - isolation: The caller's isolation; leave the default.
     ///   - timeout: How long to wait from now; nil (the default) waits forever.
-    ///     Must be positive.
+    ///     Zero or less times out at once unless the outcome is already
+    ///     decided; 100 years or more means no timeout.
     /// - Returns: The value of the first successful outcome.
     /// - Throws: The operation's error, `CancellationError` if cancellation
     ///   decided, or ``BridgeTimeoutError`` if the timeout expired first.
@@ -103,17 +104,20 @@ public final class CompletionGate<Value: Sendable>: Sendable {
         timeout: Duration? = nil
     ) async throws -> Value {
         let storage = self.storage
+        let plan = TimeoutPlan(timeout)
         let deadline: ContinuousClock.Instant?
-        if let timeout {
-            precondition(timeout > .zero, "CompletionGate.value(timeout:) needs a positive duration; pass nil for no timeout")
+        if case .after(let timeout) = plan {
             deadline = ContinuousClock.now + timeout
         } else {
             deadline = nil
         }
+        if case .immediately = plan {
+            storage.timeOut(BridgeTimeoutError(timeout: timeout ?? .zero))
+        }
         return try await withTaskCancellationHandler(
             operation: {
                 try await withUnsafeThrowingContinuation(isolation: isolation) { continuation in
-                    if storage.install(continuation), let timeout, let deadline {
+                    if storage.install(continuation), case .after(let timeout) = plan, let deadline {
                         storage.armTimer(timeout: timeout, deadline: deadline)
                     }
                 }

@@ -45,7 +45,9 @@
 ///   - isolation: The caller's isolation; leave the default.
 ///   - timeout: How long to wait for an outcome; nil (the default) waits
 ///     forever and costs nothing. Measured from the call; a timer is created
-///     only if `start` returns with the outcome still open. Must be positive.
+///     only if `start` returns with the outcome still open. Zero or less times
+///     out as soon as `start` returns without an outcome; 100 years or more
+///     means no timeout.
 ///   - onDiscard: Receives each success value that arrives after the outcome
 ///     was decided (by cancellation, the timeout or an earlier completion),
 ///     exactly once, so that resources it owns can be released. Never receives
@@ -64,9 +66,9 @@ public func withCallback<Value: Sendable>(
     _ start: (Completion<Value>) throws -> CancelHandle?
 ) async throws -> Value {
     let storage = CompletionGateStorage<Value>(onDiscard: onDiscard)
+    let plan = TimeoutPlan(timeout)
     let deadline: ContinuousClock.Instant?
-    if let timeout {
-        precondition(timeout > .zero, "withCallback(timeout:) needs a positive duration; pass nil for no timeout")
+    if case .after(let timeout) = plan {
         deadline = ContinuousClock.now + timeout
     } else {
         deadline = nil
@@ -82,6 +84,11 @@ public func withCallback<Value: Sendable>(
         // Decided while `start` ran: no cancellation handler, no continuation, no timer.
         return try outcome.get()
     }
+    if case .immediately = plan {
+        // A timeout of zero or less: the operation did not answer inside
+        // `start`, so the timeout decides now (and cancels it through its handle).
+        storage.timeOut(BridgeTimeoutError(timeout: timeout ?? .zero))
+    }
     // The operation is in flight. If the task was cancelled meanwhile (even
     // before or during `start`), the handler runs at once on installation and
     // calls the handle attached above. Installing the handler only now keeps
@@ -91,7 +98,7 @@ public func withCallback<Value: Sendable>(
         // the isolation tests fail if that capture is removed.
         operation: {
             try await withUnsafeThrowingContinuation(isolation: isolation) { continuation in
-                if storage.install(continuation), let timeout, let deadline {
+                if storage.install(continuation), case .after(let timeout) = plan, let deadline {
                     storage.armTimer(timeout: timeout, deadline: deadline)
                 }
             }

@@ -2,35 +2,35 @@ extension AsyncThrowingStream where Failure == any Error, Element: Sendable {
     /// Builds an `AsyncThrowingStream` fed by a callback producer written
     /// against ``EventSink``, for APIs that must return the standard type.
     ///
+    /// The stream is the standard type on the outside and a ``CallbackStream``
+    /// subscription on the inside (it is built with
+    /// `AsyncThrowingStream(unfolding:)` over the same buffer, reorderer and
+    /// producer-control machinery), so every policy works, backpressure
+    /// included, and the whole ``CallbackStream`` contract holds: the terminal
+    /// arrives once, after the elements yielded before it (also on toolchains
+    /// whose `AsyncThrowingStream` re-throws an error to a consumer that was
+    /// already waiting); the producer's `cancel` is called exactly once, per
+    /// the threading contract of ``StreamControl``, also if the consumer goes
+    /// away before `start` returned its handle, and never after the producer
+    /// finished; yields never block; yields after termination return
+    /// ``YieldOutcome/terminated`` and are counted in ``EventSink/statistics``;
+    /// sequenced producers are reordered under one lock.
+    ///
     /// Differences from ``CallbackStream``:
     /// - `start` runs **eagerly**, right here, before this function returns:
     ///   an `AsyncThrowingStream` has a single consumer and no "first `next()`" hook.
-    /// - **No backpressure**: ``StreamBuffering/backpressure(low:high:)``
-    ///   cannot be expressed with `AsyncThrowingStream` and stops the program
-    ///   (use ``CallbackStream``, or a dropping policy). `pause`/`resume` of
-    ///   the returned ``StreamControl`` are never called.
-    /// - The consumer resumes a continuation for every element, so it is much
-    ///   slower than ``CallbackStream`` under load.
+    /// - Each `next()` takes one element under the stream's lock and, from an
+    ///   actor, hops off it and back (the unfolding closure is nonisolated), so
+    ///   it is slower than ``CallbackStream`` under load.
     /// - When the consuming task is cancelled, `next()` returns `nil` (the
-    ///   standard type's behaviour) instead of throwing `CancellationError`.
-    ///
-    /// - As with any `AsyncThrowingStream`, leaving the loop terminates the
-    ///   stream only once the stream value and its iterator are released.
-    ///
-    /// The rest of the contract holds: the terminal arrives once, after the
-    /// elements yielded before it; when the stream terminates because the
-    /// consumer went away (task cancelled, or stream and iterator released),
-    /// the producer's `cancel` is called exactly once, outside every lock,
-    /// also if that happens before `start` returned its handle, and never
-    /// after the producer finished; yields after termination (also from inside
-    /// `cancel`) return ``YieldOutcome/terminated`` and are counted in
-    /// ``EventSink/statistics``; sequenced producers are reordered, and their
-    /// runs reach the stream in order (one emitting thread at a time).
+    ///   standard type's behaviour) instead of throwing `CancellationError`;
+    ///   the producer is cancelled.
+    /// - Leaving the loop cancels the producer once the stream value and its
+    ///   iterator are released (as for any `AsyncThrowingStream`).
     ///
     /// - Parameters:
     ///   - elementType: The element type, for call sites that need to spell it.
-    ///   - buffering: ``StreamBuffering/unbounded``, `bufferingOldest(n)` or
-    ///     `bufferingNewest(n)`, mapped onto the stream's own policy.
+    ///   - buffering: How elements wait for the consumer (see ``StreamBuffering``).
     ///   - ordering: Arrival order, or sequence numbers restored with a
     ///     ``SequenceReorderer``.
     ///   - start: Starts the producer with the sink its callbacks use and
@@ -44,165 +44,69 @@ extension AsyncThrowingStream where Failure == any Error, Element: Sendable {
         _ start: @escaping @Sendable (EventSink<Element>) throws -> StreamControl?
     ) -> AsyncThrowingStream<Element, any Error> {
         buffering.validate()
-        let policy: Continuation.BufferingPolicy
-        switch buffering {
-        case .unbounded:
-            policy = .unbounded
-        case .bufferingOldest(let n):
-            policy = .bufferingOldest(n)
-        case .bufferingNewest(let n):
-            policy = .bufferingNewest(n)
-        case .backpressure(let low, let high):
-            preconditionFailure(
-                "AsyncThrowingStream.bridging(buffering: .backpressure(low: \(low), high: \(high))): AsyncThrowingStream cannot pause a producer; use CallbackStream for backpressure, or a bufferingOldest/bufferingNewest policy"
-            )
-        }
-        let (stream, continuation) = AsyncThrowingStream.makeStream(
-            of: Element.self, throwing: (any Error).self, bufferingPolicy: policy
-        )
-        let bridge = StreamBridge(continuation: continuation, ordering: ordering)
-        // Captures only the lock box, never the continuation: no reference cycle.
-        let box = bridge.box
-        continuation.onTermination = { termination in
-            let cancelled: Bool
-            switch termination {
-            case .cancelled: cancelled = true
-            case .finished: cancelled = false
-            @unknown default: cancelled = true
-            }
-            let (delivery, dropped) = box.withLock { $0.terminated(cancelled: cancelled) }
-            withExtendedLifetime(dropped) {}
-            if let delivery { StreamBridge<Element>.deliver(delivery, box: box) }
-        }
-        bridge.runStart(start)
-        return stream
+        ordering.validate()
+        let subscription = BridgedSubscription<Element>(buffering: buffering, ordering: ordering)
+        subscription.storage.runStart(start)
+        return AsyncThrowingStream(unfolding: { try await subscription.next() })
     }
 }
 
-/// The ``EventSink`` backend of a bridged `AsyncThrowingStream`.
-///
-/// A class, so that `EventSink.Backend` has a fixed layout: the continuation
-/// type is resilient, and a struct holding it inline would make every
-/// `EventSink` operation (also for `CallbackStream`) go through runtime
-/// metadata.
-@usableFromInline
-final class StreamBridge<Element: Sendable>: Sendable {
-    let continuation: AsyncThrowingStream<Element, any Error>.Continuation
-    let box: LockedBox<StreamBridgeStateMachine<Element>>
-    let isSequenced: Bool
+/// The inside of a bridged `AsyncThrowingStream`: one `CallbackStream`
+/// subscription and the consumer's current batch. The unfolding closure holds
+/// it; when the stream and its iterator are released, its deinit tells the
+/// subscription that the consumer went away.
+final class BridgedSubscription<Element: Sendable>: Sendable {
+    let storage: CallbackStreamStorage<Element>
+    /// Elements taken from the stream and not yet handed out. Only the single
+    /// consumer touches it; the box orders its calls for ThreadSanitizer.
+    let batch = LockedBox(StreamRing<Element>())
 
-    init(continuation: AsyncThrowingStream<Element, any Error>.Continuation, ordering: StreamOrdering) {
-        self.continuation = continuation
-        self.box = LockedBox(StreamBridgeStateMachine(ordering: ordering))
-        if case .sequenced = ordering { self.isSequenced = true } else { self.isSequenced = false }
+    init(buffering: StreamBuffering, ordering: StreamOrdering) {
+        self.storage = CallbackStreamStorage(buffering: buffering, ordering: ordering)
     }
 
-    func runStart(_ start: (EventSink<Element>) throws -> StreamControl?) {
-        let sink = EventSink(backend: .bridge(self))
-        do {
-            let control = try start(sink)
-            if let delivery = box.withLock({ $0.controlArrived(control) }) {
-                Self.deliver(delivery, box: box)
+    deinit {
+        storage.consumerTerminated(cancelled: true)
+    }
+
+    /// The unfolding closure: the next element, `nil` at the end (and, as the
+    /// standard type does, when the consuming task is cancelled), or the
+    /// producer's error, exactly once.
+    func next() async throws -> Element? {
+        while true {
+            if Task.isCancelled {
+                storage.consumerTerminated(cancelled: true)
+                return nil
             }
-        } catch {
-            _ = box.withLock { $0.controlArrived(nil) }
-            finish(error)
-        }
-    }
-
-    @usableFromInline
-    func yield(_ element: Element) -> YieldOutcome {
-        precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
-        guard box.withLock({ $0.beginYield(count: 1) }) else { return .terminated }
-        let outcome = Self.outcome(continuation.yield(element))
-        if outcome != .enqueued { box.withLock { $0.correctYield(outcome) } }
-        return outcome
-    }
-
-    func yield(contentsOf elements: ContiguousArray<Element>) -> YieldOutcome {
-        precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
-        guard box.withLock({ $0.beginYield(count: elements.count) }) else { return .terminated }
-        var dropped = 0
-        var terminated = 0
-        for element in elements {
-            switch Self.outcome(continuation.yield(element)) {
-            case .enqueued: break
-            case .dropped: dropped += 1
-            case .terminated: terminated += 1
+            var local = batch.withLock { batch in
+                var taken = StreamRing<Element>()
+                swap(&taken, &batch)
+                return taken
             }
-        }
-        if dropped + terminated > 0 {
-            box.withLock {
-                $0.correctYield(.dropped, count: dropped)
-                $0.correctYield(.terminated, count: terminated)
+            if let element = local.popFirst() {
+                batch.withLock { swap(&$0, &local) }
+                return element
             }
-        }
-        if terminated == elements.count && !elements.isEmpty { return .terminated }
-        return dropped > 0 ? .dropped : .enqueued
-    }
-
-    func yield(_ element: Element, sequence: UInt64) -> YieldOutcome {
-        var discarded: [Element] = []
-        let (outcome, emission, delivery) = box.withLock {
-            $0.yield(element, sequence: sequence, discarded: &discarded)
-        }
-        if let emission { emit(emission) }
-        if let delivery { Self.deliver(delivery, box: box) }
-        return outcome
-    }
-
-    func finish(_ failure: (any Error)?) {
-        var discarded: [Element] = []
-        if let emission = box.withLock({ $0.finish(failure, discarded: &discarded) }) {
-            emit(emission)
-        }
-    }
-
-    var statistics: StreamStatistics {
-        box.withLock { $0.statistics }
-    }
-
-    /// The emitter loop: passes elements (and the terminal) to the
-    /// continuation with no lock held, until nothing more is pending.
-    private func emit(_ first: StreamBridgeEmission<Element>) {
-        var work: StreamBridgeEmission<Element>? = first
-        while var emission = work {
-            var enqueued = 0
-            var dropped = 0
-            var terminated = 0
-            while let element = emission.elements.popFirst() {
-                switch Self.outcome(continuation.yield(element)) {
-                case .enqueued: enqueued += 1
-                case .dropped: dropped += 1
-                case .terminated: terminated += 1
-                }
+            let storage = self.storage
+            switch storage.next(into: &local) {
+            case .batch:
+                let element = local.popFirst()
+                batch.withLock { swap(&$0, &local) }
+                return element
+            case .end, .cancelled:
+                return nil
+            case .fail(let error):
+                throw error
+            case .suspend:
+                await withTaskCancellationHandler(
+                    operation: {
+                        await withUnsafeContinuation { continuation in
+                            storage.suspend(continuation)
+                        }
+                    },
+                    onCancel: { storage.consumerTerminated(cancelled: true) }
+                )
             }
-            if let terminal = emission.terminal {
-                if let failure = terminal {
-                    continuation.finish(throwing: failure)
-                } else {
-                    continuation.finish()
-                }
-            }
-            work = box.withLock { $0.emitted((enqueued, dropped, terminated)) }
-        }
-    }
-
-    /// Single-deliverer loop for producer-control calls (only `cancel` here).
-    static func deliver(_ first: ProducerControlStateMachine.Delivery, box: LockedBox<StreamBridgeStateMachine<Element>>) {
-        var next: ProducerControlStateMachine.Delivery? = first
-        while let delivery = next {
-            delivery.perform()
-            next = box.withLock { $0.deliveryCompleted() }
-        }
-    }
-
-    private static func outcome(_ result: AsyncThrowingStream<Element, any Error>.Continuation.YieldResult) -> YieldOutcome {
-        switch result {
-        case .enqueued: return .enqueued
-        case .dropped: return .dropped
-        case .terminated: return .terminated
-        @unknown default: return .dropped
         }
     }
 }

@@ -23,45 +23,55 @@
 ///   ``YieldOutcome/terminated`` and are counted in
 ///   ``StreamStatistics/yieldedAfterTermination``.
 /// - If the consumer stops first (its task is cancelled, it leaves the loop,
-///   or drops the iterator), buffered elements are dropped (counted in
-///   ``StreamStatistics/discardedAtTermination``) and the producer's `cancel`
-///   is called exactly once, outside every lock (it may call the sink
-///   synchronously). If that happens while `start` is still running, `cancel`
-///   is called as soon as `start` returns the handle. `cancel` is not called
-///   once the producer has finished. A cancelled task's `next()` throws
-///   `CancellationError` (also while it still holds a batch: cancellation is
-///   checked for every element).
-/// - Pause, resume and cancel are called one at a time (never concurrently
-///   with each other), in the order the stream decided them, and nothing is
-///   called after cancel. A pause due before `start` returned is made as soon
-///   as the handle arrives.
+///   drops the iterator, or calls ``stop()``), buffered elements are dropped
+///   (counted in ``StreamStatistics/discardedAtTermination``) and the
+///   producer's `cancel` is called exactly once, outside every lock; if that
+///   happens while `start` is still running, once `start` has returned the
+///   handle. `cancel` is not called once the producer has finished. A
+///   cancelled task's `next()` throws `CancellationError` (also while it
+///   still holds a batch: cancellation is checked for every element); after
+///   ``stop()``, `next()` returns `nil`.
+/// - Producer control (`pause`, `resume`, `cancel`) follows the threading
+///   contract documented on ``StreamControl``: one call at a time, in decided
+///   order, nothing after cancel; every call on the control's
+///   ``ControlScheduler`` if it has one; otherwise `cancel` always on a
+///   Dispatch worker, never inside a yield, a finish or the task runtime's
+///   cancellation handler.
+/// - Nothing waits: a yield never blocks, on any thread, under any buffering
+///   policy, and the consumer never spins. A consuming task whose cancel
+///   takes seconds in the SDK resumes at once and delays no other task.
 ///
 /// ## Backpressure
 /// With ``StreamBuffering/backpressure(low:high:)`` nothing is ever dropped.
-/// `pause` is called once when `high` elements are held (waiting in the
-/// stream plus the consumer's current batch, which counts until the consumer
-/// comes back for more), `resume` once when fewer than `low` are held.
-/// Elements that arrive while paused (the producer's in-flight ones) are
-/// kept and counted in ``StreamStatistics/acceptedWhilePaused``; memory is
-/// bounded by `high` plus that overshoot (see
-/// ``StreamStatistics/peakBuffered``). The thread whose event changes the
-/// wanted state makes the call itself, unless another thread is making one;
-/// then that thread makes it right after its own. While a wanted pause is
-/// held up by another thread — it is still making a `resume` call, or still
-/// running `start` (the pause is made once the control arrives) — every
-/// element yielded from other threads waits for that pause to land, at most
-/// 10 ms per element, so a descheduled thread cannot let the producer run far
-/// past `high`.
+/// Once `high` elements are held (waiting in the stream plus the consumer's
+/// current batch, which counts until the consumer comes back for more) every
+/// yield answers ``YieldOutcome/stopProducing`` and `pause` is called once;
+/// when the consumer has brought the held count down to `low`, `resume` is
+/// called once. Elements that arrive while paused (the producer's in-flight
+/// ones) are kept and counted in ``StreamStatistics/acceptedWhilePaused``;
+/// memory is bounded by `high` plus that overshoot (see
+/// ``StreamStatistics/peakBuffered``). A producer that stops on
+/// `.stopProducing` has no overshoot at all.
 ///
 /// ## Ordering
-/// With ``StreamOrdering/sequenced(window:firstSequence:gaps:)`` producers
-/// call ``EventSink/yield(_:sequence:)`` from any thread; a
+/// With ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``
+/// producers call ``EventSink/yield(_:sequence:)`` from any thread; a
 /// ``SequenceReorderer`` under the stream's lock restores the order.
+///
+/// ## Statistics and explicit stop
+/// The iterator's ``AsyncIterator/statistics`` and, for a `for try await`
+/// loop that never sees its iterator, the stream's ``statistics`` (the most
+/// recent subscription's counters, kept after it ended) say how many elements
+/// were dropped, the peak buffered, pauses and resumes. ``stop()`` ends the
+/// subscriptions explicitly: at top level (in `main.swift`) the iterator of a
+/// `for try await` loop left with `break` is never released by the current
+/// toolchain, so leaving the loop alone does not cancel the producer there.
 ///
 /// ## Performance
 /// The consumer takes all waiting elements in one batch under one lock and
 /// hands them out without locking; it only suspends (one continuation) when
-/// nothing is waiting. A yield takes one lock and appends to a reused ring buffer.
+/// nothing is waiting. A yield takes one lock and appends to a reused ring
+/// buffer; ``EventSink/yield(contentsOf:)`` appends a whole batch under one lock.
 public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     /// The error type of the sequence.
     public typealias Failure = any Error
@@ -69,6 +79,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     @usableFromInline let buffering: StreamBuffering
     @usableFromInline let ordering: StreamOrdering
     @usableFromInline let start: @Sendable (EventSink<Element>) throws -> StreamControl?
+    @usableFromInline let registry: StreamRegistry<Element>
 
     /// Creates a stream that runs `start` for each iterator.
     ///
@@ -77,8 +88,8 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     ///   - buffering: How elements wait for the consumer (see ``StreamBuffering``).
     ///     Invalid bounds stop the program with a message saying what to pass.
     ///   - ordering: ``StreamOrdering/arrival`` (the default), or
-    ///     ``StreamOrdering/sequenced(window:firstSequence:gaps:)`` for
-    ///     producers that number their events.
+    ///     ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``
+    ///     for producers that number their events.
     ///   - start: Starts the producer. Called when an iterator first asks for
     ///     an element, with the sink the producer's callbacks use. Returns the
     ///     control handle, or `nil` if the producer cannot be cancelled or
@@ -95,13 +106,37 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         self.buffering = buffering
         self.ordering = ordering
         self.start = start
+        self.registry = StreamRegistry()
     }
 
     /// Creates an iterator; `start` runs when it is first asked for an element.
     ///
     /// - Returns: A new iterator with its own subscription to the producer.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(subscription: StreamSubscription(buffering: buffering, ordering: ordering, start: start))
+        AsyncIterator(subscription: StreamSubscription(buffering: buffering, ordering: ordering, start: start, registry: registry))
+    }
+
+    /// The counters of the most recent subscription of this stream value
+    /// (live, or as they were when it ended); all zero before the first one.
+    ///
+    /// For a `for try await` loop, which never shows its iterator: read it
+    /// after (or during) the loop to see drops, the peak buffered, pauses and resumes.
+    public var statistics: StreamStatistics {
+        registry.statistics
+    }
+
+    /// Stops the stream: every subscription of this stream value that is
+    /// still running ends (buffered elements are dropped, the producer is
+    /// cancelled per the contract, and `next()` returns `nil` once the
+    /// iterator's current batch is used up), and later iterations end at once
+    /// without running `start`.
+    ///
+    /// Leaving a `for try await` loop normally releases its iterator, which
+    /// stops its subscription; use this where that does not happen (at top
+    /// level in `main.swift`, where the toolchain keeps the loop's iterator
+    /// alive) or to stop a stream from another task.
+    public func stop() {
+        registry.stopAll()
     }
 
     /// The iterator of a ``CallbackStream``: one subscription to the producer.
@@ -153,74 +188,72 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// producer first if needed, and suspends only if nothing is waiting.
         @inlinable
         mutating func nextSlow(isolation actor: isolated (any Actor)?) async throws -> Element? {
-            if isDone { return nil }
-            guard let storage = subscription.storage, !Task.isCancelled else {
-                return try await startOrCancel(isolation: actor)
-            }
-            // A ring that grew for a burst is given back, outside the lock.
-            if batch.slots.count > StreamRing<Element>.retainedCapacity { batch = StreamRing() }
-            let (action, request) = storage.box.withLock { $0.next(into: &batch) }
-            if let request { storage.apply(request) }
-            switch action {
-            case .batch:
-                return batch.popFirst()
-            case .end:
-                isDone = true
-                return nil
-            case .fail(let error):
-                isDone = true
-                throw error
-            case .suspend:
-                return try await waitForElement(storage, isolation: actor)
+            while true {
+                if isDone { return nil }
+                guard let storage = subscription.storage, !Task.isCancelled else {
+                    try await startOrCancel(isolation: actor)
+                    continue
+                }
+                // A ring that grew for a burst is given back, outside the lock.
+                if batch.slots.count > StreamRing<Element>.retainedCapacity { batch = StreamRing() }
+                switch storage.next(into: &batch) {
+                case .batch:
+                    return batch.popFirst()
+                case .end:
+                    isDone = true
+                    return nil
+                case .fail(let error):
+                    isDone = true
+                    throw error
+                case .cancelled:
+                    isDone = true
+                    throw CancellationError()
+                case .suspend:
+                    await Self.waitForProducer(storage, isolation: actor)
+                }
             }
         }
 
         /// The task is cancelled (stop, cancelling the producer if it runs),
-        /// or this is the first request (run `start`, then fetch).
+        /// or this is the first request (run `start`).
         @usableFromInline
-        mutating func startOrCancel(isolation actor: isolated (any Actor)?) async throws -> Element? {
+        mutating func startOrCancel(isolation actor: isolated (any Actor)?) async throws {
             if Task.isCancelled {
                 isDone = true
                 batch.removeAll()
-                subscription.storage?.consumerTerminated()
+                subscription.storage?.consumerTerminated(cancelled: true)
                 throw CancellationError()
             }
-            let storage = CallbackStreamStorage<Element>(buffering: subscription.buffering, ordering: subscription.ordering)
+            if subscription.registry.isStopped {
+                isDone = true
+                return
+            }
+            let storage = CallbackStreamStorage<Element>(
+                buffering: subscription.buffering, ordering: subscription.ordering, registry: subscription.registry)
             subscription.storage = storage
+            subscription.registry.track(storage)
             let start = subscription.start
             await withTaskCancellationHandler(
                 operation: { storage.runStart(start) },
-                onCancel: { storage.consumerTerminated() },
+                onCancel: { storage.consumerTerminated(cancelled: true) },
                 isolation: actor
             )
-            return try await nextSlow(isolation: actor)
         }
 
         /// Nothing is waiting: suspend until the producer yields or finishes,
-        /// or the task is cancelled.
+        /// the task is cancelled, or the stream is stopped. The wake-up
+        /// carries nothing; the caller asks the stream again.
         @usableFromInline
-        mutating func waitForElement(
-            _ storage: CallbackStreamStorage<Element>,
-            isolation actor: isolated (any Actor)?
-        ) async throws -> Element? {
-            do {
-                let element = try await withTaskCancellationHandler(
-                    operation: {
-                        try await withUnsafeThrowingContinuation(isolation: actor) { continuation in
-                            storage.suspend(continuation)
-                        }
-                    },
-                    onCancel: { storage.consumerTerminated() },
-                    isolation: actor
-                )
-                storage.awaitWakeUpConfirmed()
-                if element == nil { isDone = true }
-                return element
-            } catch {
-                storage.awaitWakeUpConfirmed()
-                isDone = true
-                throw error
-            }
+        static func waitForProducer(_ storage: CallbackStreamStorage<Element>, isolation actor: isolated (any Actor)?) async {
+            await withTaskCancellationHandler(
+                operation: {
+                    await withUnsafeContinuation(isolation: actor) { continuation in
+                        storage.suspend(continuation)
+                    }
+                },
+                onCancel: { storage.consumerTerminated(cancelled: true) },
+                isolation: actor
+            )
         }
     }
 }
@@ -235,21 +268,24 @@ final class StreamSubscription<Element: Sendable> {
     @usableFromInline let buffering: StreamBuffering
     @usableFromInline let ordering: StreamOrdering
     @usableFromInline let start: @Sendable (EventSink<Element>) throws -> StreamControl?
+    @usableFromInline let registry: StreamRegistry<Element>
     @usableFromInline var storage: CallbackStreamStorage<Element>?
 
     @usableFromInline
     init(
         buffering: StreamBuffering,
         ordering: StreamOrdering,
-        start: @escaping @Sendable (EventSink<Element>) throws -> StreamControl?
+        start: @escaping @Sendable (EventSink<Element>) throws -> StreamControl?,
+        registry: StreamRegistry<Element>
     ) {
         self.buffering = buffering
         self.ordering = ordering
         self.start = start
+        self.registry = registry
         self.storage = nil
     }
 
     deinit {
-        storage?.consumerTerminated()
+        storage?.consumerTerminated(cancelled: true)
     }
 }

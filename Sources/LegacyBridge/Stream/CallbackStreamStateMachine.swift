@@ -12,28 +12,29 @@ enum StreamControlRequest: Sendable, Hashable {
 }
 
 /// Side effects an event asks for, performed by the storage after it released
-/// the lock: wake the consumer, pass a control request on, and let dropped
-/// elements go (their deinit may run user code, so never under the lock).
+/// the lock: wake the consumer, pass a control request on, arm a gap timer,
+/// and let dropped elements go (their deinit may run user code, so never
+/// under the lock).
 @usableFromInline
 struct StreamEffects<Element: Sendable> {
     @usableFromInline
-    typealias Continuation = UnsafeContinuation<Element?, any Error>
+    typealias Continuation = UnsafeContinuation<Void, Never>
 
-    @usableFromInline var wakeUp: (continuation: Continuation, result: Result<Element?, any Error>)?
+    /// The suspended consumer, to resume: it then asks the machine again.
+    @usableFromInline var wakeUp: Continuation?
     @usableFromInline var control: StreamControlRequest?
+    /// Arm a gap timer for this reorderer generation.
+    @usableFromInline var armGapTimer: UInt64?
     @usableFromInline var evicted: Element?
     @usableFromInline var discarded: StreamRing<Element>
-    /// An element was accepted while a pause is wanted: the producer should not run on while
-    /// that pause is still held up behind another thread's resume call.
-    @usableFromInline var acceptedWhilePauseWanted: Bool
 
     @inlinable
     init() {
         self.wakeUp = nil
         self.control = nil
+        self.armGapTimer = nil
         self.evicted = nil
         self.discarded = StreamRing()
-        self.acceptedWhilePauseWanted = false
     }
 
     @inlinable
@@ -56,13 +57,18 @@ enum StreamYieldAction<Element: Sendable> {
 /// lock. Which control call to make, and when, is decided from these
 /// requests by a `ProducerControlStateMachine`.
 ///
+/// The consumer is woken with a plain `Void` continuation and then asks the
+/// machine again under the lock: no element travels through the
+/// continuation, so the consumer never has to wait for the resuming thread
+/// to finish its `resume` call, and every hand-off is ordered by the lock.
+///
 /// The element buffer and the reorderer live beside `State` (they exist in
 /// both the streaming and the draining phase) so the hot path appends in
 /// place instead of moving them through an enum payload.
 @usableFromInline
 struct CallbackStreamStateMachine<Element: Sendable> {
     @usableFromInline
-    typealias Continuation = UnsafeContinuation<Element?, any Error>
+    typealias Continuation = UnsafeContinuation<Void, Never>
 
     @usableFromInline
     enum State {
@@ -72,9 +78,11 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         /// The producer finished (`failure == nil`) or failed; the terminal
         /// waits behind the buffered elements.
         case draining(failure: (any Error)?)
-        /// The consumer received the terminal.
+        /// The consumer received the terminal, or ended the subscription
+        /// itself (`stop()`): `next()` returns `nil`.
         case finished
-        /// The consumer stopped before receiving the terminal.
+        /// The consumer's task was cancelled or the consumer went away:
+        /// `next()` throws `CancellationError`.
         case cancelled
     }
 
@@ -83,12 +91,14 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     enum NextAction {
         /// A batch was swapped into the consumer's ring.
         case batch
-        /// Nothing is waiting: suspend with `suspend(_:)`.
+        /// Nothing is waiting: suspend with `suspend(_:)`, then ask again.
         case suspend
         /// The stream ended normally.
         case end
         /// The stream ended with this error.
         case fail(any Error)
+        /// The consumer's task was cancelled, or the consumer went away.
+        case cancelled
     }
 
     @usableFromInline var state: State
@@ -99,14 +109,16 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @usableFromInline let buffering: StreamBuffering
     @usableFromInline var reorderer: SequenceReorderer<Element>?
     @usableFromInline let isSequenced: Bool
+    /// Whether gap timers are armed (the ordering has a gap timeout).
+    @usableFromInline let armsGapTimers: Bool
     /// Backpressure: whether the stream currently wants the producer paused.
     @usableFromInline var pauseWanted: Bool
+    /// Whether a yield may answer `.stopProducing`: the control handle
+    /// arrived and has a `resume`, so a producer that stops can be restarted.
+    @usableFromInline var canStopProducer: Bool
     /// Version of the latest pause decision (orders them across threads).
     @usableFromInline var pauseVersion: UInt64
     @usableFromInline var counters: StreamStatistics
-    /// Wake-ups handed out whose `resume` call has not been confirmed yet
-    /// (see `wakeUpDelivered()`).
-    @usableFromInline var wakeUpsInFlight: Int = 0
     /// Batches handed to the consumer and times it had to suspend (for tests).
     @usableFromInline var batchesTaken: Int = 0
     @usableFromInline var suspensions: Int = 0
@@ -119,15 +131,11 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         self.buffer = StreamRing()
         self.inBatch = 0
         self.buffering = buffering
-        switch ordering {
-        case .arrival:
-            self.reorderer = nil
-            self.isSequenced = false
-        case .sequenced(let window, let first, let gaps):
-            self.reorderer = SequenceReorderer(window: window, firstSequence: first, gapPolicy: gaps)
-            self.isSequenced = true
-        }
+        self.reorderer = ordering.makeReorderer()
+        self.isSequenced = ordering.isSequenced
+        self.armsGapTimers = ordering.effectiveGapTimeout != nil
         self.pauseWanted = false
+        self.canStopProducer = false
         self.pauseVersion = 0
         self.counters = StreamStatistics()
     }
@@ -145,27 +153,62 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             }
             var effects = StreamEffects<Element>()
             let outcome = accept(element, &effects)
-            return .effects(outcome, effects)
+            return .effects(answer(outcome), effects)
         case .draining, .finished, .cancelled:
             counters.yieldedAfterTermination += 1
             return .outcome(.terminated)
         }
     }
 
-    /// Several elements from the producer, in order (arrival-ordered streams).
-    @usableFromInline
-    mutating func yield(contentsOf elements: ContiguousArray<Element>) -> (YieldOutcome, StreamEffects<Element>) {
+    /// Several elements from the producer, in order (arrival-ordered
+    /// streams), under one lock: a bulk append, one wake-up, one watermark check.
+    @inlinable
+    mutating func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> (YieldOutcome, StreamEffects<Element>) {
         var effects = StreamEffects<Element>()
-        guard case .streaming = state else {
+        guard case .streaming(let waiter) = state else {
             counters.yieldedAfterTermination += elements.count
             return (.terminated, effects)
         }
         precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
+        guard !elements.isEmpty else { return (answer(.enqueued), effects) }
         var outcome = YieldOutcome.enqueued
-        for element in elements {
-            if accept(element, &effects) == .dropped { outcome = .dropped }
+        switch buffering {
+        case .unbounded, .backpressure:
+            buffer.append(contentsOf: elements)
+            counters.enqueued += elements.count
+        case .bufferingOldest(let limit):
+            let room = Swift.max(0, limit - buffer.count)
+            let kept = Swift.min(room, elements.count)
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: elements[0..<kept]))
+            counters.enqueued += kept
+            if kept < elements.count {
+                counters.droppedByBuffering += elements.count - kept
+                outcome = .dropped
+            }
+        case .bufferingNewest(let limit):
+            let kept = Swift.min(limit, elements.count)
+            let skipped = elements.count - kept
+            var overflow = buffer.count + kept - limit
+            while overflow > 0, let oldest = buffer.popFirst() {
+                effects.discarded.append(oldest)
+                overflow -= 1
+            }
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: elements[skipped...]))
+            counters.enqueued += kept
+            let dropped = effects.discarded.count + skipped
+            if dropped > 0 {
+                counters.droppedByBuffering += dropped
+                outcome = .dropped
+            }
         }
-        return (outcome, effects)
+        let held = buffer.count &+ inBatch
+        if held > counters.peakBuffered { counters.peakBuffered = held }
+        if waiter != nil && !buffer.isEmpty {
+            state = .streaming(waiter: nil)
+            effects.wakeUp = waiter
+        }
+        checkHighWatermark(held: held, accepted: elements.count, &effects)
+        return (answer(outcome), effects)
     }
 
     /// One numbered element from the producer (sequenced streams). The
@@ -183,22 +226,52 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         }
         self.reorderer = nil  // keep the reorderer's storage uniquely referenced while it is mutated
         var outcome = YieldOutcome.enqueued
-        let skippedBefore = reorderer.skippedSequences
-        let placement = reorderer.insert(element, sequence: sequence) { released in
-            if self.accept(released, &effects) == .dropped { outcome = .dropped }
-        }
-        counters.skippedSequences += reorderer.skippedSequences - skippedBefore
+        let before = (reorderer.skippedSequences, reorderer.droppedStale, reorderer.gapGeneration)
+        let placement = reorderer.insert(
+            element, sequence: sequence,
+            release: { released in
+                if self.accept(released, &effects) == .dropped { outcome = .dropped }
+            },
+            discard: { effects.discarded.append($0) })
         self.reorderer = reorderer
+        counters.skippedSequences &+= reorderer.skippedSequences &- before.0
+        counters.droppedStale += reorderer.droppedStale - before.1
+        counters.heldBehindGap = reorderer.heldCount
         switch placement {
         case .released, .held:
-            return (outcome, effects)
+            if armsGapTimers && reorderer.heldCount > 0 && reorderer.gapGeneration != before.2 {
+                effects.armGapTimer = reorderer.gapGeneration
+            }
+            return (answer(outcome), effects)
         case .stale:
-            counters.droppedStale += 1
-            return (.dropped, effects)
+            return (answer(.dropped), effects)
         case .rejected:
             failForGap(SequenceGapError(missingSequence: reorderer.nextSequence), &effects)
             return (.dropped, effects)
         }
+    }
+
+    /// The gap timer armed for `generation` fired: if that gap is still the
+    /// one holding elements back, give it up (skip, or fail the stream).
+    @usableFromInline
+    mutating func gapTimerFired(generation: UInt64) -> StreamEffects<Element> {
+        var effects = StreamEffects<Element>()
+        guard case .streaming = state, var reorderer = self.reorderer,
+            reorderer.gapGeneration == generation, reorderer.heldCount > 0
+        else { return effects }
+        self.reorderer = nil
+        let skippedBefore = reorderer.skippedSequences
+        let gaveUp = reorderer.giveUpGap { _ = self.accept($0, &effects) }
+        self.reorderer = reorderer
+        counters.gapsTimedOut += 1
+        counters.skippedSequences &+= reorderer.skippedSequences &- skippedBefore
+        counters.heldBehindGap = reorderer.heldCount
+        if !gaveUp {
+            failForGap(SequenceGapError(missingSequence: reorderer.nextSequence), &effects)
+        } else if reorderer.heldCount > 0 {
+            effects.armGapTimer = reorderer.gapGeneration
+        }
+        return effects
     }
 
     /// The producer finished (`failure == nil`) or failed. Only the first
@@ -214,12 +287,13 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             case .skip:
                 let skippedBefore = reorderer.skippedSequences
                 reorderer.flush { _ = self.accept($0, &effects) }
-                counters.skippedSequences += reorderer.skippedSequences - skippedBefore
+                counters.skippedSequences &+= reorderer.skippedSequences &- skippedBefore
             case .fail:
                 let missing = reorderer.nextSequence
                 discard(reorderer.removeAll(), &effects)
                 if failure == nil { failure = SequenceGapError(missingSequence: missing) }
             }
+            counters.heldBehindGap = 0
             self.reorderer = reorderer
         }
         effects.control = .producerFinished  // supersedes a pause the final flush may have decided
@@ -228,11 +302,18 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         return effects
     }
 
+    /// `start` returned its control handle: whether a stopped producer can be
+    /// told to go on (the handle has a `resume`).
+    @usableFromInline
+    mutating func controlArrived(canResume: Bool) {
+        canStopProducer = canResume
+    }
+
     // MARK: Consumer events
 
     /// The consumer has used up its previous batch and asks for more. On
     /// `.batch` the waiting elements were swapped into `batch` (which must be
-    /// empty); the returned control request (a resume) must be passed on first.
+    /// empty); the returned control request (a resume) must be passed on.
     @inlinable
     mutating func next(into batch: inout StreamRing<Element>) -> (NextAction, StreamControlRequest?) {
         switch state {
@@ -259,55 +340,42 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         case .finished:
             return (.end, nil)
         case .cancelled:
-            return (.fail(CancellationError()), nil)
+            return (.cancelled, nil)
         }
     }
 
-    /// The consumer suspends after `next(into:)` returned `.suspend`;
-    /// anything that happened in between wakes it at once.
+    /// The consumer suspends after `next(into:)` returned `.suspend`; if
+    /// anything happened in between it is resumed at once (and asks again).
     @usableFromInline
-    mutating func suspend(_ continuation: Continuation) -> StreamEffects<Element> {
-        var effects = StreamEffects<Element>()
+    mutating func suspend(_ continuation: Continuation) -> Continuation? {
         switch state {
         case .streaming(let waiter):
             precondition(waiter == nil, "next() called while another next() is suspended")
-            if let element = buffer.popFirst() {
-                inBatch = 1
-                wake(continuation, .success(element), &effects)
-            } else {
-                state = .streaming(waiter: continuation)
-                suspensions &+= 1
-            }
-        case .draining(let failure):
-            if let element = buffer.popFirst() {
-                inBatch = 1
-                wake(continuation, .success(element), &effects)
-            } else {
-                state = .finished
-                wake(continuation, failure.map { .failure($0) } ?? .success(nil), &effects)
-            }
-        case .finished:
-            wake(continuation, .success(nil), &effects)
-        case .cancelled:
-            wake(continuation, .failure(CancellationError()), &effects)
+            if !buffer.isEmpty { return continuation }
+            state = .streaming(waiter: continuation)
+            suspensions &+= 1
+            return nil
+        case .draining, .finished, .cancelled:
+            return continuation
         }
-        return effects
     }
 
-    /// The consumer stopped (task cancelled, loop left, iterator dropped):
-    /// drop what is buffered and, if the producer is still running, cancel it.
+    /// The consumer stopped: its task was cancelled, it left the loop or
+    /// dropped the iterator (`cancelled`), or it called `stop()`
+    /// (`!cancelled`: its `next()` then returns `nil`). Drops what is
+    /// buffered and, if the producer is still running, cancels it.
     @usableFromInline
-    mutating func consumerTerminated() -> StreamEffects<Element> {
+    mutating func consumerTerminated(cancelled: Bool) -> StreamEffects<Element> {
         var effects = StreamEffects<Element>()
         switch state {
         case .streaming(let waiter):
-            state = .cancelled
+            state = cancelled ? .cancelled : .finished
             discardBuffered(&effects)
             pauseWanted = false
             effects.setControl(.cancel)
-            if let waiter { wake(waiter, .failure(CancellationError()), &effects) }
+            effects.wakeUp = waiter
         case .draining:
-            state = .cancelled
+            state = cancelled ? .cancelled : .finished
             discardBuffered(&effects)
         case .finished, .cancelled:
             break
@@ -321,17 +389,12 @@ struct CallbackStreamStateMachine<Element: Sendable> {
 
     // MARK: Helpers
 
-    /// Hands the suspended consumer's continuation out to be resumed.
+    /// The answer for an accepted element: `.stopProducing` while a pause is
+    /// wanted and the producer can be restarted.
     @inlinable
-    mutating func wake(_ continuation: Continuation, _ result: Result<Element?, any Error>, _ effects: inout StreamEffects<Element>) {
-        wakeUpsInFlight &+= 1
-        effects.wakeUp = (continuation, result)
-    }
-
-    /// The storage made the `resume` call of a wake-up.
-    @usableFromInline
-    mutating func wakeUpDelivered() {
-        wakeUpsInFlight &-= 1
+    func answer(_ outcome: YieldOutcome) -> YieldOutcome {
+        if outcome == .enqueued && pauseWanted && canStopProducer { return .stopProducing }
+        return outcome
     }
 
     /// The hot path of `accept`: appends when nothing but an append is
@@ -345,7 +408,6 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         case .bufferingOldest(let limit), .bufferingNewest(let limit):
             guard buffer.count < limit else { return false }
         case .backpressure(_, let high):
-            // While a pause is wanted, take the slow path: the yield may have to wait for it to land.
             if pauseWanted || buffer.count &+ inBatch &+ 1 >= high {
                 return false
             }
@@ -358,57 +420,59 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     }
 
     /// Stores an accepted element (the state is `.streaming`), applying the
-    /// buffering policy and the high watermark.
+    /// buffering policy and the high watermark, and wakes a waiting consumer.
     @inlinable
     mutating func accept(_ element: Element, _ effects: inout StreamEffects<Element>) -> YieldOutcome {
         var outcome = YieldOutcome.enqueued
-        if case .streaming(let waiter?) = state {
-            // Only possible while the buffer is empty: hand the element over.
-            state = .streaming(waiter: nil)
-            inBatch = 1
-            wake(waiter, .success(element), &effects)
-        } else {
-            switch buffering {
-            case .unbounded, .backpressure:
-                buffer.append(element)
-            case .bufferingOldest(let limit):
-                if buffer.count >= limit {
-                    counters.droppedByBuffering += 1
-                    return .dropped
-                }
-                buffer.append(element)
-            case .bufferingNewest(let limit):
-                if buffer.count >= limit {
-                    let oldest = buffer.popFirst()
-                    if let previous = effects.evicted { effects.discarded.append(previous) }
-                    effects.evicted = oldest
-                    counters.droppedByBuffering += 1
-                    outcome = .dropped
-                }
-                buffer.append(element)
+        switch buffering {
+        case .unbounded, .backpressure:
+            buffer.append(element)
+        case .bufferingOldest(let limit):
+            if buffer.count >= limit {
+                counters.droppedByBuffering += 1
+                return .dropped
             }
+            buffer.append(element)
+        case .bufferingNewest(let limit):
+            if buffer.count >= limit {
+                let oldest = buffer.popFirst()
+                if let previous = effects.evicted { effects.discarded.append(previous) }
+                effects.evicted = oldest
+                counters.droppedByBuffering += 1
+                outcome = .dropped
+            }
+            buffer.append(element)
         }
         counters.enqueued += 1
         let held = buffer.count &+ inBatch
         if held > counters.peakBuffered { counters.peakBuffered = held }
-        if case .backpressure(_, let high) = buffering {
-            if pauseWanted {
-                counters.acceptedWhilePaused += 1
-                effects.acceptedWhilePauseWanted = true
-            } else if held >= high {
-                pauseWanted = true
-                pauseVersion &+= 1
-                effects.setControl(.setPaused(true, version: pauseVersion))
-            }
+        if case .streaming(let waiter?) = state {
+            state = .streaming(waiter: nil)
+            effects.wakeUp = waiter
         }
+        checkHighWatermark(held: held, accepted: 1, &effects)
         return outcome
     }
 
+    /// Backpressure: decides a pause when `held` reached `high`, and counts
+    /// elements accepted while one is wanted.
+    @inlinable
+    mutating func checkHighWatermark(held: Int, accepted: Int, _ effects: inout StreamEffects<Element>) {
+        guard case .backpressure(_, let high) = buffering else { return }
+        if pauseWanted {
+            counters.acceptedWhilePaused += accepted
+        } else if held >= high {
+            pauseWanted = true
+            pauseVersion &+= 1
+            effects.setControl(.setPaused(true, version: pauseVersion))
+        }
+    }
+
     /// Backpressure: the consumer came back; resume the producer if the
-    /// stream is paused and fewer than `low` elements are held.
+    /// stream is paused and at most `low` elements are held.
     @inlinable
     mutating func checkLowWatermark() -> StreamControlRequest? {
-        guard pauseWanted, case .backpressure(let low, _) = buffering, buffer.count &+ inBatch < low else {
+        guard pauseWanted, case .backpressure(let low, _) = buffering, buffer.count &+ inBatch <= low else {
             return nil
         }
         pauseWanted = false
@@ -416,25 +480,13 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         return .setPaused(false, version: pauseVersion)
     }
 
-    /// Enters the terminal phase from `.streaming`: a waiting consumer gets
-    /// the terminal at once (the buffer is empty then) or the first element
-    /// released by a final flush.
+    /// Enters the terminal phase from `.streaming` and wakes a waiting consumer.
     mutating func terminate(_ failure: (any Error)?, _ effects: inout StreamEffects<Element>) {
         guard case .streaming(let waiter) = state else {
             preconditionFailure("terminate() outside the streaming phase")
         }
-        if let waiter {
-            if let element = buffer.popFirst() {
-                inBatch = 1
-                state = .draining(failure: failure)
-                wake(waiter, .success(element), &effects)
-            } else {
-                state = .finished
-                wake(waiter, failure.map { .failure($0) } ?? .success(nil), &effects)
-            }
-        } else {
-            state = .draining(failure: failure)
-        }
+        state = .draining(failure: failure)
+        if let waiter { effects.wakeUp = waiter }
     }
 
     /// A gap under `SequenceGapPolicy.fail`: the stream fails after what it
@@ -446,6 +498,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             discard(reorderer.removeAll(), &effects)
             self.reorderer = reorderer
         }
+        counters.heldBehindGap = 0
         pauseWanted = false
         effects.setControl(.cancel)
         terminate(error, &effects)
@@ -453,12 +506,17 @@ struct CallbackStreamStateMachine<Element: Sendable> {
 
     mutating func discardBuffered(_ effects: inout StreamEffects<Element>) {
         counters.discardedAtTermination += buffer.count
-        swap(&buffer, &effects.discarded)
+        if effects.discarded.isEmpty {
+            swap(&buffer, &effects.discarded)
+        } else {
+            while let element = buffer.popFirst() { effects.discarded.append(element) }
+        }
         if var reorderer = self.reorderer {
             self.reorderer = nil
             discard(reorderer.removeAll(), &effects)
             self.reorderer = reorderer
         }
+        counters.heldBehindGap = 0
     }
 
     mutating func discard(_ elements: [Element], _ effects: inout StreamEffects<Element>) {

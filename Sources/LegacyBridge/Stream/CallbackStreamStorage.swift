@@ -1,89 +1,41 @@
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import Dispatch
-
-/// The producer-control machine plus the bookkeeping of who is delivering,
-/// kept behind the control lock.
-@usableFromInline
-struct ProducerControlBox {
-    @usableFromInline var machine = ProducerControlStateMachine()
-    /// The thread making the call in flight, if any.
-    var deliverer: pthread_t?
-    /// The thread running `start`, until it returned.
-    var starter: pthread_t?
-    /// Producers waiting for a pause that is due behind a resume in flight.
-    var pauseWaiters: [DispatchSemaphore] = []
-    /// How long such a producer waits, per element, for the pause to land (see
-    /// `CallbackStreamStorage.apply(_:)`). Tests lengthen it on one stream to force an order.
-    var pauseHandoffWait: DispatchTimeInterval = .milliseconds(10)
-
-    @usableFromInline
-    init() {}
-
-    /// Records the calling thread as the deliverer of `delivery`, if there is one.
-    mutating func handOut(_ delivery: ProducerControlStateMachine.Delivery?) -> ProducerControlStateMachine.Delivery? {
-        if delivery != nil { deliverer = pthread_self() }
-        return delivery
-    }
-
-    /// The deliverer finished `operation`: the next call (if any) and the
-    /// waiters to wake (once a pause landed, or the deliverer stops).
-    mutating func completed(_ operation: ProducerControlStateMachine.Operation)
-        -> (ProducerControlStateMachine.Delivery?, [DispatchSemaphore])
-    {
-        let next = machine.deliveryCompleted()
-        if next == nil { deliverer = nil }
-        guard operation == .pause || next == nil, !pauseWaiters.isEmpty else { return (next, []) }
-        defer { pauseWaiters = [] }
-        return (next, pauseWaiters)
-    }
-
-    /// Whether another thread is making a resume call (so a new pause must wait for it).
-    var resumeInFlightElsewhere: Bool {
-        guard machine.isResumeInFlight, let deliverer else { return false }
-        return pthread_equal(deliverer, pthread_self()) == 0
-    }
-
-    /// Whether a wanted pause is held up by another thread: behind the resume call it is making,
-    /// or because it is still running `start` (the pause is made when the control arrives).
-    /// Never true for the thread that would make the pause, so that thread cannot wait for itself.
-    var pauseHeldUpElsewhere: Bool {
-        if machine.isPauseHeldUpByResume { return resumeInFlightElsewhere }
-        if machine.isPauseHeldUpByMissingControl, let starter {
-            return pthread_equal(starter, pthread_self()) == 0
-        }
-        return false
-    }
-
-    /// Producers waiting for a held-up pause, handed out to be woken.
-    mutating func takePauseWaiters() -> [DispatchSemaphore] {
-        defer { pauseWaiters = [] }
-        return pauseWaiters
-    }
-}
 
 /// One subscription's shared state: the stream machine behind the stream's
 /// lock, and the producer-control machine behind its own small lock (so a
 /// deliverer never competes with a producer hammering the stream's lock).
 /// Every method asks a machine for an action under its lock, releases it,
-/// then performs the action (resume the consumer, call the producer's
-/// control, drop discarded elements).
+/// then performs the action (resume the consumer, make or schedule a
+/// producer-control call, arm a gap timer, drop discarded elements).
+///
+/// Nothing here ever waits: a yield, a finish, the consumer's `next()` and
+/// the cancellation handler each take a lock for a few instructions and
+/// return. What cannot be settled at once is settled by whoever comes next,
+/// by a job posted through the control's `ControlScheduler`, or by a
+/// Dispatch job (the default home of `cancel`).
 @usableFromInline
-struct CallbackStreamStorage<Element: Sendable>: Sendable {
+final class CallbackStreamStorage<Element: Sendable>: Sendable {
     @usableFromInline
     let box: LockedBox<CallbackStreamStateMachine<Element>>
     @usableFromInline
-    let control: LockedBox<ProducerControlBox>
+    let control: LockedBox<ProducerControlStateMachine>
+    /// The ordering's gap timeout, if it has one.
+    let gapTimeout: Duration?
+    /// The stream value's registry (for `CallbackStream.statistics` and `stop()`), if any.
+    let registry: StreamRegistry<Element>?
+    /// This subscription's number in the registry.
+    let subscriptionID: Int
 
     @usableFromInline
-    init(buffering: StreamBuffering, ordering: StreamOrdering) {
+    init(buffering: StreamBuffering, ordering: StreamOrdering, registry: StreamRegistry<Element>? = nil) {
         self.box = LockedBox(CallbackStreamStateMachine(buffering: buffering, ordering: ordering))
-        self.control = LockedBox(ProducerControlBox())
+        self.control = LockedBox(ProducerControlStateMachine())
+        self.gapTimeout = ordering.effectiveGapTimeout
+        self.registry = registry
+        self.subscriptionID = registry?.register() ?? 0
+    }
+
+    deinit {
+        registry?.subscriptionEnded(id: subscriptionID, statistics: self.statistics)
     }
 
     // MARK: Producer side
@@ -91,26 +43,21 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
     /// Runs `start` (no lock held) and records the handle it returns, or its error.
     @usableFromInline
     func runStart(_ start: (EventSink<Element>) throws -> StreamControl?) {
-        let sink = EventSink(backend: .stream(self))
-        control.withLock { $0.starter = pthread_self() }
+        let sink = EventSink(storage: self)
         do {
-            let handle = try start(sink)
-            let (delivery, waiters) = control.withLock { box in
-                box.starter = nil
-                let delivery = box.handOut(box.machine.controlArrived(handle))
-                // A pause made now wakes its waiters when it lands; otherwise nothing will.
-                return (delivery, delivery == nil ? box.takePauseWaiters() : [])
-            }
-            for waiter in waiters { waiter.signal() }
-            if let delivery { deliver(delivery) }
+            controlArrived(try start(sink))
         } catch {
-            let waiters = control.withLock { box in
-                box.starter = nil
-                _ = box.machine.controlArrived(nil)
-                return box.takePauseWaiters()
-            }
-            for waiter in waiters { waiter.signal() }
+            controlArrived(nil)
             finish(error)
+        }
+    }
+
+    /// `start` returned: yields may now answer `.stopProducing`, and a pause
+    /// or cancel decided meanwhile is made.
+    func controlArrived(_ handle: StreamControl?) {
+        box.withLock { $0.controlArrived(canResume: handle?.resume != nil) }
+        if let delivery = control.withLock({ $0.controlArrived(handle) }) {
+            deliver(delivery)
         }
     }
 
@@ -125,8 +72,8 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
         }
     }
 
-    @usableFromInline
-    func yield(contentsOf elements: ContiguousArray<Element>) -> YieldOutcome {
+    @inlinable
+    func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldOutcome {
         let (outcome, effects) = box.withLock { $0.yield(contentsOf: elements) }
         perform(effects)
         return outcome
@@ -146,118 +93,189 @@ struct CallbackStreamStorage<Element: Sendable>: Sendable {
 
     // MARK: Consumer side
 
-    @usableFromInline
-    func suspend(_ continuation: UnsafeContinuation<Element?, any Error>) {
-        perform(box.withLock { $0.suspend(continuation) })
+    /// Takes the waiting elements into `batch` (or the terminal), passing on
+    /// a resume the consumer's return made due.
+    @inlinable
+    func next(into batch: inout StreamRing<Element>) -> CallbackStreamStateMachine<Element>.NextAction {
+        let (action, request) = box.withLock { $0.next(into: &batch) }
+        if let request { apply(request) }
+        return action
     }
 
     @usableFromInline
-    func consumerTerminated() {
-        perform(box.withLock { $0.consumerTerminated() })
-    }
-
-    /// Called by the consumer right after its continuation returned: waits
-    /// until the thread that resumed it has confirmed the `resume` call.
-    ///
-    /// A continuation can be resumed before its task has finished suspending;
-    /// the runtime then lets the task go on without any synchronization that
-    /// ThreadSanitizer can see, and the task's next async frame (reusing the
-    /// continuation's memory) is reported as racing with the read inside
-    /// `resume`. Confirming under the stream's lock, and acquiring that lock
-    /// here, makes the order explicit. The resumer confirms right after the
-    /// call returns, so this normally finds it done at once.
-    @usableFromInline
-    func awaitWakeUpConfirmed() {
-        while box.withLock({ $0.wakeUpsInFlight > 0 }) {
-            sched_yield()
+    func suspend(_ continuation: UnsafeContinuation<Void, Never>) {
+        if let ready = box.withLock({ $0.suspend(continuation) }) {
+            ready.resume()
         }
+    }
+
+    /// The consumer stopped: `cancelled` for a cancelled task or a consumer
+    /// that went away, `false` for an explicit `stop()`. Safe inside the
+    /// task runtime's cancellation handler: it flips state, resumes the
+    /// waiter and schedules the producer's cancel; it calls no producer code.
+    @usableFromInline
+    func consumerTerminated(cancelled: Bool) {
+        perform(box.withLock { $0.consumerTerminated(cancelled: cancelled) })
     }
 
     @usableFromInline
     var statistics: StreamStatistics {
         var statistics = box.withLock { $0.statistics }
         control.withLock {
-            statistics.pauses = $0.machine.pauses
-            statistics.resumes = $0.machine.resumes
+            statistics.pauses = $0.pauses
+            statistics.resumes = $0.resumes
         }
         return statistics
     }
 
     // MARK: Effects (called with no lock held)
 
-    @inlinable
+    @usableFromInline
     func perform(_ effects: consuming StreamEffects<Element>) {
-        if let wakeUp = effects.wakeUp {
-            wakeUp.continuation.resume(with: wakeUp.result)
-            box.withLock { $0.wakeUpDelivered() }
-        }
+        effects.wakeUp?.resume()
         if let request = effects.control {
             apply(request)
-        } else if effects.acceptedWhilePauseWanted {
-            awaitHeldUpPause()
+        }
+        if let generation = effects.armGapTimer {
+            armGapTimer(generation)
         }
         // `effects.evicted` and `effects.discarded` are released here, outside the lock.
     }
 
-    /// An element arrived while a pause is wanted. If that pause is still held up behind a resume
-    /// call another thread is making (a descheduled consumer, say), this producer thread waits for
-    /// it — at most `pauseHandoffWait` per element — instead of running on: without it a
-    /// descheduled resumer let the producer overshoot `high` by tens of thousands of elements.
-    @usableFromInline
-    func awaitHeldUpPause() {
-        let waiter = control.withLock { box -> (DispatchSemaphore, DispatchTimeInterval)? in
-            guard box.pauseHeldUpElsewhere else { return nil }
-            let waiter = DispatchSemaphore(value: 0)
-            box.pauseWaiters.append(waiter)
-            return (waiter, box.pauseHandoffWait)
-        }
-        if let (waiter, wait) = waiter { _ = waiter.wait(timeout: .now() + wait) }
-    }
-
     /// Passes a decision of the stream machine to the control machine and
-    /// makes the call it hands out, if any.
-    ///
-    /// A pause that becomes due while another thread is still making a
-    /// resume call cannot be made yet (it must land after the resume). The
-    /// producer would keep running meanwhile, and if that other thread is
-    /// descheduled it could overshoot `high` without bound; so the yielding
-    /// thread waits, at most `pauseHandoffWait`, until the pause has landed.
-    /// The wait is bounded because the resume call itself may be waiting for
-    /// this very thread (an SDK whose resume talks to its event thread).
+    /// makes (or schedules) the call it hands out, if any.
     @usableFromInline
     func apply(_ request: StreamControlRequest) {
-        let (delivery, waiter) = control.withLock {
-            box -> (ProducerControlStateMachine.Delivery?, (DispatchSemaphore, DispatchTimeInterval)?) in
+        let delivery = control.withLock { machine -> ProducerControlStateMachine.Delivery? in
             switch request {
             case .setPaused(let paused, let version):
-                let delivery = box.handOut(box.machine.setPaused(paused, version: version))
-                if paused && delivery == nil && box.pauseHeldUpElsewhere {
-                    let waiter = DispatchSemaphore(value: 0)
-                    box.pauseWaiters.append(waiter)
-                    return (nil, (waiter, box.pauseHandoffWait))
-                }
-                return (delivery, nil)
+                return machine.setPaused(paused, version: version)
             case .cancel:
-                return (box.handOut(box.machine.requestCancel()), nil)
+                return machine.requestCancel()
             case .producerFinished:
-                box.machine.producerFinished()
-                return (nil, nil)
+                machine.producerFinished()
+                return nil
             }
         }
         if let delivery { deliver(delivery) }
-        if let (waiter, wait) = waiter { _ = waiter.wait(timeout: .now() + wait) }
     }
 
-    /// Makes `first` and every producer-control call that becomes due while it
-    /// runs: this thread is the single deliverer until the machine has nothing more.
-    @usableFromInline
+    /// The caller became the deliverer of `first`: makes it where the
+    /// threading contract says (see `StreamControl`), then every call that
+    /// became due meanwhile, one at a time.
     func deliver(_ first: ProducerControlStateMachine.Delivery) {
-        var next: ProducerControlStateMachine.Delivery? = first
-        while let delivery = next {
-            delivery.perform()
-            let (following, waiters) = control.withLock { $0.completed(delivery.operation) }
-            for waiter in waiters { waiter.signal() }
-            next = following
+        if let scheduler = first.control.scheduler {
+            scheduler.enqueue { self.runDeliveries(from: first, inline: false) }
+        } else if first.operation == .cancel {
+            DispatchQueue.global().async { self.runDeliveries(from: first, inline: false) }
+        } else {
+            runDeliveries(from: first, inline: true)
         }
+    }
+
+    /// The deliverer's loop. `inline`: running on the thread whose event made
+    /// the call due (default contract), which must hand a `cancel` off to a
+    /// Dispatch worker instead of making it here, inside a yield or a
+    /// consumer's call.
+    func runDeliveries(from first: ProducerControlStateMachine.Delivery, inline: Bool) {
+        var delivery = first
+        while true {
+            delivery.perform()
+            guard let next = control.withLock({ $0.deliveryCompleted() }) else { return }
+            if inline && next.operation == .cancel {
+                DispatchQueue.global().async { self.runDeliveries(from: next, inline: false) }
+                return
+            }
+            delivery = next
+        }
+    }
+
+    /// Arms the timer of the gap that opened at reorderer generation
+    /// `generation`. A gap timeout of zero gives the gap up at once.
+    func armGapTimer(_ generation: UInt64) {
+        guard let timeout = gapTimeout else { return }
+        if timeout <= .zero {
+            gapTimerFired(generation)
+            return
+        }
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
+            self?.gapTimerFired(generation)
+        }
+    }
+
+    func gapTimerFired(_ generation: UInt64) {
+        perform(box.withLock { $0.gapTimerFired(generation: generation) })
+    }
+}
+
+/// What a `CallbackStream` value knows of the subscriptions its iterators
+/// started: the live ones (to `stop()` them) and the statistics of the most
+/// recent one, kept after it ended.
+///
+/// `@unchecked Sendable` is not needed: the state lives in a `LockedBox`.
+@usableFromInline
+final class StreamRegistry<Element: Sendable>: Sendable {
+    struct Entry {
+        weak var storage: CallbackStreamStorage<Element>?
+    }
+
+    struct State {
+        var live: [Entry] = []
+        var latest = Entry()
+        var latestID = 0
+        var lastStatistics = StreamStatistics()
+        var stopped = false
+    }
+
+    let state = LockedBox(State())
+
+    @usableFromInline
+    init() {}
+
+    /// Whether `stop()` was called: new subscriptions end at once.
+    @usableFromInline
+    var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// A new subscription is being created: its number.
+    func register() -> Int {
+        state.withLock { state in
+            state.latestID += 1
+            state.latest = Entry()
+            return state.latestID
+        }
+    }
+
+    /// The subscription numbered `id` is live (its storage exists).
+    @usableFromInline
+    func track(_ storage: CallbackStreamStorage<Element>) {
+        state.withLock { state in
+            state.live.removeAll { $0.storage == nil }
+            state.live.append(Entry(storage: storage))
+            if storage.subscriptionID == state.latestID { state.latest = Entry(storage: storage) }
+        }
+    }
+
+    /// Called from a storage's deinit with its final counters.
+    func subscriptionEnded(id: Int, statistics: StreamStatistics) {
+        state.withLock { state in
+            if id == state.latestID { state.lastStatistics = statistics }
+        }
+    }
+
+    @usableFromInline
+    var statistics: StreamStatistics {
+        let (latest, last) = state.withLock { ($0.latest.storage, $0.lastStatistics) }
+        return latest?.statistics ?? last
+    }
+
+    @usableFromInline
+    func stopAll() {
+        let live = state.withLock { state -> [CallbackStreamStorage<Element>] in
+            state.stopped = true
+            return state.live.compactMap(\.storage)
+        }
+        for storage in live { storage.consumerTerminated(cancelled: false) }
     }
 }

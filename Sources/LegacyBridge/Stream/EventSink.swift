@@ -3,87 +3,81 @@
 ///
 /// The same sink type feeds a ``CallbackStream`` and an `AsyncThrowingStream`
 /// built with `AsyncThrowingStream.bridging(of:buffering:ordering:_:)`, so a
-/// producer is written once. Every method is thread-safe, never waits for the
-/// consumer to consume, and may be called from inside the ``StreamControl``
-/// closures. (One exception, backpressure only: while a wanted pause is held
-/// up by another thread — still calling `resume`, or still running `start` —
-/// a yield waits, at most 10 ms, for the pause to be made; see ``CallbackStream``.)
+/// producer is written once. Every method is thread-safe, may be called from
+/// inside the ``StreamControl`` closures, and never blocks or waits: it takes
+/// the stream's lock for a few instructions and returns. The answer of a
+/// yield tells the producer synchronously whether the stream wants it to go
+/// on (see ``YieldOutcome``).
 ///
 /// Keep payloads value-based: copy C buffers into `Sendable` Swift values
 /// inside the callback before yielding them.
 public struct EventSink<Element: Sendable>: Sendable {
-    @usableFromInline
-    enum Backend: Sendable {
-        case stream(CallbackStreamStorage<Element>)
-        case bridge(StreamBridge<Element>)
-    }
-
-    @usableFromInline let backend: Backend
+    @usableFromInline let storage: CallbackStreamStorage<Element>
 
     @usableFromInline
-    init(backend: Backend) {
-        self.backend = backend
+    init(storage: CallbackStreamStorage<Element>) {
+        self.storage = storage
     }
 
     /// Delivers one element (streams with ``StreamOrdering/arrival`` ordering).
     ///
     /// - Parameter element: The element.
-    /// - Returns: Whether it was enqueued, dropped by the buffering policy
-    ///   (for `bufferingNewest`: an older element was dropped to make room),
-    ///   or the stream had already terminated.
+    /// - Returns: ``YieldOutcome/enqueued``; ``YieldOutcome/stopProducing`` if
+    ///   it was accepted but the stream wants the producer to stop
+    ///   (backpressure); ``YieldOutcome/dropped`` if the buffering policy
+    ///   dropped an element (for `bufferingNewest`: an older one to make
+    ///   room); ``YieldOutcome/terminated`` if the stream had terminated.
     @inlinable
     @discardableResult
     public func yield(_ element: Element) -> YieldOutcome {
-        switch backend {
-        case .stream(let storage): return storage.yield(element)
-        case .bridge(let bridge): return bridge.yield(element)
-        }
+        storage.yield(element)
     }
 
     /// Delivers several elements in order, under one lock (streams with
-    /// ``StreamOrdering/arrival`` ordering).
+    /// ``StreamOrdering/arrival`` ordering): one append of the whole batch, at
+    /// most one wake-up of the consumer and one watermark check. Arrays and
+    /// other contiguous collections are appended without a copy; any other
+    /// sequence is copied first, outside the lock.
     ///
     /// - Parameter elements: The elements.
-    /// - Returns: ``YieldOutcome/dropped`` if the buffering policy dropped any
-    ///   element, ``YieldOutcome/terminated`` if the stream had terminated,
-    ///   otherwise ``YieldOutcome/enqueued``.
+    /// - Returns: ``YieldOutcome/terminated`` if the stream had terminated,
+    ///   ``YieldOutcome/dropped`` if the buffering policy dropped any element,
+    ///   ``YieldOutcome/stopProducing`` if the stream wants the producer to
+    ///   stop, otherwise ``YieldOutcome/enqueued``.
+    @inlinable
     @discardableResult
     public func yield(contentsOf elements: some Sequence<Element>) -> YieldOutcome {
-        let elements = ContiguousArray(elements)  // iterate user code outside the lock
-        switch backend {
-        case .stream(let storage): return storage.yield(contentsOf: elements)
-        case .bridge(let bridge): return bridge.yield(contentsOf: elements)
+        if let outcome = elements.withContiguousStorageIfAvailable({ storage.yield(contentsOf: $0) }) {
+            return outcome
         }
+        let copy = ContiguousArray(elements)  // iterate user code outside the lock
+        return copy.withUnsafeBufferPointer { storage.yield(contentsOf: $0) }
     }
 
     /// Delivers one numbered element of a stream created with
-    /// ``StreamOrdering/sequenced(window:firstSequence:gaps:)``; the stream
-    /// delivers elements in sequence order. Several threads may call this concurrently.
+    /// ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``;
+    /// the stream delivers elements in sequence order. Several threads may
+    /// call this concurrently.
     ///
     /// - Parameters:
     ///   - element: The element.
-    ///   - sequence: Its sequence number.
-    /// - Returns: ``YieldOutcome/enqueued`` if it was delivered or is held
-    ///   until its predecessors arrive; ``YieldOutcome/dropped`` if it was
-    ///   stale (a duplicate, or older than the next expected number), did not
-    ///   fit the window under ``SequenceGapPolicy/fail``, or the buffering
-    ///   policy dropped an element; ``YieldOutcome/terminated`` if the stream
-    ///   had terminated.
+    ///   - sequence: Its sequence number (any value; see ``SequenceReorderer``
+    ///     for how stale, wrapped and garbage numbers are handled).
+    /// - Returns: ``YieldOutcome/enqueued`` (or ``YieldOutcome/stopProducing``
+    ///   under backpressure) if it was delivered or is held until its
+    ///   predecessors arrive; ``YieldOutcome/dropped`` if it was stale (a
+    ///   duplicate, or behind the next expected number), did not fit the
+    ///   window under ``SequenceGapPolicy/fail``, or the buffering policy
+    ///   dropped an element; ``YieldOutcome/terminated`` if the stream had terminated.
     @discardableResult
     public func yield(_ element: Element, sequence: UInt64) -> YieldOutcome {
-        switch backend {
-        case .stream(let storage): return storage.yield(element, sequence: sequence)
-        case .bridge(let bridge): return bridge.yield(element, sequence: sequence)
-        }
+        storage.yield(element, sequence: sequence)
     }
 
     /// Ends the stream normally after the elements yielded before. Only the
     /// first terminal counts.
     public func finish() {
-        switch backend {
-        case .stream(let storage): storage.finish(nil)
-        case .bridge(let bridge): bridge.finish(nil)
-        }
+        storage.finish(nil)
     }
 
     /// Ends the stream with an error, delivered after the elements yielded
@@ -91,18 +85,12 @@ public struct EventSink<Element: Sendable>: Sendable {
     ///
     /// - Parameter error: The error the consumer's `next()` throws.
     public func finish(throwing error: any Error) {
-        switch backend {
-        case .stream(let storage): storage.finish(error)
-        case .bridge(let bridge): bridge.finish(error)
-        }
+        storage.finish(error)
     }
 
     /// The stream's counters: drops by the buffering policy, stale and
     /// skipped sequence numbers, yields after termination, backpressure calls.
     public var statistics: StreamStatistics {
-        switch backend {
-        case .stream(let storage): return storage.statistics
-        case .bridge(let bridge): return bridge.statistics
-        }
+        storage.statistics
     }
 }

@@ -23,6 +23,10 @@
 /// while the producer overshoots `high`). Pause decisions therefore carry a
 /// version assigned under the stream's lock; an older decision that arrives
 /// late is ignored.
+///
+/// Where a delivery runs (inline, on a Dispatch worker, or as a job posted
+/// through the control's `ControlScheduler`) is the storage's business; the
+/// machine only guarantees one call in flight, in decided order.
 @usableFromInline
 struct ProducerControlStateMachine: Sendable {
     @usableFromInline
@@ -204,28 +208,6 @@ struct ProducerControlStateMachine: Sendable {
         case .awaitingControl, .idle, .closed:
             preconditionFailure("deliveryCompleted() without a delivery in flight")
         }
-    }
-
-    /// Whether a `resume` call is being made right now.
-    @usableFromInline
-    var isResumeInFlight: Bool {
-        if case .delivering(_, .resume, _, _, _, _) = state { return true }
-        return false
-    }
-
-    /// Whether a pause is wanted but cannot be made yet because a `resume` call is in flight.
-    @usableFromInline
-    var isPauseHeldUpByResume: Bool {
-        if case .delivering(_, .resume, _, true, false, _) = state { return true }
-        return false
-    }
-
-    /// Whether a pause is wanted but cannot be made yet because `start` has not returned the
-    /// control it would be made through.
-    @usableFromInline
-    var isPauseHeldUpByMissingControl: Bool {
-        if case .awaitingControl(true, false, false) = state { return true }
-        return false
     }
 
     /// What the producer was last told, counting a call in flight as made

@@ -32,6 +32,23 @@ struct StreamRing<Element> {
         count &+= 1
     }
 
+    /// Appends `elements` in order, growing at most once.
+    @inlinable
+    mutating func append(contentsOf elements: UnsafeBufferPointer<Element>) {
+        let needed = count &+ elements.count
+        if needed > slots.count { grow(toAtLeast: needed) }
+        var index = head &+ count
+        if index >= slots.count { index &-= slots.count }
+        slots.withUnsafeMutableBufferPointer { slots in
+            for element in elements {
+                slots[index] = element
+                index &+= 1
+                if index == slots.count { index = 0 }
+            }
+        }
+        count = needed
+    }
+
     @inlinable
     mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
@@ -56,8 +73,9 @@ struct StreamRing<Element> {
     }
 
     @inlinable
-    mutating func grow() {
-        let newCapacity = Swift.max(16, slots.count * 2)
+    mutating func grow(toAtLeast minimum: Int = 0) {
+        var newCapacity = Swift.max(16, slots.count * 2)
+        while newCapacity < minimum { newCapacity *= 2 }
         var newSlots = ContiguousArray<Element?>(repeating: nil, count: newCapacity)
         var index = head
         for offset in 0..<count {

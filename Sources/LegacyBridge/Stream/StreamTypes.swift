@@ -1,6 +1,7 @@
 // Value types shared by `CallbackStream`, `EventSink` and the
 // `AsyncThrowingStream` bridge: buffering and ordering configuration, the
-// producer's control handle, yield outcomes and statistics.
+// producer's control handle and where its calls run, yield outcomes and
+// statistics.
 
 /// How a stream stores elements that the producer yields faster than the
 /// consumer takes them.
@@ -21,13 +22,17 @@ public enum StreamBuffering: Sendable, Hashable {
     /// Keep the last `n` waiting elements, dropping the oldest one to make
     /// room. `n` must be at least 1.
     case bufferingNewest(Int)
-    /// Drop nothing; pause the producer (``StreamControl``'s `pause`) when
-    /// `high` elements are buffered and resume it once fewer than `low`
-    /// remain. Requires `0 <= low < high`.
+    /// Drop nothing; ask the producer to stop when `high` elements are held
+    /// and to go on once at most `low` are held. Requires `0 <= low < high`
+    /// (`low: 0` resumes only when everything was consumed).
     ///
-    /// Only ``CallbackStream`` supports this policy. If `start` returns no
-    /// ``StreamControl`` (or one without `pause`/`resume`), nothing can be
-    /// paused and the buffer grows as with ``unbounded``.
+    /// The producer is told in two ways, and may use either: every yield
+    /// made while the stream wants it stopped returns
+    /// ``YieldOutcome/stopProducing``, and ``StreamControl``'s `pause` is
+    /// called once; `resume` is called once when the held count falls to
+    /// `low`. If `start` returns no ``StreamControl`` with a `resume`, the
+    /// stream could never restart a stopped producer, so yields never say
+    /// `stopProducing` and the buffer grows as with ``unbounded``.
     case backpressure(low: Int, high: Int)
 
     /// Stops the program with a message that says how to fix the arguments.
@@ -42,44 +47,100 @@ public enum StreamBuffering: Sendable, Hashable {
         case .backpressure(let low, let high):
             precondition(
                 low >= 0 && low < high,
-                "StreamBuffering.backpressure(low: \(low), high: \(high)): need 0 <= low < high; the producer is paused when high elements are buffered and resumed once fewer than low remain"
+                "StreamBuffering.backpressure(low: \(low), high: \(high)): need 0 <= low < high; the producer is asked to stop when high elements are held and to go on once at most low are held"
             )
         }
     }
 }
 
 /// The order in which a stream delivers elements.
-public enum StreamOrdering: Sendable, Hashable {
+///
+/// ``arrival`` delivers elements in the order the stream received them.
+/// ``sequenced(window:firstSequence:gaps:gapTimeout:)`` restores the order of
+/// numbered elements that arrive out of order (for example from several SDK
+/// threads) with a ``SequenceReorderer``; its rules for stale, wrapped,
+/// jumping and garbage numbers are documented there.
+public struct StreamOrdering: Sendable, Hashable {
+    @usableFromInline
+    enum Kind: Sendable, Hashable {
+        case arrival
+        case sequenced(window: Int, firstSequence: UInt64, gaps: SequenceGapPolicy, gapTimeout: Duration?)
+    }
+
+    @usableFromInline let kind: Kind
+
+    init(kind: Kind) {
+        self.kind = kind
+    }
+
     /// Elements are delivered in the order the stream received them. The
     /// producer calls ``EventSink/yield(_:)`` and ``EventSink/yield(contentsOf:)``.
-    case arrival
+    public static var arrival: StreamOrdering { StreamOrdering(kind: .arrival) }
+
     /// Every element carries a sequence number and the stream restores their
-    /// order with a ``SequenceReorderer`` that holds at most `window` elements
-    /// ahead of the next expected one. The producer calls
-    /// ``EventSink/yield(_:sequence:)`` only.
+    /// order with a ``SequenceReorderer`` that holds at most `window - 1`
+    /// elements ahead of the next expected one. The producer calls
+    /// ``EventSink/yield(_:sequence:)`` only, from any thread.
     ///
-    /// Stale elements (a number below the next expected one, or a duplicate)
-    /// are dropped and counted in ``StreamStatistics/droppedStale``. A number
-    /// that does not fit in the window, and numbers still missing when the
-    /// producer finishes, are handled by `gaps` (see ``SequenceGapPolicy``).
+    /// Numbers come straight from C and are never trusted: stale and
+    /// duplicate numbers are dropped and counted, numbers wrap around
+    /// (`UInt64.max` is followed by 0), a counter that resets or wraps at a
+    /// narrower width is followed, and a single garbage number cannot
+    /// discard the rest of the stream (see ``SequenceReorderer`` for the exact rules).
     ///
     /// - Parameters:
-    ///   - window: How many elements may wait for a missing predecessor; at least 1.
+    ///   - window: How many consecutive numbers, from the next expected one,
+    ///     the stream can place; at least 1 (1 means no reordering). Storage
+    ///     grows with the distances actually seen, not with the window.
     ///   - firstSequence: The number of the first element.
-    ///   - gaps: What to do when a missing number cannot be waited for any longer.
-    case sequenced(window: Int, firstSequence: UInt64 = 0, gaps: SequenceGapPolicy = .skip)
+    ///   - gaps: What to do when a missing number cannot be waited for any
+    ///     longer: it is too far behind the newest element (window overflow),
+    ///     the producer finished, or `gapTimeout` passed.
+    ///   - gapTimeout: How long elements may wait behind a missing number
+    ///     without progress before the gap is given up (then `gaps` applies);
+    ///     `nil` (the default) waits until the window overflows or the producer
+    ///     finishes. Zero or less gives gaps up as soon as they open; 100 years
+    ///     or more means no limit.
+    /// - Returns: The ordering.
+    public static func sequenced(
+        window: Int,
+        firstSequence: UInt64 = 0,
+        gaps: SequenceGapPolicy = .skip,
+        gapTimeout: Duration? = nil
+    ) -> StreamOrdering {
+        StreamOrdering(kind: .sequenced(window: window, firstSequence: firstSequence, gaps: gaps, gapTimeout: gapTimeout))
+    }
 
+    /// Whether this is a sequenced ordering.
+    var isSequenced: Bool {
+        if case .sequenced = kind { return true }
+        return false
+    }
+
+    /// The gap timeout to arm, if any (`nil`: none; huge values mean none).
+    var effectiveGapTimeout: Duration? {
+        guard case .sequenced(_, _, _, let timeout?) = kind else { return nil }
+        return TimeoutPlan(timeout).isNever ? nil : max(timeout, .zero)
+    }
+
+    /// Stops the program with a message that says how to fix the arguments.
     func validate() {
-        if case .sequenced(let window, _, _) = self {
+        if case .sequenced(let window, _, _, _) = kind {
             precondition(window >= 1, "StreamOrdering.sequenced(window: \(window)): the window must be at least 1")
         }
+    }
+
+    /// A reorderer for a sequenced ordering, `nil` for arrival order.
+    func makeReorderer<Element>(of _: Element.Type = Element.self) -> SequenceReorderer<Element>? {
+        guard case .sequenced(let window, let first, let gaps, _) = kind else { return nil }
+        return SequenceReorderer(window: window, firstSequence: first, gapPolicy: gaps)
     }
 }
 
 /// What a ``SequenceReorderer`` (or a sequenced stream) does when it has to
 /// give up waiting for a missing sequence number: when an element arrives
-/// too far ahead to fit in the window, or when the producer finishes while
-/// elements still wait behind a gap.
+/// too far ahead to fit in the window, when the producer finishes while
+/// elements still wait behind a gap, or when a gap timeout passes.
 public enum SequenceGapPolicy: Sendable, Hashable {
     /// Give up on the missing numbers, count them in `skippedSequences`, and
     /// go on with the elements after the gap, in order.
@@ -91,7 +152,7 @@ public enum SequenceGapPolicy: Sendable, Hashable {
 }
 
 /// A sequenced stream lost an element: `missingSequence` never arrived
-/// before the window overflowed or the producer finished.
+/// before the window overflowed, the gap timed out, or the producer finished.
 public struct SequenceGapError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The first sequence number that never arrived.
     public let missingSequence: UInt64
@@ -109,40 +170,102 @@ public struct SequenceGapError: Error, Sendable, Hashable, CustomStringConvertib
     }
 }
 
-/// What happened to the element(s) passed to a yield.
+/// What happened to the element(s) passed to a yield, and whether the
+/// stream wants the producer to go on.
+///
+/// A yield never blocks and never waits for the consumer; this answer is how
+/// the stream tells the producer, synchronously, what it wants.
 public enum YieldOutcome: Sendable, Hashable {
-    /// Accepted: buffered, handed to a waiting consumer, or (sequenced
-    /// streams) held until its predecessors arrive.
+    /// Accepted (buffered, handed to a waiting consumer, or, for sequenced
+    /// streams, held until its predecessors arrive). Go on producing.
     case enqueued
+    /// Accepted, but the stream holds `high` elements or more
+    /// (``StreamBuffering/backpressure(low:high:)``): stop producing until
+    /// the stream calls ``StreamControl``'s `resume`. A pull-style producer
+    /// (like a libcurl write callback that can answer "pause") can rely on
+    /// this answer alone and leave `pause` nil.
+    case stopProducing
     /// The buffering policy dropped an element (for `bufferingNewest`, an
-    /// older one to make room), or a sequenced element was stale. Counted in
-    /// ``StreamStatistics``.
+    /// older one to make room), or a sequenced element was stale or garbage.
+    /// Counted in ``StreamStatistics``.
     case dropped
     /// The stream had already terminated (finished, failed or cancelled by the
     /// consumer); nothing was stored. Counted in
-    /// ``StreamStatistics/yieldedAfterTermination``.
+    /// ``StreamStatistics/yieldedAfterTermination``. Stop producing.
     case terminated
+
+    /// Whether the producer should stop: ``stopProducing`` or ``terminated``.
+    @inlinable
+    public var shouldStop: Bool {
+        switch self {
+        case .stopProducing, .terminated: return true
+        case .enqueued, .dropped: return false
+        }
+    }
+}
+
+/// Where a stream runs its producer-control calls (`pause`, `resume`,
+/// `cancel`): a function that runs a job on the thread, queue or event loop
+/// the SDK requires, later (it must not run the job inside the call).
+///
+/// Single-threaded SDKs (libcurl's multi interface, c-ares channels, most
+/// GUI and device SDKs) must only be called from their own thread. Give the
+/// stream a scheduler that posts to that thread, and every control call is
+/// made there, one job at a time, in the order the stream decided them.
+///
+/// ```swift
+/// StreamControl(scheduler: ControlScheduler { job in loop.post(job) },
+///               cancel: { transfer.remove() }, resume: { transfer.unpause() })
+/// ```
+public struct ControlScheduler: Sendable {
+    @usableFromInline let enqueue: @Sendable (_ job: @escaping @Sendable () -> Void) -> Void
+
+    /// Creates a scheduler from a function that runs a job later on the
+    /// producer's own thread.
+    ///
+    /// - Parameter enqueue: Queues `job` to run on the producer's thread. It
+    ///   is called from any thread (a producer thread inside a yield, the
+    ///   consumer, the task runtime's cancellation handler), so it must be
+    ///   thread-safe, must not block, and must not run `job` before it returns.
+    public init(_ enqueue: @escaping @Sendable (_ job: @escaping @Sendable () -> Void) -> Void) {
+        self.enqueue = enqueue
+    }
 }
 
 /// The producer's handle, returned by a stream's `start` closure: how the
-/// stream cancels, pauses and resumes the underlying operation.
+/// stream cancels, pauses and resumes the underlying operation, and where it
+/// makes those calls.
 ///
-/// The stream calls these closures outside all of its locks, one at a time
-/// (never two of them concurrently), in the order it decided them, and never
-/// anything after `cancel`. They may call back into the ``EventSink``
-/// synchronously. A call may come from any thread: the consumer's (cancel on
-/// cancellation, resume after draining) or a producer thread (pause from the
-/// yield that reached `high`).
+/// ## Threading contract
+/// The stream makes these calls one at a time (never two of them
+/// concurrently, never two in flight), in the order it decided them,
+/// coalesced (a pause wanted and unwanted again before it was made is not
+/// made), and nothing after `cancel`. It never holds a lock while making
+/// them, so they may call back into the ``EventSink`` synchronously.
 ///
-/// How a producer uses it:
+/// - With a `scheduler`, **every** call runs as a job posted through it, so
+///   it lands on the SDK's own thread; the stream never calls the producer
+///   from any other thread. Use this for single-threaded SDKs.
+/// - Without one, `cancel` runs on a Dispatch worker thread: never inside a
+///   yield or finish (an SDK whose cancel waits for its running callbacks to
+///   return would deadlock), never inside the task runtime's cancellation
+///   handler, never on the cooperative pool (a cancel that takes seconds
+///   delays nobody). `pause` and `resume` run on the thread whose event made
+///   them due: `pause` on a producer thread inside the yield that reached
+///   `high`, `resume` on the consumer when it comes back for more. If another
+///   thread is making a call at that moment, the call is made by that thread
+///   right after its own; nobody waits.
+///
+/// ## How a producer uses it
 /// - `cancel`: stop the operation and release its resources; the producer
 ///   need not call `finish` afterwards (the consumer is gone), and anything
 ///   it still yields returns ``YieldOutcome/terminated``.
 /// - `pause`: stop delivering soon. Events already in flight may still be
-///   yielded; they are kept. Do not block waiting for in-flight callbacks
-///   inside `pause`.
+///   yielded; they are kept. Optional: a producer that stops when a yield
+///   returns ``YieldOutcome/stopProducing`` can leave it nil.
 /// - `resume`: deliver again. Pause and resume alternate, starting with pause.
 public struct StreamControl: Sendable {
+    let scheduler: ControlScheduler?
     let cancel: @Sendable () -> Void
     let pause: (@Sendable () -> Void)?
     let resume: (@Sendable () -> Void)?
@@ -150,19 +273,24 @@ public struct StreamControl: Sendable {
     /// Creates a control handle.
     ///
     /// - Parameters:
+    ///   - scheduler: Where to run every call (see the threading contract
+    ///     above), or `nil` for the default.
     ///   - cancel: Called exactly once if the consumer stops (task cancelled,
-    ///     loop left, iterator dropped) before the producer finished. If the
-    ///     consumer stops while `start` is still running, it is called as soon
-    ///     as `start` returns this handle.
+    ///     loop left, iterator dropped, ``CallbackStream/stop()``) or a gap
+    ///     fails a sequenced stream, before the producer finished. If that
+    ///     happens while `start` is still running, it is called once `start`
+    ///     has returned this handle.
     ///   - pause: Called when a ``StreamBuffering/backpressure(low:high:)``
     ///     stream reaches its high watermark. Elements yielded after it are
     ///     still kept.
-    ///   - resume: Called when such a stream drains below its low watermark.
+    ///   - resume: Called when such a stream has drained to its low watermark.
     public init(
+        scheduler: ControlScheduler? = nil,
         cancel: @escaping @Sendable () -> Void,
         pause: (@Sendable () -> Void)? = nil,
         resume: (@Sendable () -> Void)? = nil
     ) {
+        self.scheduler = scheduler
         self.cancel = cancel
         self.pause = pause
         self.resume = resume
@@ -170,17 +298,24 @@ public struct StreamControl: Sendable {
 }
 
 /// Counters of one stream subscription, read through
-/// ``EventSink/statistics`` or ``CallbackStream/AsyncIterator/statistics``.
+/// ``EventSink/statistics``, ``CallbackStream/AsyncIterator/statistics`` or
+/// ``CallbackStream/statistics``.
 public struct StreamStatistics: Sendable, Hashable {
     /// Elements accepted (buffered, handed to the consumer, or released by the reorderer).
     public var enqueued: Int = 0
     /// Elements dropped by `bufferingOldest` / `bufferingNewest`.
     public var droppedByBuffering: Int = 0
     /// Sequenced elements dropped because their number was below the next
-    /// expected one, or a duplicate.
+    /// expected one, a duplicate, or a far jump that nothing confirmed
+    /// (garbage; see ``SequenceReorderer``).
     public var droppedStale: Int = 0
     /// Sequence numbers given up as missing (``SequenceGapPolicy/skip``).
     public var skippedSequences: UInt64 = 0
+    /// Sequenced elements held right now behind a missing number (waiting for
+    /// a predecessor, or for a far jump to be confirmed).
+    public var heldBehindGap: Int = 0
+    /// Gaps given up because `gapTimeout` passed without progress.
+    public var gapsTimedOut: Int = 0
     /// Yields (counting each element) after the stream terminated; each returned ``YieldOutcome/terminated``.
     public var yieldedAfterTermination: Int = 0
     /// Elements that were buffered or waiting for reordering when the stream
@@ -189,10 +324,12 @@ public struct StreamStatistics: Sendable, Hashable {
     /// The most elements held at once: waiting in the stream plus those in the
     /// consumer's current batch.
     public var peakBuffered: Int = 0
-    /// Elements accepted while a backpressure pause was in force (decided and
-    /// not yet lifted): the producer's in-flight overshoot beyond `high`.
+    /// Elements accepted while the stream wanted the producer stopped (each
+    /// such yield returned ``YieldOutcome/stopProducing``): the producer's
+    /// in-flight overshoot beyond `high`.
     public var acceptedWhilePaused: Int = 0
-    /// Calls made to ``StreamControl``'s `pause`.
+    /// Calls made to ``StreamControl``'s `pause` (counted also when `pause` is
+    /// nil and the producer was told by the yields' answer alone).
     public var pauses: Int = 0
     /// Calls made to ``StreamControl``'s `resume`.
     public var resumes: Int = 0
@@ -203,4 +340,39 @@ public struct StreamStatistics: Sendable, Hashable {
     /// Every element dropped without being delivered:
     /// ``droppedByBuffering`` + ``droppedStale``.
     public var dropped: Int { droppedByBuffering + droppedStale }
+}
+
+/// How a timeout argument is read, everywhere in the library: zero or less
+/// times out at once, 100 years or more means no timeout (so that huge values
+/// such as `.seconds(Int64.max)` never overflow a clock), anything between is
+/// a deadline.
+@usableFromInline
+enum TimeoutPlan: Sendable {
+    case never
+    case immediately
+    case after(Duration)
+
+    /// 100 years: the longest timeout the library arms.
+    @usableFromInline static let longest = Duration.seconds(100 * 365 * 24 * 3600)
+
+    @inlinable
+    init(_ timeout: Duration?) {
+        guard let timeout else {
+            self = .never
+            return
+        }
+        if timeout <= .zero {
+            self = .immediately
+        } else if timeout >= Self.longest {
+            self = .never
+        } else {
+            self = .after(timeout)
+        }
+    }
+
+    @usableFromInline
+    var isNever: Bool {
+        if case .never = self { return true }
+        return false
+    }
 }

@@ -129,16 +129,41 @@ struct OneShotCompletionGateTests {
         }
     }
 
-    @Test("a non-positive timeout stops with a message saying to pass nil instead")
-    func zeroTimeout() async {
-        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            _ = try await withCallback(timeout: .zero) { (completion: Completion<Int>) in
-                completion.succeed(1)  // ends at once if the precondition is missing
+    @Test("a timeout of zero or less times out as soon as start returns without an outcome, and cancels the operation once")
+    func zeroTimeout() async throws {
+        for timeout in [Duration.zero, .seconds(-5)] {
+            let cancels = StreamShared(0)
+            await #expect(throws: BridgeTimeoutError(timeout: timeout)) {
+                _ = try await withCallback(timeout: timeout) { (_: Completion<Int>) in
+                    CancelHandle { cancels.update { $0 += 1 } }
+                }
+            }
+            #expect(cancels.value == 1)
+            // An outcome decided inside start still wins over an immediate timeout.
+            let value = try await withCallback(timeout: timeout) { (completion: Completion<Int>) in
+                completion.succeed(7)
                 return nil
             }
-        }.map { result in
-            let message = String(decoding: result.standardErrorContent, as: UTF8.self)
-            #expect(message.contains("pass nil for no timeout"))
+            #expect(value == 7)
+            let gate = CompletionGate<Int>()
+            gate.attach(CancelHandle { cancels.update { $0 += 1 } })
+            await #expect(throws: BridgeTimeoutError(timeout: timeout)) { _ = try await gate.value(timeout: timeout) }
+            #expect(cancels.value == 2)
+        }
+    }
+
+    @Test("a huge timeout (100 years or more, up to Duration.seconds(Int64.max)) means no timeout and never traps")
+    func hugeTimeout() async throws {
+        for timeout in [Duration.seconds(Int64.max), .seconds(100 * 365 * 24 * 3600)] {
+            let value = try await withCallback(timeout: timeout) { (completion: Completion<Int>) in
+                let completion = completion
+                DispatchQueue.global().async { completion.succeed(3) }
+                return nil
+            }
+            #expect(value == 3)
+            let gate = CompletionGate<Int>()
+            DispatchQueue.global().async { gate.finish(.success(4)) }
+            #expect(try await gate.value(timeout: timeout) == 4)
         }
     }
 }

@@ -108,22 +108,25 @@ struct StreamBridgingTests {
         #expect(outcomes.value == [.terminated])
     }
 
-    @Test("termination before start returned its control: cancel is made once, when the control arrives")
-    func cancelBeforeControl() {
+    @Test("termination before start returned its control: cancel is made once, when the control arrives; never after a finish")
+    func cancelBeforeControl() async {
         // The consumer cannot exist before `bridging` returns, so the race is
-        // forced on the machine: onTermination(.cancelled) first, then the handle.
-        var machine = StreamBridgeStateMachine<Int>(ordering: .arrival)
-        let (early, dropped) = machine.terminated(cancelled: true)
-        #expect(early == nil)
-        #expect(dropped.isEmpty)
-        let delivery = machine.controlArrived(StreamControl(cancel: {}))
-        #expect(delivery?.operation == .cancel)
-        #expect(machine.deliveryCompleted() == nil)
-        #expect(machine.terminated(cancelled: true).0 == nil)
+        // forced on the subscription's storage: the consumer goes away first, then the handle arrives.
+        let log = StreamCallLog()
+        let storage = CallbackStreamStorage<Int>(buffering: .unbounded, ordering: .arrival)
+        storage.consumerTerminated(cancelled: true)
+        #expect(log.all.isEmpty)
+        storage.controlArrived(StreamControl(cancel: { log.append("cancel") }))
+        await streamPoll("the cancel ran") { log.all == ["cancel"] }
+        storage.consumerTerminated(cancelled: true)
+        #expect(storage.control.withLock { if case .closed = $0.state { true } else { false } }, "nothing may follow cancel")
 
-        var finished = StreamBridgeStateMachine<Int>(ordering: .arrival)
-        _ = finished.terminated(cancelled: false)
-        #expect(finished.controlArrived(StreamControl(cancel: {})) == nil)
+        let finished = CallbackStreamStorage<Int>(buffering: .unbounded, ordering: .arrival)
+        finished.finish(nil)
+        finished.controlArrived(StreamControl(cancel: { log.append("cancel after finish") }))
+        finished.consumerTerminated(cancelled: true)
+        #expect(finished.control.withLock { if case .closed = $0.state { true } else { false } })
+        #expect(log.all == ["cancel"])
     }
 
     @Test("buffering policies map onto AsyncThrowingStream's, with drop counts in the sink's statistics")
@@ -143,11 +146,25 @@ struct StreamBridgingTests {
         }
     }
 
-    @Test("backpressure cannot be bridged: it stops the program with a message")
-    func backpressureRejected() async {
-        await #expect(processExitsWith: .failure) {
-            _ = AsyncThrowingStream.bridging(of: Int.self, buffering: .backpressure(low: 1, high: 2)) { _ in nil }
+    @Test("backpressure works through the bridge: the producer is told to stop at high and resumed at low, nothing is dropped")
+    func backpressureBridged() async throws {
+        let log = StreamCallLog()
+        let outcomes = StreamShared<[YieldOutcome]>([])
+        let stream = AsyncThrowingStream.bridging(of: Int.self, buffering: .backpressure(low: 1, high: 3)) { sink in
+            outcomes.value = (0..<4).map { sink.yield($0) }
+            return StreamControl(cancel: { log.append("cancel") }, pause: { log.append("pause") }, resume: {
+                log.append("resume")
+                sink.yield(4)
+                sink.finish()
+            })
         }
+        // Before the handle arrived nobody could restart a stopped producer: no stopProducing yet.
+        #expect(outcomes.value == [.enqueued, .enqueued, .enqueued, .enqueued])
+        #expect(log.all == ["pause"], "the pause due at high is made when the handle arrives")
+        var received: [Int] = []
+        for try await element in stream { received.append(element) }
+        #expect(received == [0, 1, 2, 3, 4])
+        #expect(log.all == ["pause", "resume"])
     }
 
     @Test("sequenced producers on several threads are delivered in order; stale ones are dropped and counted")
@@ -194,6 +211,7 @@ struct StreamBridgingTests {
             for try await element in stream { received.append(element) }
         }
         #expect(received == [0])
+        await streamPoll("the producer was cancelled") { log.all == ["cancel"] }
         #expect(log.all == ["cancel"])
     }
 }

@@ -331,48 +331,36 @@ struct StreamCallbackStreamTests {
         #expect(log.all == ["pause", "resume begins", "resume ends", "pause"])
     }
 
-    @Test("a yield that makes a pause due behind another thread's resume returns only after the pause has landed")
-    func pauseHandoffWaits() async throws {
+    @Test("a yield that makes a pause due behind another thread's resume call returns at once with .stopProducing; the resuming thread makes the pause right after")
+    func pauseBehindResumeNeverWaits() async throws {
         let log = StreamCallLog()
         let resumeEntered = StreamGate()
         let releaseResume = StreamGate()
+        let outcomes = StreamShared<[YieldOutcome]>([])
         let snapshot = StreamShared<[String]>([])
         let producerFinished = StreamShared(false)
-        let sinkBox = StreamShared<EventSink<Int>?>(nil)
         let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: 1, high: 2)) { sink in
-            sinkBox.value = sink
-            // The producer's wait for the pause is bounded (10 ms per element); lengthen it on this
-            // stream so that the order below does not depend on how fast the threads are scheduled.
-            if case .stream(let storage)? = sinkBox.value?.backend {
-                storage.control.withLock { $0.pauseHandoffWait = .seconds(testHangBoundSeconds) }
-            }
             sink.yield(0)
             sink.yield(1)  // high, while nobody can take them: paused when the control arrives
             streamThread {
                 resumeEntered.wait(what: "the consumer to start delivering resume")
-                sink.yield(2)
-                sink.yield(3)  // pause due while the resume is in flight: waits for it
+                // The resume call is held open: neither yield may wait for it.
+                outcomes.value = [sink.yield(2), sink.yield(3)]
                 snapshot.value = log.all
+                releaseResume.open()
+                // The resuming thread makes the pause after its resume; finishing before that
+                // would (rightly) cancel the pending pause, so wait for it here, in the test.
+                streamSpin { log.all.count == 4 }
                 sink.finish()
                 producerFinished.value = true
-            }
-            streamThread {
-                // Let the resume return only once the producer is waiting for the pause.
-                resumeEntered.wait(what: "resume to start")
-                streamSpin {
-                    guard case .stream(let storage)? = sinkBox.value?.backend else { return false }
-                    return storage.control.withLock { !$0.pauseWaiters.isEmpty }
-                }
-                releaseResume.open()
             }
             return StreamControl(
                 cancel: { log.append("cancel") },
                 pause: { log.append("pause") },
                 resume: {
                     log.append("resume begins")
-                    resumeEntered.open()  // once for each waiting thread
                     resumeEntered.open()
-                    releaseResume.wait(what: "the producer to wait for the pause")
+                    releaseResume.wait(what: "the producer to yield past high")
                     log.append("resume ends")
                 }
             )
@@ -383,7 +371,9 @@ struct StreamCallbackStreamTests {
             if element == 2 { await streamPoll("the producer finished") { producerFinished.value } }
         }
         #expect(received == [0, 1, 2, 3])
-        #expect(snapshot.value == ["pause", "resume begins", "resume ends", "pause"])
+        #expect(outcomes.value == [.enqueued, .stopProducing], "the yield that reached high must answer at once")
+        #expect(snapshot.value == ["pause", "resume begins"], "nothing may overtake the resume in flight")
+        #expect(log.all == ["pause", "resume begins", "resume ends", "pause"])
     }
 
     @Test("elements the consumer has taken but not yet consumed count towards high, so batching cannot double the bound")
@@ -495,9 +485,9 @@ struct StreamCallbackStreamTests {
         var iterator = stream.makeAsyncIterator()
         for expected in 0..<1_000 { #expect(try await iterator.next() == expected) }
         let sink = try #require(sinkBox.value)
-        guard case .stream(let storage) = sink.backend else { Issue.record("not a CallbackStream sink"); return }
+        let storage = sink.storage
         #expect(storage.box.withLock { ($0.batchesTaken, $0.suspensions) } == (1, 0))
-        // Now the consumer has to wait: exactly one suspension, resumed with the element.
+        // Now the consumer has to wait: exactly one suspension; woken, it takes the element as a batch.
         streamThread {
             streamSpin { StreamProbe.isConsumerWaiting(sink) }
             sink.yield(1_000)
@@ -505,7 +495,7 @@ struct StreamCallbackStreamTests {
         #expect(try await iterator.next() == 1_000)
         sink.finish()
         #expect(try await iterator.next() == nil)
-        #expect(storage.box.withLock { ($0.batchesTaken, $0.suspensions) } == (1, 1))
+        #expect(storage.box.withLock { ($0.batchesTaken, $0.suspensions) } == (2, 1))
     }
 
     // MARK: 6. Ordering
@@ -568,6 +558,8 @@ struct StreamCallbackStreamTests {
             for try await element in stream { received.append(element) }
         }
         #expect(received == [5])
+        // The cancel is never made inside the yield that found the gap: a Dispatch worker makes it.
+        await streamPoll("the producer was cancelled") { log.all == ["cancel"] }
         #expect(log.all == ["cancel"])
     }
 

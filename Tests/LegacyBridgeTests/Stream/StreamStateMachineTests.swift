@@ -35,7 +35,10 @@ private struct Harness {
         }
     }
 
-    mutating func arrive(_ handle: StreamControl? = streamTestControl) { run(control.controlArrived(handle)) }
+    mutating func arrive(_ handle: StreamControl? = streamTestControl) {
+        machine.controlArrived(canResume: handle?.resume != nil)
+        run(control.controlArrived(handle))
+    }
 
     @discardableResult
     mutating func yield(_ element: Int) -> YieldOutcome {
@@ -65,7 +68,7 @@ private struct Harness {
     }
 
     mutating func cancel() -> Int {
-        let effects = machine.consumerTerminated()
+        let effects = machine.consumerTerminated(cancelled: true)
         apply(effects.control)
         return effects.discarded.count
     }
@@ -90,6 +93,7 @@ private struct Harness {
         case .suspend: return .suspend
         case .end: return .end
         case .fail(let error): return .failed(String(describing: error))
+        case .cancelled: return .failed(String(describing: CancellationError()))
         }
     }
 }

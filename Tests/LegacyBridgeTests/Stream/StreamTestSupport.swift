@@ -70,8 +70,7 @@ func streamThread(_ name: String = "stream-test-producer", _ body: @escaping @Se
 /// Test-only views into a stream through the sink handed to `start`.
 enum StreamProbe {
     static func isConsumerWaiting<Element>(_ sink: EventSink<Element>) -> Bool {
-        guard case .stream(let storage) = sink.backend else { return false }
-        return storage.box.withLock { machine in
+        sink.storage.box.withLock { machine in
             if case .streaming(let waiter) = machine.state { return waiter != nil }
             return false
         }
