@@ -113,8 +113,10 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @usableFromInline let armsGapTimers: Bool
     /// Backpressure: whether the stream currently wants the producer paused.
     @usableFromInline var pauseWanted: Bool
-    /// Whether a yield may answer `.stopProducing`: the control handle
-    /// arrived and has a `resume`, so a producer that stops can be restarted.
+    /// Whether a yield may answer `.stopProducing`: until `start` returns,
+    /// yes (a producer that obeys the answer must supply a `resume`, and its
+    /// callbacks may run before `start` returns); then only if the handle
+    /// has a `resume`, so a producer that stops can be restarted.
     @usableFromInline var canStopProducer: Bool
     /// Version of the latest pause decision (orders them across threads).
     @usableFromInline var pauseVersion: UInt64
@@ -135,7 +137,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         self.isSequenced = ordering.isSequenced
         self.armsGapTimers = ordering.effectiveGapTimeout != nil
         self.pauseWanted = false
-        self.canStopProducer = false
+        self.canStopProducer = true
         self.pauseVersion = 0
         self.counters = StreamStatistics()
     }

@@ -30,7 +30,8 @@
 ///   that element is within `window` of it, the jump is real and the
 ///   reorderer follows it (held elements of the old run are released first;
 ///   a jump ahead counts the numbers it skips, and is a gap under
-///   ``SequenceGapPolicy/fail``); otherwise it was garbage and is dropped
+///   ``SequenceGapPolicy/fail``; "within" includes the very next number, so
+///   a window of 1 works); otherwise it was garbage and is dropped
 ///   (counted in ``droppedStale``). A far jump still on probation when the
 ///   stream is flushed, or when a gap is given up, is taken as real.
 public struct SequenceReorderer<Element> {
@@ -133,7 +134,9 @@ public struct SequenceReorderer<Element> {
     ) -> Placement {
         if let candidate {
             let forward = sequence &- candidate.sequence
-            if forward < UInt64(window) || (0 &- forward) < UInt64(window) {
+            // The next arrival after a real jump lies within the window of it (in order, the
+            // very next number, which is `window` ahead when the window is 1).
+            if forward <= UInt64(window) || (0 &- forward) < UInt64(window) {
                 if forward == 0 {
                     droppedStale += 1
                     return .stale

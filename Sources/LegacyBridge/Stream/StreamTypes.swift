@@ -31,8 +31,10 @@ public enum StreamBuffering: Sendable, Hashable {
     /// ``YieldOutcome/stopProducing``, and ``StreamControl``'s `pause` is
     /// called once; `resume` is called once when the held count falls to
     /// `low`. If `start` returns no ``StreamControl`` with a `resume`, the
-    /// stream could never restart a stopped producer, so yields never say
-    /// `stopProducing` and the buffer grows as with ``unbounded``.
+    /// stream could never restart a stopped producer, so from then on yields
+    /// do not say `stopProducing` and the buffer grows as with ``unbounded``.
+    /// (Yields made while `start` is still running may already say
+    /// `stopProducing`: a producer that obeys it must supply a `resume`.)
     case backpressure(low: Int, high: Int)
 
     /// Stops the program with a message that says how to fix the arguments.
@@ -183,7 +185,10 @@ public enum YieldOutcome: Sendable, Hashable {
     /// (``StreamBuffering/backpressure(low:high:)``): stop producing until
     /// the stream calls ``StreamControl``'s `resume`. A pull-style producer
     /// (like a libcurl write callback that can answer "pause") can rely on
-    /// this answer alone and leave `pause` nil.
+    /// this answer alone and leave `pause` nil; it must supply `resume`, and
+    /// should run its callbacks and the stream's `resume` on one thread (a
+    /// ``ControlScheduler`` posting to its loop), so that a resume can never
+    /// overtake the stop it answers.
     case stopProducing
     /// The buffering policy dropped an element (for `bufferingNewest`, an
     /// older one to make room), or a sequenced element was stale or garbage.

@@ -158,8 +158,8 @@ struct StreamBridgingTests {
                 sink.finish()
             })
         }
-        // Before the handle arrived nobody could restart a stopped producer: no stopProducing yet.
-        #expect(outcomes.value == [.enqueued, .enqueued, .enqueued, .enqueued])
+        // Every yield returns at once; from high on, the answer says stop.
+        #expect(outcomes.value == [.enqueued, .enqueued, .stopProducing, .stopProducing])
         #expect(log.all == ["pause"], "the pause due at high is made when the handle arrives")
         var received: [Int] = []
         for try await element in stream { received.append(element) }
