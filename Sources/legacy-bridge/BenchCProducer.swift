@@ -164,6 +164,9 @@ final class BenchStreamProducer: @unchecked Sendable {
 
     /// Set while paused or cancelled: the loop's only per-event check.
     private let attention = Atomic<Bool>(false)
+    /// Bumped by every `resume`: a producer that stops itself on a yield's answer does so only if
+    /// no resume came in between (see `stopIfNoResumeSince(_:)`).
+    private let resumes = Atomic<Int>(0)
     private let condition = BenchCondition()
     private var paused = false
     private var cancelled = false
@@ -171,13 +174,52 @@ final class BenchStreamProducer: @unchecked Sendable {
     init() {}
 
     /// Produces `0 ..< count` on the calling thread, then calls `finish` (not if cancelled).
+    /// `yield` returns whether the consumer side asked the producer to stop (a CallbackStream's
+    /// `.stopProducing`); the producer then pauses itself until `resume`, the way a pull-style SDK
+    /// does. Variants whose yield has no such answer return false.
     ///
     /// - Returns: How many events were yielded.
     @discardableResult
-    func produce(count: Int, yield: (Int) -> Void, finish: () -> Void) -> Int {
+    func produce(count: Int, yield: (Int) -> Bool, finish: () -> Void) -> Int {
         for value in 0..<count {
             if attention.load(ordering: .acquiring) && !waitWhilePaused() { return value }
-            yield(value)
+            let epoch = resumes.load(ordering: .acquiring)
+            if yield(value) { stopIfNoResumeSince(epoch) }
+        }
+        finish()
+        return count
+    }
+
+    /// Pauses, unless a `resume` arrived since the yield that asked to stop began (that resume
+    /// answers a later decision of the stream: stopping now could leave the producer paused
+    /// while the stream wants it running).
+    private func stopIfNoResumeSince(_ epoch: Int) {
+        condition.lock()
+        if resumes.load(ordering: .relaxed) == epoch {
+            paused = true
+            attention.store(true, ordering: .releasing)
+        }
+        condition.unlock()
+    }
+
+    /// Produces `0 ..< count` in batches of `batch` (the last may be shorter), reusing one buffer,
+    /// the way an SDK hands over an array of events per callback; then calls `finish`.
+    ///
+    /// - Returns: How many events were yielded.
+    @discardableResult
+    func produce(count: Int, batch: Int, yield: (UnsafeBufferPointer<Int>) -> Bool, finish: () -> Void) -> Int {
+        var buffer = [Int](repeating: 0, count: batch)
+        var value = 0
+        while value < count {
+            if attention.load(ordering: .acquiring) && !waitWhilePaused() { return value }
+            let size = min(batch, count - value)
+            buffer.withUnsafeMutableBufferPointer { slots in
+                for offset in 0..<size { slots[offset] = value + offset }
+            }
+            let epoch = resumes.load(ordering: .acquiring)
+            let stop = buffer.withUnsafeBufferPointer { yield(UnsafeBufferPointer(rebasing: $0[0..<size])) }
+            if stop { stopIfNoResumeSince(epoch) }
+            value += size
         }
         finish()
         return count
@@ -200,6 +242,7 @@ final class BenchStreamProducer: @unchecked Sendable {
 
     func resume() {
         condition.lock()
+        resumes.add(1, ordering: .releasing)
         paused = false
         attention.store(cancelled, ordering: .releasing)
         condition.signal()

@@ -18,8 +18,11 @@ enum BenchCommand {
           worker    the callback comes from a worker thread: floor vs withCallback on the very same
                     pthread worker; a bare continuation through the C SDK vs LegacyClient.fetch
           stream    one pthread producer (the same loop for every variant) to a `for try await`
-                    consumer: AsyncStream (unbounded) vs CallbackStream .unbounded and
-                    .backpressure(low: 256, high: 1024) (events/s; peak buffered elements)
+                    consumer: AsyncStream (unbounded) and a hand-written locked channel (mutex +
+                    array swap: the ceiling of a lock-based hand-off) vs CallbackStream .unbounded
+                    and .backpressure(low: 256, high: 1024), single yields and yield(contentsOf:)
+                    in batches of 64 (events/s; peak buffered elements, for a producer that obeys
+                    .stopProducing and for one that only stops on pause)
           memory    resident bytes per pending operation with 100,000 suspended at once, bare
                     continuation vs withCallback (each measured in a fresh child process)
           cancel    task.cancel() to the waiter running again, withCallback on an operation that
@@ -205,11 +208,20 @@ struct BenchRunner {
         _ = await BenchStreams.asyncStream(events: events / 10, on: thread)
         _ = try await BenchStreams.callbackStream(events: events / 10, buffering: .unbounded, on: thread)
         _ = try await BenchStreams.callbackStream(events: events / 10, buffering: backpressure, on: thread)
+        _ = await BenchStreams.lockedChannel(events: events / 10, batched: false, on: thread)
+        _ = await BenchStreams.lockedChannel(events: events / 10, batched: true, on: thread)
+        _ = try await BenchStreams.batchedCallbackStream(events: events / 10, buffering: .unbounded, on: thread)
+        _ = try await BenchStreams.batchedCallbackStream(events: events / 10, buffering: backpressure, on: thread)
         var producer = BenchSeries()
         var asyncStream = BenchSeries()
         var unbounded = BenchSeries()
         var bounded = BenchSeries()
+        var channel = BenchSeries()
+        var channelBatched = BenchSeries()
+        var batchedUnbounded = BenchSeries()
+        var batchedBounded = BenchSeries()
         var peaksBounded: [Double] = []
+        var pushPeaks: [Double] = []
         var overshoot = 0
         var peakUnbounded = 0
         var pauses: [Double] = []
@@ -224,6 +236,15 @@ struct BenchRunner {
             peaksBounded.append(Double(paced.peakBuffered))
             overshoot = max(overshoot, paced.acceptedWhilePaused)
             pauses.append(Double(paced.pauses))
+            channel.samples.append(await BenchStreams.lockedChannel(events: events, batched: false, on: thread).eventsPerSecond)
+            channelBatched.samples.append(await BenchStreams.lockedChannel(events: events, batched: true, on: thread).eventsPerSecond)
+            batchedUnbounded.samples.append(
+                try await BenchStreams.batchedCallbackStream(events: events, buffering: .unbounded, on: thread).eventsPerSecond)
+            let pushed = try await BenchStreams.callbackStream(events: events, buffering: backpressure, obeysAnswers: false, on: thread)
+            pushPeaks.append(Double(pushed.peakBuffered))
+            let batchedPaced = try await BenchStreams.batchedCallbackStream(events: events, buffering: backpressure, on: thread)
+            batchedBounded.samples.append(batchedPaced.eventsPerSecond)
+            peaksBounded.append(Double(batchedPaced.peakBuffered))
         }
         let peakLimit = 2 * BenchStreams.high
         let peakWorst = Int(peaksBounded.max() ?? 0)
@@ -235,15 +256,37 @@ struct BenchRunner {
             backpressureAcceptedWhilePaused: overshoot, backpressurePeakLimit: peakLimit,
             backpressureLow: BenchStreams.low, backpressureHigh: BenchStreams.high,
             backpressurePauses: benchMedian(pauses), callbackStreamPeakBuffered: peakUnbounded,
+            lockedChannelEventsPerSec: channel.median, lockedChannelBatchedEventsPerSec: channelBatched.median,
+            batchedEventsPerSec: batchedUnbounded.median, batchedBackpressureEventsPerSec: batchedBounded.median,
+            singleBackpressureEventsPerSec: bounded.median, batchSize: BenchStreams.batch,
+            pushStylePeakBufferedMedian: benchMedian(pushPeaks), pushStylePeakBufferedWorst: Int(pushPeaks.max() ?? 0),
             events: events, rounds: plan.streamRounds)
         report.addTarget(
             "stream: CallbackStream .unbounded / AsyncStream", value: benchRatio(unbounded, asyncStream), atLeast: 10)
         report.addTarget(
             "stream: CallbackStream .backpressure / AsyncStream", value: benchRatio(bounded, asyncStream), atLeast: 5)
         report.addTarget(
+            "stream: CallbackStream .unbounded / locked channel", value: benchRatio(unbounded, channel), atLeast: 0.9)
+        report.addTarget(
+            "stream: CallbackStream .backpressure / locked channel", value: benchRatio(bounded, channel), atLeast: 0.85)
+        report.addTarget(
+            "stream: yield(contentsOf:) x\(BenchStreams.batch) / single yields, .unbounded",
+            value: benchRatio(batchedUnbounded, unbounded), atLeast: 10)
+        report.addTarget(
+            "stream: yield(contentsOf:) x\(BenchStreams.batch) / single yields, .backpressure",
+            value: benchRatio(batchedBounded, bounded), atLeast: 10)
+        report.addInformation(
+            "stream: batched CallbackStream .unbounded / batched locked channel", value: benchRatio(batchedUnbounded, channelBatched))
+        report.addTarget(
             "stream: backpressure peak buffered, median round (elements)", value: peakMedian, atMost: Double(peakLimit))
         report.addInformation("stream: backpressure peak buffered, worst round (elements)", value: Double(peakWorst))
         report.addInformation("stream: CallbackStream .unbounded peak buffered (elements)", value: Double(peakUnbounded))
+        report.addInformation(
+            "stream: backpressure, push-style producer (pause only): peak buffered, median round",
+            value: benchMedian(pushPeaks))
+        report.addInformation(
+            "stream: backpressure, push-style producer (pause only): peak buffered, worst round",
+            value: pushPeaks.max() ?? 0)
         report.addInformation(
             "stream: producer alone / AsyncStream (producer headroom)", value: benchRatio(producer, asyncStream))
         report.addInformation(
@@ -255,6 +298,10 @@ struct BenchRunner {
             rate("  CallbackStream, .backpressure(low: \(BenchStreams.low), high: \(BenchStreams.high))", bounded,
                  note: "peak buffered \(Int(peakMedian)) median, \(peakWorst) worst; \(Int(benchMedian(pauses))) pauses"),
             rate("  the producer alone (yield to a counter)", producer),
+            rate("  locked channel (mutex + array swap), single sends", channel),
+            rate("  CallbackStream .unbounded, yield(contentsOf:) x\(BenchStreams.batch)", batchedUnbounded),
+            rate("  CallbackStream .backpressure, yield(contentsOf:) x\(BenchStreams.batch)", batchedBounded),
+            rate("  locked channel, batches of \(BenchStreams.batch)", channelBatched),
         ])
     }
 

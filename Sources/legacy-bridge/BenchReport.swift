@@ -39,6 +39,22 @@ struct BenchReport: Encodable {
         var backpressureHigh = 0
         var backpressurePauses = 0.0
         var callbackStreamPeakBuffered = 0
+        /// The hand-written locked channel (mutex + array swap), single sends: the ceiling of a
+        /// lock-based hand-off.
+        var lockedChannelEventsPerSec = 0.0
+        /// The same channel fed in batches.
+        var lockedChannelBatchedEventsPerSec = 0.0
+        /// CallbackStream `.unbounded` fed with `yield(contentsOf:)`, `batchSize` per call.
+        var batchedEventsPerSec = 0.0
+        /// CallbackStream `.backpressure` fed with `yield(contentsOf:)`.
+        var batchedBackpressureEventsPerSec = 0.0
+        /// The single-yield `.backpressure` partner of the batched figures, from the same rounds.
+        var singleBackpressureEventsPerSec = 0.0
+        var batchSize = 0
+        /// The backpressure stream with a producer that ignores the yields' answers and stops only
+        /// when `pause` is called: what it overshoots while a pause is on its way.
+        var pushStylePeakBufferedMedian = 0.0
+        var pushStylePeakBufferedWorst = 0
         var events = 0
         var rounds = 0
     }

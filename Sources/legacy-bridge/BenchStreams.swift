@@ -28,7 +28,7 @@ enum BenchStreams {
         let producer = BenchStreamProducer()
         let start = ContinuousClock.now
         thread.submit(.run {
-            producer.produce(count: events, yield: { _ = continuation.yield($0) }, finish: { continuation.finish() })
+            producer.produce(count: events, yield: { _ = continuation.yield($0); return false }, finish: { continuation.finish() })
         })
         var sum = 0
         var received = 0
@@ -42,12 +42,16 @@ enum BenchStreams {
         return Run(eventsPerSecond: Double(events) / elapsed.benchNanoseconds * 1e9, peakBuffered: 0, pauses: 0)
     }
 
-    /// `CallbackStream<Int>` with `buffering`; the producer's pause, resume and cancel back its control.
-    static func callbackStream(events: Int, buffering: StreamBuffering, on thread: BenchThread) async throws -> Run {
+    /// `CallbackStream<Int>` with `buffering`; the producer's pause, resume and cancel back its
+    /// control. `obeysAnswers`: the producer also stops itself when a yield answers
+    /// `.stopProducing` (pull style); otherwise only `pause` stops it (push style).
+    static func callbackStream(
+        events: Int, buffering: StreamBuffering, obeysAnswers: Bool = true, on thread: BenchThread
+    ) async throws -> Run {
         let producer = BenchStreamProducer()
         let stream = CallbackStream(of: Int.self, buffering: buffering) { sink in
             thread.submit(.run {
-                producer.produce(count: events, yield: { sink.yield($0) }, finish: { sink.finish() })
+                producer.produce(count: events, yield: { sink.yield($0).shouldStop && obeysAnswers }, finish: { sink.finish() })
             })
             return StreamControl(cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
@@ -69,6 +73,62 @@ enum BenchStreams {
             acceptedWhilePaused: statistics.acceptedWhilePaused)
     }
 
+    /// The batch size of the batched variants: what an SDK hands over per callback.
+    static let batch = 64
+
+    /// `CallbackStream<Int>` fed with `yield(contentsOf:)`, `batch` events per call.
+    static func batchedCallbackStream(events: Int, buffering: StreamBuffering, on thread: BenchThread) async throws -> Run {
+        let producer = BenchStreamProducer()
+        let stream = CallbackStream(of: Int.self, buffering: buffering) { sink in
+            thread.submit(.run {
+                producer.produce(count: events, batch: batch, yield: { sink.yield(contentsOf: $0).shouldStop }, finish: { sink.finish() })
+            })
+            return StreamControl(cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
+        }
+        let start = ContinuousClock.now
+        var iterator = stream.makeAsyncIterator()
+        var sum = 0
+        var received = 0
+        while let value = try await iterator.next() {
+            sum &+= value
+            received += 1
+        }
+        let elapsed = ContinuousClock.now - start
+        thread.confirmJobsDone()
+        check(received: received, sum: sum, events: events)
+        let statistics = iterator.statistics
+        return Run(
+            eventsPerSecond: Double(events) / elapsed.benchNanoseconds * 1e9,
+            peakBuffered: statistics.peakBuffered, pauses: statistics.pauses,
+            acceptedWhilePaused: statistics.acceptedWhilePaused)
+    }
+
+    /// The hand-written locked channel (the ceiling of a lock-based hand-off), single sends or
+    /// batches of `batch`.
+    static func lockedChannel(events: Int, batched: Bool, on thread: BenchThread) async -> Run {
+        let channel = BenchLockedChannel()
+        let producer = BenchStreamProducer()
+        let start = ContinuousClock.now
+        thread.submit(.run {
+            if batched {
+                producer.produce(count: events, batch: batch, yield: { channel.send(contentsOf: $0); return false }, finish: { channel.finish() })
+            } else {
+                producer.produce(count: events, yield: { channel.send($0); return false }, finish: { channel.finish() })
+            }
+        })
+        var consumer = BenchLockedChannel.Consumer(channel: channel)
+        var sum = 0
+        var received = 0
+        while let value = await consumer.next() {
+            sum &+= value
+            received += 1
+        }
+        let elapsed = ContinuousClock.now - start
+        thread.confirmJobsDone()
+        check(received: received, sum: sum, events: events)
+        return Run(eventsPerSecond: Double(events) / elapsed.benchNanoseconds * 1e9, peakBuffered: 0, pauses: 0)
+    }
+
     /// The producer alone, yielding into a function that only records the value: what the producer
     /// itself costs per event, to compare with the streams it feeds.
     static func producerOnly(events: Int, on thread: BenchThread) async -> Run {
@@ -77,7 +137,7 @@ enum BenchStreams {
             thread.submit(.run {
                 let producer = BenchStreamProducer()
                 let start = ContinuousClock.now
-                producer.produce(count: events, yield: { recorder.note($0) }, finish: {})
+                producer.produce(count: events, yield: { recorder.note($0); return false }, finish: {})
                 continuation.resume(returning: (ContinuousClock.now - start).benchNanoseconds)
             })
         }

@@ -7,9 +7,12 @@ import Testing
 struct BenchCommandTests {
     /// Every key the JSON output promises, as paths, each with a number.
     private static let promisedKeys: [String: [String]] = [
-        "oneShot": ["floorNs", "referenceGateNs", "bridgeNs", "referenceGateMainActorNs", "bridgeMainActorNs"],
+        "oneShot": ["floorNs", "referenceGateNs", "bridgeNs", "referenceGateMainActorNs", "bridgeMainActorNs", "floorMainActorNs"],
         "workerThread": ["floorNs", "bridgeNs", "fetchNs"],
-        "stream": ["asyncStreamEventsPerSec", "callbackStreamEventsPerSec", "backpressureEventsPerSec"],
+        "stream": [
+            "asyncStreamEventsPerSec", "callbackStreamEventsPerSec", "backpressureEventsPerSec", "lockedChannelEventsPerSec",
+            "batchedEventsPerSec", "batchedBackpressureEventsPerSec", "singleBackpressureEventsPerSec",
+        ],
         "memory": ["bareBytesPerPending", "bridgeBytesPerPending"],
         "cancelLatency": ["p50Ns", "p99Ns"],
     ]

@@ -6,15 +6,18 @@
 /// due while nobody was delivering receives a ``Delivery``, makes the call
 /// with no lock held, then reports ``deliveryCompleted()`` under the lock and
 /// receives the next call due, if any. Events that arrive while a call is in
-/// flight only update the wanted state; the deliverer picks them up. Pause
-/// and resume are coalesced (a pause wanted and then unwanted while a call is
-/// in flight produces nothing), so a resume decided before a newer pause can
-/// never land after it, and the producer always ends in the last wanted
-/// state. `cancel` supersedes pending pause/resume and is the last call ever
-/// made. Re-entrant events from inside a call never deliver themselves (the
-/// caller is already the deliverer), so they cannot deadlock or recurse.
+/// flight only update the wanted state; the deliverer picks them up. A resume
+/// wanted and unwanted again while a call is in flight produces nothing, but a
+/// pause is never dropped: the yield that decided it already answered
+/// `.stopProducing`, so the producer may have stopped itself, and only a
+/// later resume can restart it. So a pause wanted and unwanted again while a
+/// call is in flight is made, then the resume; the producer always ends in
+/// the last wanted state. `cancel` supersedes pending pause/resume and is the
+/// last call ever made. Re-entrant events from inside a call never deliver
+/// themselves (the caller is already the deliverer), so they cannot deadlock
+/// or recurse.
 ///
-/// Before `start` returns the control handle, wanted pause and cancel are
+/// Before `start` returns the control handle, decided pauses and a cancel are
 /// recorded and delivered as soon as the handle arrives.
 ///
 /// A stream keeps this machine behind its own small lock, not the stream's
@@ -59,21 +62,29 @@ struct ProducerControlStateMachine: Sendable {
         }
     }
 
+    /// What is wanted while the handle is missing or a call is in flight.
+    @usableFromInline
+    struct Pending: Sendable {
+        /// The state the stream wants the producer in.
+        @usableFromInline var wantPaused = false
+        /// A pause was decided and not made yet: made even if it is no longer
+        /// wanted (then followed by a resume).
+        @usableFromInline var pauseDue = false
+        @usableFromInline var cancelRequested = false
+        @usableFromInline var producerFinished = false
+
+        @usableFromInline init() {}
+    }
+
     @usableFromInline
     enum State: Sendable {
         /// `start` has not returned its handle yet.
-        case awaitingControl(wantPaused: Bool, cancelRequested: Bool, producerFinished: Bool)
+        case awaitingControl(Pending)
         /// Handle known, no call in flight; the producer was last told `paused`.
         case idle(control: StreamControl, paused: Bool)
-        /// A deliverer is making `inFlight`.
-        case delivering(
-            control: StreamControl,
-            inFlight: Operation,
-            pausedAfterInFlight: Bool,
-            wantPaused: Bool,
-            cancelRequested: Bool,
-            producerFinished: Bool
-        )
+        /// A deliverer is making `inFlight`; afterwards the producer counts as
+        /// told `pausedAfterInFlight`.
+        case delivering(control: StreamControl, inFlight: Operation, pausedAfterInFlight: Bool, pending: Pending)
         /// No call will ever be made again: cancel was delivered, the producer
         /// finished, or there is no handle.
         case closed
@@ -88,33 +99,20 @@ struct ProducerControlStateMachine: Sendable {
 
     @usableFromInline
     init() {
-        self.state = .awaitingControl(wantPaused: false, cancelRequested: false, producerFinished: false)
+        self.state = .awaitingControl(Pending())
     }
 
     /// `start` returned. The caller becomes the deliverer of the result.
     @usableFromInline
     mutating func controlArrived(_ control: StreamControl?) -> Delivery? {
-        switch state {
-        case .awaitingControl(let wantPaused, let cancelRequested, let producerFinished):
-            guard let control else {
-                state = .closed
-                return nil
-            }
-            if cancelRequested {
-                return deliver(.cancel, control, paused: false, wantPaused: false, cancel: true, finished: producerFinished)
-            }
-            if producerFinished {
-                state = .closed
-                return nil
-            }
-            if wantPaused {
-                return deliver(.pause, control, paused: false, wantPaused: true, cancel: false, finished: false)
-            }
-            state = .idle(control: control, paused: false)
-            return nil
-        case .idle, .delivering, .closed:
+        guard case .awaitingControl(let pending) = state else {
             preconditionFailure("StreamControl arrived twice")
         }
+        guard let control else {
+            state = .closed
+            return nil
+        }
+        return next(control, told: false, pending)
     }
 
     /// The stream wants the producer paused (`true`) or running (`false`).
@@ -124,17 +122,20 @@ struct ProducerControlStateMachine: Sendable {
         guard version > self.version else { return nil }
         self.version = version
         switch state {
-        case .awaitingControl(_, let cancelRequested, let producerFinished):
-            state = .awaitingControl(wantPaused: paused, cancelRequested: cancelRequested, producerFinished: producerFinished)
+        case .awaitingControl(var pending):
+            pending.wantPaused = paused
+            if paused { pending.pauseDue = true }
+            state = .awaitingControl(pending)
             return nil
         case .idle(let control, let current):
             guard paused != current else { return nil }
-            return deliver(paused ? .pause : .resume, control, paused: current, wantPaused: paused, cancel: false, finished: false)
-        case .delivering(let control, let inFlight, let after, _, let cancelRequested, let producerFinished):
-            state = .delivering(
-                control: control, inFlight: inFlight, pausedAfterInFlight: after,
-                wantPaused: paused, cancelRequested: cancelRequested, producerFinished: producerFinished
-            )
+            var pending = Pending()
+            pending.wantPaused = paused
+            return deliver(paused ? .pause : .resume, control, pending)
+        case .delivering(let control, let inFlight, let after, var pending):
+            pending.wantPaused = paused
+            if paused && !after { pending.pauseDue = true }
+            state = .delivering(control: control, inFlight: inFlight, pausedAfterInFlight: after, pending: pending)
             return nil
         case .closed:
             return nil
@@ -146,18 +147,20 @@ struct ProducerControlStateMachine: Sendable {
     @usableFromInline
     mutating func requestCancel() -> Delivery? {
         switch state {
-        case .awaitingControl(let wantPaused, let cancelRequested, let producerFinished):
-            if producerFinished || cancelRequested { return nil }
-            state = .awaitingControl(wantPaused: wantPaused, cancelRequested: true, producerFinished: false)
+        case .awaitingControl(var pending):
+            if pending.producerFinished || pending.cancelRequested { return nil }
+            pending.cancelRequested = true
+            state = .awaitingControl(pending)
             return nil
         case .idle(let control, let paused):
-            return deliver(.cancel, control, paused: paused, wantPaused: paused, cancel: true, finished: false)
-        case .delivering(let control, let inFlight, let after, let wantPaused, let cancelRequested, let producerFinished):
-            if producerFinished || cancelRequested || inFlight == .cancel { return nil }
-            state = .delivering(
-                control: control, inFlight: inFlight, pausedAfterInFlight: after,
-                wantPaused: wantPaused, cancelRequested: true, producerFinished: false
-            )
+            var pending = Pending()
+            pending.wantPaused = paused
+            pending.cancelRequested = true
+            return deliver(.cancel, control, pending, told: paused)
+        case .delivering(let control, let inFlight, let after, var pending):
+            if pending.producerFinished || pending.cancelRequested || inFlight == .cancel { return nil }
+            pending.cancelRequested = true
+            state = .delivering(control: control, inFlight: inFlight, pausedAfterInFlight: after, pending: pending)
             return nil
         case .closed:
             return nil
@@ -169,15 +172,14 @@ struct ProducerControlStateMachine: Sendable {
     @usableFromInline
     mutating func producerFinished() {
         switch state {
-        case .awaitingControl(let wantPaused, let cancelRequested, _):
-            state = .awaitingControl(wantPaused: wantPaused, cancelRequested: cancelRequested, producerFinished: true)
+        case .awaitingControl(var pending):
+            pending.producerFinished = true
+            state = .awaitingControl(pending)
         case .idle:
             state = .closed
-        case .delivering(let control, let inFlight, let after, let wantPaused, let cancelRequested, _):
-            state = .delivering(
-                control: control, inFlight: inFlight, pausedAfterInFlight: after,
-                wantPaused: wantPaused, cancelRequested: cancelRequested, producerFinished: true
-            )
+        case .delivering(let control, let inFlight, let after, var pending):
+            pending.producerFinished = true
+            state = .delivering(control: control, inFlight: inFlight, pausedAfterInFlight: after, pending: pending)
         case .closed:
             break
         }
@@ -187,27 +189,14 @@ struct ProducerControlStateMachine: Sendable {
     /// caller stops being the deliverer).
     @usableFromInline
     mutating func deliveryCompleted() -> Delivery? {
-        switch state {
-        case .delivering(let control, let inFlight, let after, let wantPaused, let cancelRequested, let producerFinished):
-            if inFlight == .cancel {
-                state = .closed
-                return nil
-            }
-            if cancelRequested {
-                return deliver(.cancel, control, paused: after, wantPaused: wantPaused, cancel: true, finished: producerFinished)
-            }
-            if producerFinished {
-                state = .closed
-                return nil
-            }
-            if wantPaused != after {
-                return deliver(wantPaused ? .pause : .resume, control, paused: after, wantPaused: wantPaused, cancel: false, finished: false)
-            }
-            state = .idle(control: control, paused: after)
-            return nil
-        case .awaitingControl, .idle, .closed:
+        guard case .delivering(let control, let inFlight, let after, let pending) = state else {
             preconditionFailure("deliveryCompleted() without a delivery in flight")
         }
+        if inFlight == .cancel {
+            state = .closed
+            return nil
+        }
+        return next(control, told: after, pending)
     }
 
     /// What the producer was last told, counting a call in flight as made
@@ -217,29 +206,44 @@ struct ProducerControlStateMachine: Sendable {
         switch state {
         case .awaitingControl, .closed: return nil
         case .idle(_, let paused): return paused
-        case .delivering(_, _, let after, _, _, _): return after
+        case .delivering(_, _, let after, _): return after
         }
     }
 
-    private mutating func deliver(
-        _ operation: Operation, _ control: StreamControl,
-        paused: Bool, wantPaused: Bool, cancel: Bool, finished: Bool
-    ) -> Delivery {
+    /// The call due when nothing is in flight and the producer was last told `told`.
+    private mutating func next(_ control: StreamControl, told: Bool, _ pending: Pending) -> Delivery? {
+        if pending.cancelRequested {
+            return deliver(.cancel, control, pending, told: told)
+        }
+        if pending.producerFinished {
+            state = .closed
+            return nil
+        }
+        var rest = pending
+        rest.pauseDue = false
+        if pending.pauseDue && !told {
+            return deliver(.pause, control, rest)
+        }
+        if pending.wantPaused != told {
+            return deliver(pending.wantPaused ? .pause : .resume, control, rest)
+        }
+        state = .idle(control: control, paused: told)
+        return nil
+    }
+
+    private mutating func deliver(_ operation: Operation, _ control: StreamControl, _ pending: Pending, told: Bool = false) -> Delivery {
         let after: Bool
         switch operation {
-        case .pause: after = true
-        case .resume: after = false
-        case .cancel: after = paused
+        case .pause:
+            after = true
+            pauses += 1
+        case .resume:
+            after = false
+            resumes += 1
+        case .cancel:
+            after = told
         }
-        state = .delivering(
-            control: control, inFlight: operation, pausedAfterInFlight: after,
-            wantPaused: wantPaused, cancelRequested: cancel, producerFinished: finished
-        )
-        switch operation {
-        case .pause: pauses += 1
-        case .resume: resumes += 1
-        case .cancel: break
-        }
+        state = .delivering(control: control, inFlight: operation, pausedAfterInFlight: after, pending: pending)
         return Delivery(operation: operation, control: control)
     }
 }

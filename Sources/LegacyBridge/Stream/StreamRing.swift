@@ -10,8 +10,11 @@ struct StreamRing<Element> {
     @usableFromInline var count: Int
 
     /// Capacity above which an emptied ring gives its storage back instead of
-    /// keeping it for reuse (a burst must not pin memory forever).
-    @usableFromInline static var retainedCapacity: Int { 4096 }
+    /// keeping it for reuse: 1 MiB of slots (a burst must not pin memory
+    /// forever, but a fast producer must not regrow its buffer for every batch).
+    @usableFromInline static var retainedCapacity: Int {
+        Swift.max(4096, (1 << 20) / MemoryLayout<Element?>.stride)
+    }
 
     @inlinable
     init() {
@@ -72,18 +75,30 @@ struct StreamRing<Element> {
         head = 0
     }
 
+    /// Moves the elements into new storage of at least `minimum` (and at least double) slots,
+    /// in two bulk copies (the ring's two segments), the rest filled with `nil`.
     @inlinable
     mutating func grow(toAtLeast minimum: Int = 0) {
-        var newCapacity = Swift.max(16, slots.count * 2)
-        while newCapacity < minimum { newCapacity *= 2 }
-        var newSlots = ContiguousArray<Element?>(repeating: nil, count: newCapacity)
-        var index = head
-        for offset in 0..<count {
-            newSlots[offset] = slots[index]
-            index += 1
-            if index == slots.count { index = 0 }
+        var newCapacity = Swift.max(16, slots.count &* 2)
+        while newCapacity < minimum { newCapacity &*= 2 }
+        let count = self.count
+        let head = self.head
+        let newSlots = slots.withUnsafeBufferPointer { old in
+            ContiguousArray<Element?>(unsafeUninitializedCapacity: newCapacity) { fresh, initialized in
+                guard let target = fresh.baseAddress else {
+                    initialized = 0
+                    return
+                }
+                let first = Swift.min(count, old.count &- head)
+                if first > 0, let source = old.baseAddress {
+                    (target).initialize(from: source + head, count: first)
+                    if count > first { (target + first).initialize(from: source, count: count &- first) }
+                }
+                (target + count).initialize(repeating: nil, count: newCapacity &- count)
+                initialized = newCapacity
+            }
         }
         slots = newSlots
-        head = 0
+        self.head = 0
     }
 }

@@ -69,6 +69,31 @@ struct StreamProducerControlTests {
         #expect(driver.machine.pausedAsTold == true)
     }
 
+    @Test("a pause decided while a resume is in flight is made even if unwanted again (the producer may have stopped on the yield's answer), then the resume")
+    func pauseIsNeverDropped() {
+        var driver = Driver()
+        driver.take(driver.machine.controlArrived(control))
+        driver.want(true)
+        driver.complete()
+        driver.want(false)  // resume in flight
+        driver.want(true)   // a yield answered stopProducing: a pull-style producer stops itself
+        driver.want(false)  // the consumer drained again before the resume returned
+        driver.completeAll()
+        #expect(driver.delivered == [.pause, .resume, .pause, .resume])
+        #expect(driver.machine.pausedAsTold == false)
+    }
+
+    @Test("a pause decided and undecided before the handle arrives is still made, then the resume")
+    func pauseBeforeHandleIsNeverDropped() {
+        var driver = Driver()
+        driver.want(true)
+        driver.want(false)
+        driver.take(driver.machine.controlArrived(control))
+        driver.completeAll()
+        #expect(driver.delivered == [.pause, .resume])
+        #expect(driver.machine.pausedAsTold == false)
+    }
+
     @Test("a pause due before the handle arrives is made when it arrives; a cancel requested before it wins")
     func beforeControl() {
         var driver = Driver()
