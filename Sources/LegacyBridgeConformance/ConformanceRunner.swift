@@ -67,8 +67,8 @@ public enum ConformanceRunner {
     package static func help(_ configuration: Configuration) -> String {
         """
         USAGE: \(configuration.command) [--adapter NAME|all] [--scenario NAME[,NAME...]]
-               [--list-adapters] [--list-scenarios] [--json] [--in-process]
-               [--watchdog S] [--seed X] [--burst N]
+               [--flagging-only] [--list-adapters] [--list-scenarios] [--json]
+               [--in-process] [--watchdog S] [--seed X] [--burst N]
 
         Runs the adapter conformance suite. Each scenario runs in a child process (this executable,
         re-run), so an adapter that traps or deadlocks fails that scenario and the suite goes on.
@@ -79,6 +79,8 @@ public enum ConformanceRunner {
         OPTIONS
           --adapter NAME|all  Which adapters: one name, or all. Default: \(configuration.defaultDescription).
           --scenario NAMES    Run only these scenarios (comma-separated names).
+          --flagging-only     Run gallery adapters (wrong on purpose) only on the scenarios that
+                              must flag them; adapters that must work still run every scenario.
           --list-adapters     Print one adapter per line (name, a space, a one-line description).
           --list-scenarios    Print one scenario per line (kind, name, a one-line description).
           --json              Print the report as JSON (and nothing else on standard output).
@@ -178,7 +180,12 @@ public enum ConformanceRunner {
         let json = parsed.switches.contains("json")
         let isolated = !parsed.switches.contains("in-process")
         var reports: [(ConformanceSubject, ConformanceReport)] = []
+        let flaggingOnly = parsed.switches.contains("flagging-only")
         for subject in chosen {
+            var options = options
+            if flaggingOnly && subject.isGallery {
+                options.only = Set(subject.flaggedBy).intersection(options.only ?? Set(subject.scenarioNames))
+            }
             if !json { out.line(subjectHeader(subject)) }
             let onResult: @Sendable (ScenarioResult) -> Void = { result in
                 if !json { out.line(result.renderedLines) }
@@ -447,7 +454,7 @@ struct RunnerUsageError: Error {
 /// The runner's options: `--name value`, `--name=value`, switches, `--help`/`-h`.
 struct RunnerArguments {
     static let valueOptions: Set<String> = ["adapter", "scenario", "watchdog", "seed", "burst", "run-scenario"]
-    static let switchOptions: Set<String> = ["list-adapters", "list-scenarios", "json", "in-process", "help"]
+    static let switchOptions: Set<String> = ["list-adapters", "list-scenarios", "json", "in-process", "flagging-only", "help"]
 
     var values: [String: String] = [:]
     var switches: Set<String> = []

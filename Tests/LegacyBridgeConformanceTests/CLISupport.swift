@@ -71,6 +71,55 @@ enum CLI {
     }
 }
 
+/// One line a child printed, and whether the child was still running when it arrived.
+struct StreamedLine: Sendable {
+    var text: String
+    var processWasRunning: Bool
+}
+
+extension CLI {
+    /// Runs the CLI with `arguments`, reading standard output line by line as it arrives.
+    static func runStreaming(_ arguments: [String], bound: TimeInterval = 300) async throws -> [StreamedLine] {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try runStreamingBlocking(arguments, bound: bound) })
+            }
+        }
+    }
+
+    private static func runStreamingBlocking(_ arguments: [String], bound: TimeInterval) throws -> [StreamedLine] {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + bound, execute: killer)
+        var lines: [StreamedLine] = []
+        var pending = Data()
+        let reader = out.fileHandleForReading
+        while true {
+            let chunk = reader.availableData  // blocks until data or end of file
+            if chunk.isEmpty { break }
+            let running = process.isRunning
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending.removeSubrange(pending.startIndex...newline)
+                lines.append(StreamedLine(text: line, processWasRunning: running))
+            }
+        }
+        process.waitUntilExit()
+        killer.cancel()
+        return lines
+    }
+}
+
 /// Bytes written by one reader thread and read after it finished.
 final class LockedData: @unchecked Sendable {
     // @unchecked Sendable: `data` is only touched under `lock`.
