@@ -15,7 +15,10 @@ struct CLIRun {
 }
 
 enum CLI {
-    static var executable: URL {
+    static var executable: URL { executable(named: "legacy-bridge") }
+
+    /// An executable of this package, next to the test bundle.
+    static func executable(named name: String) -> URL {
         let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: me).deletingLastPathComponent()
@@ -23,22 +26,22 @@ enum CLI {
         while directory.pathComponents.contains(where: { $0.hasSuffix(".xctest") }) {
             directory = directory.deletingLastPathComponent()
         }
-        return directory.appendingPathComponent("legacy-bridge")
+        return directory.appendingPathComponent(name)
     }
 
     /// Runs the CLI with `arguments`; stops the child after `bound` seconds.
     ///
     /// The waiting happens on a Dispatch thread, never on the cooperative pool: a test that blocked
     /// a pool thread for the seconds a child runs would starve every other test running beside it.
-    static func run(_ arguments: [String], bound: TimeInterval = 300) async throws -> CLIRun {
+    static func run(_ arguments: [String], bound: TimeInterval = 300, executableName: String = "legacy-bridge") async throws -> CLIRun {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Result { try runBlocking(arguments, bound: bound) })
+                continuation.resume(with: Result { try runBlocking(arguments, bound: bound, executable: executable(named: executableName)) })
             }
         }
     }
 
-    private static func runBlocking(_ arguments: [String], bound: TimeInterval) throws -> CLIRun {
+    private static func runBlocking(_ arguments: [String], bound: TimeInterval, executable: URL) throws -> CLIRun {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
