@@ -356,7 +356,9 @@ package struct ConformanceEvaluation: Sendable {
         }
         json = JSONReport(adapters: adapters)
         clean = unmet.isEmpty
-        if unmet.isEmpty {
+        if unmet.isEmpty && unchecked == reports.count && !reports.isEmpty {
+            summaryLine = "conformance: nothing to compare — every adapter here is wrong on purpose, and no scenario that must flag it ran (see above); exit status 0"
+        } else if unmet.isEmpty {
             let checked = reports.count - unchecked
             summaryLine = "conformance: as expected for \(checked) adapter(s)\(unchecked > 0 ? " (\(unchecked) not checked, see above)" : "") — those that must work passed every scenario that ran; those wrong on purpose were flagged by their documented scenarios"
         } else {
