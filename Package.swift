@@ -29,12 +29,14 @@ let package = Package(
             name: "legacy-bridge",
             dependencies: ["LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "CLegacySDK"]
         ),
+        // The README's "Checking your own adapter" example, compiled (a test keeps the two in sync).
+        .executableTarget(name: "MyAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
         .testTarget(name: "CLegacySDKTests", dependencies: ["CLegacySDK"]),
         .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge"]),
         .testTarget(name: "LegacySimulatorTests", dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK"]),
         .testTarget(
             name: "LegacyBridgeConformanceTests",
-            dependencies: ["LegacyBridgeConformance", "LegacyBridge", "legacy-bridge"]
+            dependencies: ["LegacyBridgeConformance", "LegacyBridge", "legacy-bridge", "MyAdapterConformance"]
         ),
     ],
     swiftLanguageModes: [.v6]

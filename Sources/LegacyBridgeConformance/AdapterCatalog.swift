@@ -1,55 +1,85 @@
 import LegacyBridge
 import LegacySimulator
 
+/// One adapter for the conformance suite to check, of either kind, with what is expected of it.
+///
+/// Make one of your own adapters with ``oneShot(_:)`` or ``stream(_:)`` and hand a list of them to
+/// ``ConformanceRunner/main(_:)``: each is expected to pass every scenario. (The package's own
+/// bad-adapter gallery uses the same type, expecting each of its adapters to be flagged.)
+public struct ConformanceSubject: Sendable {
+    /// The adapter's name.
+    public let name: String
+    /// One line describing it.
+    public let summary: String
+    /// One-shot or stream.
+    public let kind: AdapterKind
+    /// `true` for adapters that are wrong on purpose (the gallery): they are expected to be flagged.
+    public let isGallery: Bool
+    /// The scenarios that must flag it (empty for adapters expected to pass).
+    public let flaggedBy: [String]
+    /// Its mistake is a data race, which only a ThreadSanitizer build of the runner can see.
+    public let flaggedOnlyUnderThreadSanitizer: Bool
+    private let runner: @Sendable (ConformanceOptions, (@Sendable (ScenarioResult) -> Void)?) async -> ConformanceReport
+
+    /// An adapter of yours that bridges a one-shot operation; expected to pass every scenario.
+    /// - Parameter adapter: The adapter.
+    /// - Returns: The subject.
+    public static func oneShot<Adapter: OneShotAdapter>(_ adapter: Adapter) -> ConformanceSubject {
+        ConformanceSubject(adapter, gallery: false)
+    }
+
+    /// An adapter of yours that bridges an event stream; expected to pass every scenario.
+    /// - Parameter adapter: The adapter.
+    /// - Returns: The subject.
+    public static func stream<Adapter: StreamAdapter>(_ adapter: Adapter) -> ConformanceSubject {
+        ConformanceSubject(adapter, gallery: false)
+    }
+
+    init<Adapter: OneShotAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false) {
+        name = adapter.name
+        summary = adapter.summary
+        kind = .oneShot
+        isGallery = gallery
+        self.flaggedBy = flaggedBy
+        flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
+        runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
+    }
+
+    init<Adapter: StreamAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false) {
+        name = adapter.name
+        summary = adapter.summary
+        kind = .stream
+        isGallery = gallery
+        self.flaggedBy = flaggedBy
+        flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
+        runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
+    }
+
+    /// Runs the suite (or the scenarios `options.only` names) against this adapter, in process.
+    /// - Parameter options: Watchdog bound, burst size, seed, scenario filter.
+    /// - Returns: The report.
+    public func run(options: ConformanceOptions = .init()) async -> ConformanceReport {
+        await runner(options, nil)
+    }
+
+    /// The same, calling `onResult` as each scenario ends.
+    package func run(options: ConformanceOptions, onResult: @escaping @Sendable (ScenarioResult) -> Void) async -> ConformanceReport {
+        await runner(options, onResult)
+    }
+
+    /// The names of the scenarios that apply to this adapter, in run order.
+    public var scenarioNames: [String] {
+        ConformanceSuite.scenarios(for: kind).map(\.name)
+    }
+}
+
 /// Every adapter this package ships: the library's own and the bad-adapter gallery.
 ///
 /// The `legacy-bridge conformance` command runs entries by name; tests use it to check that the
 /// library's adapters pass and every gallery adapter is flagged.
 public enum AdapterCatalog {
     /// One adapter, type-erased for running by name.
-    public struct Entry: Sendable {
-        /// The adapter's name.
-        public let name: String
-        /// One line describing it.
-        public let summary: String
-        /// One-shot or stream.
-        public let kind: AdapterKind
-        /// `true` for adapters that are wrong on purpose.
-        public let isGallery: Bool
-        /// The scenarios its documentation says must flag it (empty for the library's own).
-        public let flaggedBy: [String]
-        private let runner: @Sendable (ConformanceOptions) async -> ConformanceReport
-
-        init<Adapter: OneShotAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = []) {
-            name = adapter.name
-            summary = adapter.summary
-            kind = .oneShot
-            isGallery = gallery
-            self.flaggedBy = flaggedBy
-            runner = { await ConformanceSuite.run(adapter, options: $0) }
-        }
-
-        init<Adapter: StreamAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = []) {
-            name = adapter.name
-            summary = adapter.summary
-            kind = .stream
-            isGallery = gallery
-            self.flaggedBy = flaggedBy
-            runner = { await ConformanceSuite.run(adapter, options: $0) }
-        }
-
-        /// Runs the suite (or the scenarios `options.only` names) against this adapter, in process.
-        /// - Parameter options: Watchdog bound, burst size, seed, scenario filter.
-        /// - Returns: The report.
-        public func run(options: ConformanceOptions = .init()) async -> ConformanceReport {
-            await runner(options)
-        }
-
-        /// The names of the scenarios that apply to this adapter, in run order.
-        public var scenarioNames: [String] {
-            ConformanceSuite.scenarios(for: kind).map(\.name)
-        }
-    }
+    public typealias Entry = ConformanceSubject
 
     /// Every adapter, library first, then the gallery.
     public static let all: [Entry] = [
@@ -62,10 +92,16 @@ public enum AdapterCatalog {
         Entry(NoCancellationHandlerAdapter(), gallery: true,
               flaggedBy: ["cancel-before-handle", "never-calls-back-then-cancel", "timeout-silent-operation"]),
         Entry(EarlyContextReleaseAdapter(), gallery: true, flaggedBy: ["context-released-once"]),
+        Entry(CancelAfterSuccessAdapter(), gallery: true, flaggedBy: ["no-cancel-after-completion"]),
+        Entry(PlainBoolGateAdapter(), gallery: true, flaggedBy: ["concurrent-callbacks"], onlyUnderThreadSanitizer: true),
+        Entry(ContextReleasedOnCancelAdapter(), gallery: true, flaggedBy: ["context-released-once"]),
+        Entry(FailureAsEmptySuccessAdapter(), gallery: true, flaggedBy: ["single-failure-throws"]),
+        Entry(SemaphoreWaitAdapter(), gallery: true, flaggedBy: ["caller-not-blocked"]),
         Entry(AsyncStreamNoTerminationAdapter(), gallery: true,
               flaggedBy: ["consumer-cancel-stops-producer", "break-stops-producer"]),
         Entry(UnboundedAsyncStreamAdapter(), gallery: true, flaggedBy: ["slow-consumer-backpressure"]),
         Entry(NoReorderingStreamAdapter(), gallery: true, flaggedBy: ["out-of-order-restored"]),
+        Entry(SelfRetainingSubscriptionAdapter(), gallery: true, flaggedBy: ["stream-resources-released"]),
     ]
 
     /// The library's own adapters (the ones that must pass).

@@ -10,8 +10,9 @@ import LegacySimulator
 /// #expect(report.failures.isEmpty, "\(report.rendered)")
 /// ```
 /// In-process runs cannot survive an adapter that traps (a double resume of a checked
-/// continuation, a failed precondition): run such adapters through
-/// `legacy-bridge conformance`, which isolates every scenario in a child process.
+/// continuation, a failed precondition) and cannot see sanitizer reports: run your adapters
+/// crash-isolated with ``ConformanceRunner`` (a small executable of yours), the way
+/// `legacy-bridge conformance` runs the package's own.
 public enum ConformanceSuite {
     /// Runs every one-shot scenario against `adapter`.
     /// - Parameters:
@@ -19,8 +20,7 @@ public enum ConformanceSuite {
     ///   - options: Watchdog bound, burst size, seed, scenario filter.
     /// - Returns: One result per scenario.
     public static func run<Adapter: OneShotAdapter>(_ adapter: Adapter, options: ConformanceOptions = .init()) async -> ConformanceReport {
-        let results = await runAll(OneShotScenarios.all, on: adapter as any OneShotAdapter, options: options)
-        return ConformanceReport(adapter: adapter.name, kind: .oneShot, results: results)
+        await run(adapter, options: options, onResult: nil)
     }
 
     /// Runs every stream scenario against `adapter`.
@@ -29,7 +29,22 @@ public enum ConformanceSuite {
     ///   - options: Watchdog bound, seed, scenario filter.
     /// - Returns: One result per scenario.
     public static func run<Adapter: StreamAdapter>(_ adapter: Adapter, options: ConformanceOptions = .init()) async -> ConformanceReport {
-        let results = await runAll(StreamScenarios<Adapter>.all, on: adapter, options: options)
+        await run(adapter, options: options, onResult: nil)
+    }
+
+    /// ``run(_:options:)-(OneShotAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: OneShotAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(OneShotScenarios.all, on: adapter as any OneShotAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .oneShot, results: results)
+    }
+
+    /// ``run(_:options:)-(StreamAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: StreamAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(StreamScenarios<Adapter>.all, on: adapter, options: options, onResult: onResult)
         return ConformanceReport(adapter: adapter.name, kind: .stream, results: results)
     }
 
@@ -46,11 +61,14 @@ public enum ConformanceSuite {
     }
 
     private static func runAll<Adapter: Sendable>(
-        _ scenarios: [Scenario<Adapter>], on adapter: Adapter, options: ConformanceOptions
+        _ scenarios: [Scenario<Adapter>], on adapter: Adapter, options: ConformanceOptions,
+        onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> [ScenarioResult] {
         var results: [ScenarioResult] = []
         for (index, scenario) in scenarios.enumerated() where options.only?.contains(scenario.name) ?? true {
-            results.append(await execute(scenario, on: adapter, options: options, index: index))
+            let result = await execute(scenario, on: adapter, options: options, index: index)
+            onResult?(result)
+            results.append(result)
         }
         return results
     }

@@ -5,10 +5,13 @@ import LegacySimulator
 enum OneShotScenarios {
     static let all: [Scenario<any OneShotAdapter>] = [
         synchronousCallback,
+        singleFailure,
         repeated("repeated-callback-same-outcome", "a second identical success is ignored; the first value is returned", [.success, .success], expectSuccess: true),
         repeated("repeated-callback-success-then-error", "success then error: the success wins, the error is ignored", [.success, .failure], expectSuccess: true),
         repeated("repeated-callback-error-then-success", "error then success: the error wins, the success is ignored", [.failure, .success], expectSuccess: false),
+        concurrentCallbacks,
         finishBeforeInstall,
+        noCancelAfterCompletion,
         neverCallsBackThenCancel,
         foreignThreadCallback,
         cancelBeforeHandle,
@@ -18,6 +21,7 @@ enum OneShotScenarios {
         contextReleasedOnce,
         capturesFreed,
         mainActorCaller,
+        callerNotBlocked,
         burst,
     ]
 
@@ -25,12 +29,27 @@ enum OneShotScenarios {
         name: "synchronous-callback",
         summary: "the callback comes on the caller's thread before start returns; its value is not lost"
     ) { adapter, context in
-        let (operation, _) = context.lab.operation(.synchronous)
+        let (operation, probe) = context.lab.operation(.synchronous)
         let result = await launch(adapter, operation).value
         guard case .success(let payload) = result, payload.attempt == 1 else {
             return .fail("expected the value of callback #1, got \(describe(result))")
         }
-        return .pass
+        return noCancel(probe)
+    }
+
+    static let singleFailure = Scenario<any OneShotAdapter>(
+        name: "single-failure-throws",
+        summary: "the operation fails once, from an SDK thread; the caller gets that error, not a value"
+    ) { adapter, context in
+        let (operation, probe) = context.lab.operation(.failing(.remote, message: "conformance: injected failure"))
+        let result = await launch(adapter, operation).value
+        guard case .failure(let error) = result else {
+            return .fail("the SDK reported a failure, but the caller got a \(describe(result)): a failure must reach the caller as a thrown error, never as an empty or default value")
+        }
+        guard (error as? LegacySDKError) == .remote else {
+            return .fail("expected the SDK's own error (LegacySDKError.remote), got \(describe(result))")
+        }
+        return noCancel(probe)
     }
 
     static func repeated(_ name: String, _ summary: String, _ outcomes: [SimulatedBehavior.Outcome], expectSuccess: Bool) -> Scenario<any OneShotAdapter> {
@@ -47,26 +66,67 @@ enum OneShotScenarios {
             }
             switch (expectSuccess, result) {
             case (true, .success(let payload)) where payload.attempt == 1:
-                return .pass
+                return noCancel(probe)
             case (false, .failure(let error)) where (error as? LegacySDKError) == .remote:
-                return .pass
+                return noCancel(probe)
             default:
                 return .fail("the first callback must decide the outcome (\(expectSuccess ? "value #1" : "the SDK's error")); got \(describe(result))")
             }
         }
     }
 
+    static let concurrentCallbacks = Scenario<any OneShotAdapter>(
+        name: "concurrent-callbacks",
+        summary: "two callbacks at the same moment on two threads; one value wins, nothing crashes (run under TSan to see races)"
+    ) { adapter, context in
+        let (operation, scripted) = context.lab.scriptedOperation()
+        let task = launch(adapter, operation)
+        guard await eventually({ scripted.started }) else { return .fail("the adapter did not start the operation") }
+        // Each callback on its own thread, both let go by one barrier: the adapter's callback runs
+        // twice at once, with no synchronisation between the two threads but its own.
+        scripted.deliver(
+            [.success(LegacyPayload(requestID: 1, attempt: 1)), .success(LegacyPayload(requestID: 1, attempt: 2))],
+            concurrently: true)
+        let result = await task.value
+        guard case .success(let payload) = result, (1...2).contains(payload.attempt) else {
+            return .fail("expected the value of one of the two callbacks, got \(describe(result))")
+        }
+        guard await eventually({ scripted.probe.snapshot.released }) else {
+            return .fail("the adapter's callback did not return on both threads")
+        }
+        return noCancel(scripted.probe)
+    }
+
     static let finishBeforeInstall = Scenario<any OneShotAdapter>(
         name: "finish-before-install",
-        summary: "the callback comes from another thread while start is still running; it is not lost"
+        summary: "start is held open until the callback, made on an SDK thread, has returned; its outcome is not lost"
     ) { adapter, context in
-        let (operation, probe) = context.lab.operation(.wellBehaved, holdStartUntilCallback: true)
+        let (operation, probe) = context.lab.operation(.wellBehaved, holdStartUntilCallbackReturned: true)
         let result = await launch(adapter, operation).value
-        guard probe.snapshot.callbacks >= 1 else {
-            return .fail("the callback did not arrive while start was held open; the scenario proved nothing")
+        guard probe.snapshot.heldStartSawCallbackReturn == true else {
+            return .fail("while start was held open, the adapter's callback (on an SDK thread) did not return within \(context.lab.patience): it waits for something only start's return provides, blocking the SDK's thread")
         }
         guard case .success(let payload) = result, payload.attempt == 1 else {
-            return .fail("expected the value of callback #1, got \(describe(result))")
+            return .fail("the outcome arrived and was handled before start returned (before the adapter had a continuation); expected the value of callback #1, got \(describe(result))")
+        }
+        return noCancel(probe)
+    }
+
+    static let noCancelAfterCompletion = Scenario<any OneShotAdapter>(
+        name: "no-cancel-after-completion",
+        summary: "a success, then a failure, each decided by the SDK before any timeout: the cancel function is never called"
+    ) { adapter, context in
+        for (behavior, expectSuccess) in [(SimulatedBehavior.wellBehaved, true), (.failing(.remote), false)] {
+            let (operation, probe) = context.lab.operation(behavior, timeout: .seconds(600))
+            let result = await launch(adapter, operation).value
+            switch (expectSuccess, result) {
+            case (true, .success), (false, .failure):
+                break
+            default:
+                return .fail("expected \(expectSuccess ? "the SDK's value" : "the SDK's error"), got \(describe(result))")
+            }
+            guard await eventually({ probe.snapshot.released }) else { return .fail("the SDK never finished the operation") }
+            if case .fail(let why) = noCancel(probe) { return .fail(why) }
         }
         return .pass
     }
@@ -83,7 +143,7 @@ enum OneShotScenarios {
         name: "foreign-thread-callback",
         summary: "the callback comes from a freshly created pthread"
     ) { adapter, context in
-        let (operation, _) = context.lab.operation(.freshThread)
+        let (operation, probe) = context.lab.operation(.freshThread)
         let result = await launch(adapter, operation).value
         guard case .success(let payload) = result, payload.attempt == 1 else {
             return .fail("expected the value of callback #1, got \(describe(result))")
@@ -91,7 +151,7 @@ enum OneShotScenarios {
         guard context.lab.counters.callbacksFreshThread >= 1 else {
             return .fail("the SDK made no fresh-thread callback; the scenario proved nothing")
         }
-        return .pass
+        return noCancel(probe)
     }
 
     static let cancelBeforeHandle = Scenario<any OneShotAdapter>(
@@ -154,26 +214,24 @@ enum OneShotScenarios {
 
     static let contextReleasedOnce = Scenario<any OneShotAdapter>(
         name: "context-released-once",
-        summary: "three callbacks, then the release: the adapter's context lives until the release and is freed after it"
+        summary: "three callbacks then the release, and a cancel with a late callback: the context lives until the SDK's release, is released once"
     ) { adapter, context in
+        // Completion path: three synchronous callbacks, then the release.
         let behavior = SimulatedBehavior.synchronous.with { $0.outcomes = [.success, .success, .failure] }
         let (operation, probe) = context.lab.operation(behavior)
         _ = await launch(adapter, operation).value
         guard await eventually({ probe.snapshot.released }) else {
             return .fail("the SDK never finished the operation")
         }
-        let snapshot = probe.snapshot
-        if snapshot.contextFreedBeforeCallback {
-            return .fail("the adapter freed its context while the SDK could still call back (a use-after-free on the next callback): release it only in the SDK's release callback")
+        if let problem = probe.contextProblem() { return .fail(problem) }
+        // Cancellation path: the cancel's callback comes later from a worker, then a late one, then the release.
+        let cancelled = SimulatedBehavior.neverCompletes.with {
+            $0.cancelMode = .callbackAsynchronously
+            $0.lateCallbackAfterCancel = true
         }
-        if snapshot.contextFreedBeforeRelease {
-            return .fail("the adapter freed its context before the SDK's release callback")
-        }
-        if probe.adapterContextFreed != nil {
-            guard await eventually({ probe.adapterContextFreed == true }) else {
-                return .fail("the adapter's context was never freed after the SDK released it (a leak)")
-            }
-        }
+        let (second, secondProbe) = context.lab.operation(cancelled)
+        if case .fail(let why) = await cancelAfterStart(adapter, second, secondProbe) { return .fail(why) }
+        if let problem = await context.lab.lifetimeProblem() { return .fail(problem) }
         let counters = context.lab.counters
         guard counters.contextsCreated == counters.contextsReleased else {
             return .fail("SDK contexts created \(counters.contextsCreated), released \(counters.contextsReleased)")
@@ -204,9 +262,9 @@ enum OneShotScenarios {
                 guard await eventually({ probe.captureFreed == true }) else {
                     return .fail("after the \(path) call returned, the operation's captured state is still alive: something (the adapter's gate, its cancel handle) keeps it in a cycle")
                 }
-            } else if probe.adapterContextFreed != nil {
-                guard await eventually({ probe.adapterContextFreed == true }) else {
-                    return .fail("after the \(path) call returned, the adapter's context is still alive")
+            } else if let watch = probe.context {
+                guard await eventually({ (watch.adapterReferences ?? 0) <= 0 }) else {
+                    return .fail("after the \(path) call returned and the SDK released it, the adapter's context is still alive (\(watch.adapterReferences ?? 0) reference(s)): something keeps it in a cycle")
                 }
             }
         }
@@ -221,7 +279,42 @@ enum OneShotScenarios {
         summary: "a @MainActor caller: start runs on the main actor (no hop away) and the value arrives there"
     ) { adapter, context in
         let (operation, probe) = context.lab.operation(.wellBehaved)
-        return await MainActorProbe.run(adapter, operation, probe)
+        if case .fail(let why) = await MainActorProbe.run(adapter, operation, probe) { return .fail(why) }
+        return noCancel(probe)
+    }
+
+    static let callerNotBlocked = Scenario<any OneShotAdapter>(
+        name: "caller-not-blocked",
+        summary: "while the operation is pending, the caller's actor runs other work (no semaphore or spin wait)"
+    ) { adapter, context in
+        guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
+            return .fail("this scenario needs task executors (macOS 15, iOS 18 or later)")
+        }
+        // The caller is an actor whose tasks all run on one thread of their own: whatever the
+        // adapter does to wait — on the actor, or on a thread it hops to within this task — a
+        // blocking wait occupies that thread, on any number of cores.
+        let lane = ScenarioExecutor(label: "conformance caller", maxThreads: 1)
+        let caller = CallerActor()
+        let (operation, scripted) = context.lab.scriptedOperation()
+        let call = Task(executorPreference: lane) { await caller.call(adapter, operation) }
+        guard await eventually({ scripted.started }) else { return .fail("the adapter did not start the operation") }
+        let pinged = LockedBox(false)
+        let ping = Task(executorPreference: lane) {
+            await caller.ping()
+            pinged.withLock { $0 = true }
+        }
+        let responsive = await eventually { pinged.withLock { $0 } }
+        // Only now does the operation complete (from a thread of the lab's own), whatever happened.
+        scripted.deliver([.success(LegacyPayload(requestID: 1, attempt: 1))], concurrently: false)
+        let result = await call.value
+        await ping.value
+        guard responsive else {
+            return .fail("while the operation was pending (started, no callback yet), the caller's actor could not run anything for \(context.lab.patience): the adapter blocks the caller's thread until the callback comes (a semaphore, a lock, a spin wait). Suspend instead: a continuation, or withCallback")
+        }
+        guard case .success(let payload) = result, payload.attempt == 1 else {
+            return .fail("expected the value of callback #1, got \(describe(result))")
+        }
+        return noCancel(scripted.probe)
     }
 
     static let burst = Scenario<any OneShotAdapter>(
@@ -268,6 +361,15 @@ enum OneShotScenarios {
         return await expectCancelled(await task.value, probe, neverCancelled: "it would run forever")
     }
 
+    /// Checks the rule "the cancel handle is never called when the completion decided first".
+    static func noCancel(_ probe: OperationProbe) -> Check {
+        let cancels = probe.snapshot.cancels
+        guard cancels == 0 else {
+            return .fail("the operation completed by itself, yet the adapter called its cancel function \(cancels) time(s): never cancel an operation whose completion decided the outcome (cancel is not close; on a real SDK it can hit a request that reuses the handle)")
+        }
+        return .pass
+    }
+
     /// Checks that `result` is `CancellationError` and the operation was cancelled exactly once and finished.
     static func expectCancelled(_ result: Result<LegacyPayload, any Error>, _ probe: OperationProbe, neverCancelled: String) async -> Check {
         guard case .failure(let error) = result, error is CancellationError else {
@@ -279,6 +381,20 @@ enum OneShotScenarios {
         let cancels = probe.snapshot.cancels
         return cancels == 1 ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
     }
+}
+
+/// The caller of the caller-not-blocked scenario: an actor that must stay responsive while the
+/// adapter waits for its operation.
+actor CallerActor {
+    func call(_ adapter: any OneShotAdapter, _ operation: LegacyOperation) async -> Result<LegacyPayload, any Error> {
+        do {
+            return .success(try await adapter.value(of: operation, isolation: self))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func ping() {}
 }
 
 /// Runs the main-actor scenario's body on the main actor.

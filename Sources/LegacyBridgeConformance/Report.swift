@@ -74,19 +74,7 @@ public struct ConformanceReport: Sendable, Hashable, Codable {
 
     /// A multi-line, human-readable rendering: one line per scenario.
     public var rendered: String {
-        var lines = ["\(adapter) (\(kind.rawValue)): \(passedCount)/\(results.count) passed"]
-        for result in results {
-            let mark: String
-            switch result.verdict {
-            case .passed: mark = "ok  "
-            case .failed: mark = "FAIL"
-            case .hung: mark = "HANG"
-            case .crashed: mark = "CRASH"
-            }
-            var line = "  \(mark) \(result.name): \(result.summary)"
-            if !result.detail.isEmpty && !result.passed { line += "\n        -> \(result.detail)" }
-            lines.append(line)
-        }
+        let lines = ["\(adapter) (\(kind.rawValue)): \(passedCount)/\(results.count) passed"] + results.map(\.renderedLines)
         return lines.joined(separator: "\n")
     }
 }

@@ -47,30 +47,50 @@ struct Scenario<Adapter: Sendable>: Sendable {
 }
 
 /// Runs `scenario` against `adapter` on a fresh SDK client, bounded by the watchdog.
+///
+/// The scenario's tasks run on an executor with threads of its own (``ScenarioExecutor``), so an
+/// adapter that blocks its threads cannot starve the cooperative pool the watchdog's waiter needs.
+/// After a scenario passes, the lab checks the context lifetime rules on every one-shot operation
+/// it ran (whatever the scenario was about): no callback after the adapter released its context,
+/// no release before the SDK's, no double release, no context left behind.
 func execute<Adapter: Sendable>(
     _ scenario: Scenario<Adapter>, on adapter: Adapter, options: ConformanceOptions, index: Int
 ) async -> ScenarioResult {
     func result(_ verdict: ScenarioVerdict, _ detail: String) -> ScenarioResult {
         ScenarioResult(name: scenario.name, summary: scenario.summary, verdict: verdict, detail: detail)
     }
+    // Waits for things that must happen get most of the watchdog's bound, and never all of it: a
+    // scenario that waited in vain must still have time to say why before it counts as a hang.
+    let patience = options.watchdog * 0.6
     let lab: ScenarioLab
     do {
-        lab = try ScenarioLab(seed: options.seed &+ UInt64(index))
+        lab = try ScenarioLab(seed: options.seed &+ UInt64(index), patience: patience)
     } catch {
         return result(.failed, "could not create the simulated SDK client: \(error)")
     }
     let context = ScenarioContext(lab: lab, options: options)
-    // Waits for things that must happen get most of the watchdog's bound, and at least 2 s.
-    let patience = max(options.watchdog * 0.6, .seconds(2))
+    let executor: (any Sendable)?
+    if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) {
+        executor = ScenarioExecutor(label: "conformance \(scenario.name)", maxThreads: 4)
+    } else {
+        executor = nil
+    }
     let check = await Patience.$bound.withValue(patience) {
-        await runWithWatchdog(bound: options.watchdog) {
-            await scenario.body(adapter, context)
+        await ScenarioThreads.$executor.withValue(executor) {
+            await runWithWatchdog(bound: options.watchdog) { () -> Check in
+                let check = await scenario.body(adapter, context)
+                guard case .pass = check else { return check }
+                if let problem = await lab.lifetimeProblem() { return .fail(problem) }
+                return .pass
+            }
         }
     }
     switch check {
     case .pass?:
+        lab.releaseContextGuards()
         return result(.passed, "")
     case .fail(let detail)?:
+        lab.releaseContextGuards()
         return result(.failed, detail)
     case nil:
         return result(.hung, "did not finish within \(options.watchdog) (the adapter never returned: a lost resume, a deadlock, or a wait nothing will end)")
@@ -85,7 +105,7 @@ func cancelFromForeignThread<Success, Failure>(_ task: Task<Success, Failure>) {
 
 /// Runs the adapter in its own task so a scenario can cancel it.
 func launch(_ adapter: any OneShotAdapter, _ operation: LegacyOperation) -> Task<Result<LegacyPayload, any Error>, Never> {
-    Task {
+    ScenarioThreads.task {
         do {
             return .success(try await adapter.value(of: operation, isolation: nil))
         } catch {

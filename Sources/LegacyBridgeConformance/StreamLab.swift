@@ -7,9 +7,12 @@ extension ScenarioLab {
     /// - Parameters:
     ///   - swapPairs: Deliver events pairwise swapped (1, 0, 3, 2, ...): out of order on every run,
     ///     within a window of 2, independent of thread timing.
+    ///   - beforeEnd: Runs on the SDK's thread before the first end is passed on, and may hold it
+    ///     (the lab stands in for the SDK here): a scenario forces the order "the consumer waits in
+    ///     `next()`, then the end arrives" this way.
     func source(
         _ behavior: SimulatedBehavior, totalBytes: Int, swapPairs: Bool = false,
-        lowWater: Int = 16, highWater: Int = 64
+        lowWater: Int = 16, highWater: Int = 64, beforeEnd: (@Sendable (SourceProbe) -> Void)? = nil
     ) -> (LegacyEventSource, SourceProbe) {
         let probe = SourceProbe()
         let sdk = self.sdk
@@ -27,7 +30,7 @@ extension ScenarioLab {
                     switch raw.kind {
                     case .end:
                         if swapPairs, let held = swapper.flush() { deliver(held) }
-                        probe.noteEnd()
+                        if probe.noteEnd() == 1 { beforeEnd?(probe) }
                         onEnd(raw.error)
                     case .data, .progress:
                         let event = LegacyEvent(
@@ -43,18 +46,22 @@ extension ScenarioLab {
                 onRelease: { probe.noteRelease() })
             switch started {
             case .success(let handle):
+                // The controls hold the SDK handle, as a real SDK's task object does; the lab
+                // watches them to tell when the adapter lets go of its subscription.
+                let controls = SourceControls(handle)
+                probe.watchControls(controls)
                 return LegacySourceControl(
                     cancel: {
                         probe.noteCancel()
-                        handle.cancel()
+                        controls.handle.cancel()
                     },
                     pause: {
                         probe.notePause()
-                        try? handle.pause()
+                        try? controls.handle.pause()
                     },
                     resume: {
                         probe.noteResume()
-                        try? handle.resume()
+                        try? controls.handle.resume()
                     })
             case .failure(let error):
                 probe.noteRelease()
@@ -64,6 +71,12 @@ extension ScenarioLab {
         }
         return (source, probe)
     }
+}
+
+/// What the source's controls hold: the SDK handle.
+final class SourceControls: Sendable {
+    let handle: SDKHandle
+    init(_ handle: SDKHandle) { self.handle = handle }
 }
 
 /// Holds every even-numbered event until the next one arrives, then releases both swapped.
@@ -110,21 +123,46 @@ final class SourceProbe: Sendable {
         var paused: Bool { pauses > resumes }
     }
 
-    private let state = LockedBox(Snapshot())
+    private struct State {
+        var snapshot = Snapshot()
+        weak var controls: SourceControls?
+        var controlsWatched = false
+    }
 
-    var snapshot: Snapshot { state.withLock { $0 } }
+    private let state = LockedBox(State())
 
-    func noteStart() { state.withLock { $0.starts += 1 } }
-    func noteDelivered() {
+    var snapshot: Snapshot { state.withLock { $0.snapshot } }
+
+    func watchControls(_ controls: SourceControls) {
         state.withLock {
-            $0.delivered += 1
-            $0.maxOutstanding = max($0.maxOutstanding, $0.outstanding)
+            $0.controls = controls
+            $0.controlsWatched = true
         }
     }
-    func noteConsumed() { state.withLock { $0.consumed += 1 } }
-    func noteCancel() { state.withLock { $0.cancels += 1 } }
-    func notePause() { state.withLock { $0.pauses += 1 } }
-    func noteResume() { state.withLock { $0.resumes += 1 } }
-    func noteEnd() { state.withLock { $0.ends += 1 } }
-    func noteRelease() { state.withLock { $0.released = true } }
+
+    /// Whether the adapter let go of the source's controls (and the SDK handle they hold); `nil`
+    /// when the source never started.
+    var controlsFreed: Bool? {
+        state.withLock { $0.controlsWatched ? $0.controls == nil : nil }
+    }
+
+    func noteStart() { state.withLock { $0.snapshot.starts += 1 } }
+    func noteDelivered() {
+        state.withLock {
+            $0.snapshot.delivered += 1
+            $0.snapshot.maxOutstanding = max($0.snapshot.maxOutstanding, $0.snapshot.outstanding)
+        }
+    }
+    func noteConsumed() { state.withLock { $0.snapshot.consumed += 1 } }
+    func noteCancel() { state.withLock { $0.snapshot.cancels += 1 } }
+    func notePause() { state.withLock { $0.snapshot.pauses += 1 } }
+    func noteResume() { state.withLock { $0.snapshot.resumes += 1 } }
+    /// Counts an end event from the SDK; returns how many there were so far.
+    func noteEnd() -> Int {
+        state.withLock {
+            $0.snapshot.ends += 1
+            return $0.snapshot.ends
+        }
+    }
+    func noteRelease() { state.withLock { $0.snapshot.released = true } }
 }

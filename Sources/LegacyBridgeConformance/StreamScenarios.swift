@@ -2,9 +2,16 @@ import LegacyBridge
 import LegacySimulator
 
 /// The stream contract, one scenario per way real event sources break adapters.
+///
+/// Every scenario whose stream ends (normally, with an error, or because the consumer left) also
+/// checks that the adapter let go of the source afterwards: the SDK released its context, the
+/// source's controls (which hold the SDK handle) were freed, no SDK handle is left outstanding.
 enum StreamScenarios<Adapter: StreamAdapter> {
     static var all: [Scenario<Adapter>] {
-        [eventsAfterTerminal, exactlyOneTerminal, consumerCancelStopsProducer, breakStopsProducer, slowConsumerBackpressure, outOfOrderRestored]
+        [
+            eventsAfterTerminal, exactlyOneTerminal, consumerCancelStopsProducer, breakStopsProducer,
+            slowConsumerBackpressure, outOfOrderRestored, resourcesReleased,
+        ]
     }
 
     /// What a consumer saw.
@@ -13,8 +20,8 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         var error: (any Error)?
         /// The loop ended by itself (end of sequence or a thrown error), not by `limit`.
         var ended = false
-        /// After the end, a further `next()` returned `nil` (as it must) rather than an element or an error.
-        var quietAfterEnd = true
+        /// What one more `next()` after the end did: `nil` when it returned `nil`, as it must.
+        var afterEnd: String?
     }
 
     /// Iterates the adapter's sequence, counting every element as consumed on the probe.
@@ -37,9 +44,11 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         }
         if consumed.ended {
             do {
-                if try await iterator.next() != nil { consumed.quietAfterEnd = false }
+                if let event = try await iterator.next() {
+                    consumed.afterEnd = "returned another event (sequence \(event.sequence))"
+                }
             } catch {
-                consumed.quietAfterEnd = false
+                consumed.afterEnd = "threw again (\(error))"
             }
         }
         return consumed
@@ -53,6 +62,25 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             return "event #\(index) had sequence number \(sequence): \(sequence < UInt64(index) ? "out of order or repeated" : "events were lost or reordered")"
         }
         return nil
+    }
+
+    /// Checks that the adapter let go of the source once its stream is over and the consumer has
+    /// dropped the sequence and its iterator.
+    static func sourceReleased(_ probe: SourceProbe, _ lab: ScenarioLab, after: String) async -> Check {
+        guard await eventually({ probe.snapshot.released }) else {
+            return .fail("\(after), the source never finished: the SDK still holds its context (was the source cancelled?)")
+        }
+        guard await eventually({ probe.controlsFreed != false }) else {
+            return .fail("\(after), with the sequence and its iterator gone, the adapter still holds the source's controls and the SDK handle in them (a leak per subscription): something keeps the subscription alive — a reference cycle, or a registry only cleared on cancel")
+        }
+        guard await eventually({ lab.counters.handlesOutstanding == 0 }) else {
+            return .fail("\(after), \(lab.counters.handlesOutstanding) SDK handle(s) were never released")
+        }
+        let counters = lab.counters
+        guard counters.contextsCreated == counters.contextsReleased else {
+            return .fail("\(after), SDK contexts created \(counters.contextsCreated), released \(counters.contextsReleased)")
+        }
+        return .pass
     }
 
     static var eventsAfterTerminal: Scenario<Adapter> {
@@ -69,30 +97,50 @@ enum StreamScenarios<Adapter: StreamAdapter> {
                 return .fail("the sequence did not end cleanly: \(consumed.error.map { "\($0)" } ?? "it did not end")")
             }
             if let problem = inOrderWithoutGaps(consumed.sequences, count: 16) { return .fail(problem) }
-            guard await eventually({ probe.snapshot.released }) else { return .fail("the source never finished") }
+            if let afterEnd = consumed.afterEnd { return .fail("after the end, next() \(afterEnd)") }
+            if case .fail(let why) = await sourceReleased(probe, context.lab, after: "after the stream ended") { return .fail(why) }
             guard context.lab.counters.streamEventsAfterTerminal > 0 else {
                 return .fail("the source sent nothing after its end; the scenario proved nothing")
             }
-            return consumed.quietAfterEnd ? .pass : .fail("after the end, next() produced another element or error")
+            return .pass
         }
     }
 
     static var exactlyOneTerminal: Scenario<Adapter> {
-        Scenario(name: "stream-exactly-one-terminal", summary: "the source fails and repeats its failure; the consumer sees the error once, then the end") { adapter, context in
+        Scenario(name: "stream-exactly-one-terminal", summary: "the consumer waits in next() when the source fails, then fails again: the error comes once, then the end") { adapter, context in
+            guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
+                return .fail("this scenario needs task executors (macOS 15, iOS 18 or later)")
+            }
             let behavior = SimulatedBehavior.wellBehaved.with {
                 $0.chunkSize = 1024
                 $0.progressEvery = 0
                 $0.streamEnd = .failure
                 $0.duplicateTerminal = true
             }
-            let (source, probe) = context.lab.source(behavior, totalBytes: 8 * 1024)
-            let consumed = await consume(adapter, source, probe)
+            // The consumer runs alone on a one-thread executor: when that executor is idle after
+            // the consumer took all 8 events, the consumer is parked in next(). The lab holds the
+            // source's failure until then, so the failure always reaches a waiting consumer — the
+            // order in which AsyncThrowingStream (Swift 6.3.1) throws the error a second time.
+            let lane = ScenarioExecutor(label: "conformance consumer", maxThreads: 1)
+            let forced = LockedBox<Bool?>(nil)
+            let patience = context.lab.patience
+            let (source, probe) = context.lab.source(behavior, totalBytes: 8 * 1024, beforeEnd: { probe in
+                let parked = waitUntil(within: patience) { probe.snapshot.consumed == 8 && lane.isIdle }
+                forced.withLock { $0 = parked }
+            })
+            let consumed = await Task(executorPreference: lane) { await consume(adapter, source, probe) }.value
             guard let error = consumed.error else {
                 return .fail("the source's failure was not delivered (the sequence \(consumed.ended ? "ended normally" : "did not end"))")
             }
             guard (error as? LegacySDKError) == .remote else { return .fail("expected the source's error, got \(error)") }
             if let problem = inOrderWithoutGaps(consumed.sequences, count: 8) { return .fail(problem) }
-            return consumed.quietAfterEnd ? .pass : .fail("after the error, next() produced another element or error")
+            if let afterEnd = consumed.afterEnd {
+                return .fail("after the error (delivered to a consumer waiting in next()), the next call to next() \(afterEnd): the terminal must come once, then nil")
+            }
+            guard forced.withLock({ $0 }) == true else {
+                return .fail("the consumer did not wait in next() after the 8 events within \(patience); the failure could not be held for a waiting consumer")
+            }
+            return await sourceReleased(probe, context.lab, after: "after the stream failed")
         }
     }
 
@@ -118,13 +166,14 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         guard cancels == 1 else { return .fail("the source's cancel was called \(cancels) times, expected exactly once") }
         let produced = lab.counters.streamEvents
         let later = await eventually(within: .milliseconds(50), { lab.counters.streamEvents != produced })
-        return later ? .fail("the source still produced events after it finished") : .pass
+        if later { return .fail("the source still produced events after it finished") }
+        return await sourceReleased(probe, lab, after: how)
     }
 
     static var consumerCancelStopsProducer: Scenario<Adapter> {
         Scenario(name: "consumer-cancel-stops-producer", summary: "the consuming task is cancelled; the source is cancelled exactly once and stops") { adapter, context in
             let (source, probe) = endless(context.lab)
-            let task = Task { await consume(adapter, source, probe) }
+            let task = ScenarioThreads.task { await consume(adapter, source, probe) }
             guard await eventually({ probe.snapshot.consumed >= 5 }) else { return .fail("the consumer received fewer than 5 events") }
             cancelFromForeignThread(task)
             _ = await task.value
@@ -154,19 +203,26 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             // tells that apart from unbounded buffering, which the stall below forces past any bound.
             let bound = 64 * source.highWater + source.reorderWindow
             let consumed = await consume(adapter, source, probe) {
-                // Stall after the first event until the adapter paused the source or buffered more
-                // than the bound: a forced order, not a guess about timing.
+                // Stall after the first event until the adapter paused the source or more than the
+                // bound was handed to it: a forced order, not a guess about timing.
                 _ = await eventually({
                     let snapshot = probe.snapshot
                     return snapshot.paused || snapshot.outstanding > bound
                 })
             }
             let snapshot = probe.snapshot
+            if let error = consumed.error { return .fail("the sequence failed: \(error)") }
+            // Loss first: events the adapter dropped are never consumed, so they would also count
+            // as "buffered" below — and the memory figure would blame the wrong mistake.
+            let received = Set(consumed.sequences)
+            if snapshot.delivered >= total, received.count < total {
+                let missing = (0..<UInt64(total)).first { !received.contains($0) } ?? 0
+                return .fail("\(total - received.count) of \(total) events never reached the consumer (first missing: #\(missing)), although the source delivered them all: the adapter dropped events while the consumer was stalled (a dropping buffer such as bufferingNewest); pause the source at the high-water mark instead")
+            }
+            if let problem = inOrderWithoutGaps(consumed.sequences, count: total) { return .fail(problem) }
             if snapshot.maxOutstanding > bound {
                 return .fail("up to \(snapshot.maxOutstanding) events were buffered for a stalled consumer (bound \(bound)): memory grows without limit; pause the source at the high-water mark")
             }
-            if let error = consumed.error { return .fail("the sequence failed: \(error)") }
-            if let problem = inOrderWithoutGaps(consumed.sequences, count: total) { return .fail(problem) }
             return .pass
         }
     }
@@ -182,6 +238,26 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             if let error = consumed.error { return .fail("the sequence failed: \(error)") }
             if let problem = inOrderWithoutGaps(consumed.sequences, count: 64) {
                 return .fail("\(problem) — restore order by sequence number within the source's reorder window")
+            }
+            return .pass
+        }
+    }
+
+    static var resourcesReleased: Scenario<Adapter> {
+        Scenario(name: "stream-resources-released", summary: "after a normal end, an error, and a consumer leaving early: the source's handle and context are released") { adapter, context in
+            let finite = SimulatedBehavior.wellBehaved.with {
+                $0.chunkSize = 1024
+                $0.progressEvery = 0
+            }
+            let cases: [(String, () -> (LegacyEventSource, SourceProbe), Int)] = [
+                ("after the stream ended normally", { context.lab.source(finite, totalBytes: 8 * 1024) }, .max),
+                ("after the stream failed", { context.lab.source(finite.with { $0.streamEnd = .failure }, totalBytes: 8 * 1024) }, .max),
+                ("after the consumer left its loop early", { endless(context.lab) }, 3),
+            ]
+            for (after, makeSource, limit) in cases {
+                let (source, probe) = makeSource()
+                _ = await consume(adapter, source, probe, limit: limit)
+                if case .fail(let why) = await sourceReleased(probe, context.lab, after: after) { return .fail(why) }
             }
             return .pass
         }

@@ -5,15 +5,16 @@ import LegacySimulator
 /// Runs `body` in its own task and waits at most `bound` for it.
 ///
 /// Returns `nil` when the bound expired first. The body's task is then cancelled and abandoned: a
-/// broken adapter may have left it suspended forever, and the suite has to go on without it. The
-/// timer runs on a Dispatch queue, not on the cooperative pool, so it fires even when an adapter has
-/// blocked pool threads.
+/// broken adapter may have left it suspended (or its threads blocked) forever, and the suite has to
+/// go on without it. The timer runs on a Dispatch queue, not on the cooperative pool, and the body
+/// runs on the scenario's own executor when there is one (``ScenarioThreads``), so an adapter that
+/// blocks the threads it runs on neither delays the timer nor keeps the waiter here from resuming.
 func runWithWatchdog<Result: Sendable>(
     bound: Duration,
     _ body: @escaping @Sendable () async -> Result
 ) async -> Result? {
     let latch = FirstResultLatch<Result?>()
-    let task = Task { latch.offer(await body()) }
+    let task = ScenarioThreads.task { latch.offer(await body()) }
     let deadline = DispatchTime.now() + .nanoseconds(Int(bound.nanosecondsClamped))
     DispatchQueue.global().asyncAfter(deadline: deadline) {
         latch.offer(nil)

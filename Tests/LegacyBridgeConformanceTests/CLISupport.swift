@@ -15,7 +15,10 @@ struct CLIRun {
 }
 
 enum CLI {
-    static var executable: URL {
+    static var executable: URL { executable(named: "legacy-bridge") }
+
+    /// An executable of this package, next to the test bundle.
+    static func executable(named name: String) -> URL {
         let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: me).deletingLastPathComponent()
@@ -23,22 +26,22 @@ enum CLI {
         while directory.pathComponents.contains(where: { $0.hasSuffix(".xctest") }) {
             directory = directory.deletingLastPathComponent()
         }
-        return directory.appendingPathComponent("legacy-bridge")
+        return directory.appendingPathComponent(name)
     }
 
     /// Runs the CLI with `arguments`; stops the child after `bound` seconds.
     ///
     /// The waiting happens on a Dispatch thread, never on the cooperative pool: a test that blocked
     /// a pool thread for the seconds a child runs would starve every other test running beside it.
-    static func run(_ arguments: [String], bound: TimeInterval = 300) async throws -> CLIRun {
+    static func run(_ arguments: [String], bound: TimeInterval = 300, executableName: String = "legacy-bridge") async throws -> CLIRun {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Result { try runBlocking(arguments, bound: bound) })
+                continuation.resume(with: Result { try runBlocking(arguments, bound: bound, executable: executable(named: executableName)) })
             }
         }
     }
 
-    private static func runBlocking(_ arguments: [String], bound: TimeInterval) throws -> CLIRun {
+    private static func runBlocking(_ arguments: [String], bound: TimeInterval, executable: URL) throws -> CLIRun {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -68,6 +71,55 @@ enum CLI {
             status: process.terminationStatus,
             output: String(decoding: outData.get(), as: UTF8.self),
             errors: String(decoding: errData.get(), as: UTF8.self))
+    }
+}
+
+/// One line a child printed, and whether the child was still running when it arrived.
+struct StreamedLine: Sendable {
+    var text: String
+    var processWasRunning: Bool
+}
+
+extension CLI {
+    /// Runs the CLI with `arguments`, reading standard output line by line as it arrives.
+    static func runStreaming(_ arguments: [String], bound: TimeInterval = 300) async throws -> [StreamedLine] {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try runStreamingBlocking(arguments, bound: bound) })
+            }
+        }
+    }
+
+    private static func runStreamingBlocking(_ arguments: [String], bound: TimeInterval) throws -> [StreamedLine] {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + bound, execute: killer)
+        var lines: [StreamedLine] = []
+        var pending = Data()
+        let reader = out.fileHandleForReading
+        while true {
+            let chunk = reader.availableData  // blocks until data or end of file
+            if chunk.isEmpty { break }
+            let running = process.isRunning
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending.removeSubrange(pending.startIndex...newline)
+                lines.append(StreamedLine(text: line, processWasRunning: running))
+            }
+        }
+        process.waitUntilExit()
+        killer.cancel()
+        return lines
     }
 }
 

@@ -4,28 +4,6 @@ import Testing
 
 @Suite("legacy-bridge CLI: crash isolation, gallery detection, exit codes and JSON")
 struct CLITests {
-    @Test("every gallery adapter is flagged, crash-isolated, by each scenario its documentation names")
-    func galleryFlagged() async throws {
-        for entry in AdapterCatalog.all where entry.isGallery {
-            let run = try await CLI.run([
-                "conformance", "--adapter", entry.name, "--scenario", entry.flaggedBy.joined(separator: ","),
-                "--watchdog", "2", "--json",
-            ])
-            #expect(run.status == 0, "\(entry.name): \(run.errors)")
-            let adapters = run.json?["adapters"] as? [[String: Any]]
-            let adapter = try #require(adapters?.first, "\(entry.name): no JSON report in \(run.output)")
-            #expect(adapter["name"] as? String == entry.name)
-            #expect(adapter["gallery"] as? Bool == true)
-            #expect(adapter["expectationMet"] as? Bool == true)
-            let scenarios = try #require(adapter["scenarios"] as? [[String: Any]])
-            #expect(Set(scenarios.compactMap { $0["name"] as? String }) == Set(entry.flaggedBy))
-            for scenario in scenarios {
-                #expect(scenario["passed"] as? Bool == false, "\(entry.name) was not flagged by \(scenario["name"] ?? "?")")
-                #expect((scenario["detail"] as? String)?.isEmpty == false)
-            }
-        }
-    }
-
     @Test("a trapping adapter is reported as a crash with the signal and the runtime's message")
     func crashIsReported() async throws {
         let run = try await CLI.run(["conformance", "--adapter", "naive-continuation", "--scenario", "repeated-callback-success-then-error", "--json"])
@@ -43,12 +21,43 @@ struct CLITests {
         let run = try await CLI.run(["conformance", "--adapter", "with-callback", "--scenario", "synchronous-callback,reentrant-cancel", "--watchdog", "60", "--json"])
         #expect(run.status == 0, "\(run.errors)")
         let adapter = try #require((run.json?["adapters"] as? [[String: Any]])?.first)
-        for key in ["name", "kind", "gallery", "passed", "failed", "scenarios"] { #expect(adapter[key] != nil, "missing \(key)") }
+        for key in ["name", "kind", "gallery", "passed", "failed", "expected", "expectationMet", "scenarios"] { #expect(adapter[key] != nil, "missing \(key)") }
         #expect(adapter["kind"] as? String == "oneShot")
+        #expect(adapter["expected"] as? String == "pass")
         #expect(adapter["passed"] as? Int == 2)
         #expect(adapter["failed"] as? Int == 0)
         let scenario = try #require((adapter["scenarios"] as? [[String: Any]])?.first)
         for key in ["name", "passed", "detail"] { #expect(scenario[key] != nil, "missing \(key)") }
+    }
+
+    @Test("piped, each scenario's line is printed as soon as it ends, while later scenarios still run")
+    func pipedOutputStreams() async throws {
+        // The second scenario hangs for the whole watchdog (3 s) with this adapter; the first
+        // scenario's line must reach the pipe before the program ends.
+        let lines = try await CLI.runStreaming([
+            "conformance", "--adapter", "no-cancellation-handler",
+            "--scenario", "synchronous-callback,never-calls-back-then-cancel", "--watchdog", "3",
+        ])
+        let first = try #require(lines.first { $0.text.contains("synchronous-callback") }, "\(lines.map(\.text))")
+        #expect(first.text.hasPrefix("  ok   synchronous-callback"))
+        #expect(first.processWasRunning, "the line arrived only when the program ended")
+        let hang = try #require(lines.first { $0.text.contains("HANG never-calls-back-then-cancel") }, "\(lines.map(\.text))")
+        #expect(hang.processWasRunning)
+    }
+
+    @Test("a one-scenario run of a gallery adapter says what 'expected' means, whichever scenario it is")
+    func oneScenarioOfAGalleryAdapter() async throws {
+        let unrelated = try await CLI.run(["conformance", "--adapter", "semaphore-wait", "--scenario", "synchronous-callback"])
+        #expect(unrelated.status == 0, "\(unrelated.output)")
+        #expect(unrelated.output.contains("not checked"), "\(unrelated.output)")
+        #expect(unrelated.output.contains("expected to be flagged by caller-not-blocked, none of which ran"), "\(unrelated.output)")
+        let flagging = try await CLI.run(["conformance", "--adapter", "semaphore-wait", "--scenario", "caller-not-blocked", "--json"])
+        #expect(flagging.status == 0, "\(flagging.output)")
+        let adapter = try #require((flagging.json?["adapters"] as? [[String: Any]])?.first)
+        #expect(adapter["expected"] as? String == "flagged")
+        #expect(adapter["expectationMet"] as? Bool == true)
+        let text = try await CLI.run(["conformance", "--adapter", "semaphore-wait", "--scenario", "caller-not-blocked"])
+        #expect(text.output.contains("wrong on purpose and flagged by caller-not-blocked, as expected"), "\(text.output)")
     }
 
     @Test("--list-adapters prints one adapter per line: its name, a space, a description")

@@ -43,10 +43,68 @@ struct ConformanceSuiteTests {
         #expect(report.failures.map(\.name) == ["captures-freed"])
     }
 
-    @Test("a stream adapter that keeps the newest 8 events loses data under a stalled consumer")
+    @Test("a stream adapter that keeps the newest 8 events is reported as losing events, not as buffering them")
     func droppingStreamIsCaught() async {
         let report = await ConformanceSuite.run(DroppingStreamAdapter(), options: .init(watchdog: .seconds(60), only: ["slow-consumer-backpressure"]))
         #expect(report.failures.map(\.name) == ["slow-consumer-backpressure"])
+        let detail = report.failures.first?.detail ?? ""
+        #expect(detail.contains("never reached the consumer"), "\(detail)")
+        #expect(!detail.contains("buffered for a stalled consumer"), "\(detail)")
+    }
+
+    @Test("an adapter that drops an outcome arriving on another thread before its continuation exists fails finish-before-install on every seed")
+    func earlyOutcomeDropIsCaughtEverySeed() async {
+        for seed in UInt64(1)...5 {
+            let report = await ConformanceSuite.run(
+                DropsEarlyOutcomeAdapter(), options: .init(watchdog: .seconds(1), seed: seed, only: ["finish-before-install"]))
+            #expect(report.failures.map(\.name) == ["finish-before-install"], "seed \(seed): \(report.rendered)")
+            // The outcome was dropped, so the call never returns: a hang, not some other failure.
+            #expect(report.failures.first?.verdict == .hung, "seed \(seed): \(report.rendered)")
+        }
+        // The same adapter keeps an early outcome made on start's own thread: what catches it is
+        // the cross-thread order the scenario forces, not some other mistake.
+        let report = await ConformanceSuite.run(
+            DropsEarlyOutcomeAdapter(), options: .init(watchdog: .seconds(60), only: ["synchronous-callback"]))
+        #expect(report.failures.isEmpty, "\(report.rendered)")
+    }
+
+    @Test("stream-exactly-one-terminal delivers the source's failure to a consumer already waiting in next(), on every seed")
+    func terminalReachesAWaitingConsumer() async {
+        let recorder = EndRecorder()
+        for seed in UInt64(1)...5 {
+            let report = await ConformanceSuite.run(
+                WaitObservingStreamAdapter(recorder: recorder), options: .init(watchdog: .seconds(60), seed: seed, only: ["stream-exactly-one-terminal"]))
+            #expect(report.failures.isEmpty, "seed \(seed): \(report.rendered)")
+        }
+        #expect(recorder.consumerWaiting == Array(repeating: true, count: 5))
+    }
+
+    @Test("an in-process run reports an adapter that blocks every thread it runs on as a hang while those threads are still blocked")
+    func watchdogFiresWhileThreadsAreBlocked() async {
+        let blocker = ThreadBlockingAdapter()
+        // Upper bound only: if the watchdog could not report, the blocked threads are let go
+        // after 60 s so that the test ends (and fails) instead of hanging the run.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { blocker.releaseAll(bySafetyTimer: true) }
+        let report = await ConformanceSuite.run(
+            blocker, options: .init(watchdog: .seconds(1), burstSize: 64, only: ["burst-random-cancels"]))
+        let releasedBySafetyTimer = blocker.releasedBySafetyTimer
+        blocker.releaseAll(bySafetyTimer: false)
+        #expect(report.results.map(\.verdict) == [.hung], "\(report.rendered)")
+        #expect(!releasedBySafetyTimer, "the report came only after the blocked threads were let go")
+        #expect(blocker.blockedAtLeastOnce)
+    }
+
+    @Test("a C-style adapter that releases its context on cancel is flagged by every scenario that cancels, in process, on every seed")
+    func doubleReleaseIsCaughtInProcess() async {
+        let cancelling = ["never-calls-back-then-cancel", "cancel-before-handle", "reentrant-cancel", "late-callback-after-cancel", "timeout-silent-operation", "context-released-once"]
+        for seed in UInt64(1)...3 {
+            let report = await ConformanceSuite.run(
+                ContextReleasedOnCancelAdapter(), options: .init(watchdog: .seconds(60), seed: seed, only: Set(cancelling)))
+            #expect(Set(report.failures.map(\.name)) == Set(cancelling), "seed \(seed): \(report.rendered)")
+            for failure in report.failures {
+                #expect(failure.verdict == .failed && failure.detail.contains("release"), "seed \(seed): \(failure.name): \(failure.detail)")
+            }
+        }
     }
 
     @Test("a scenario that never ends is reported as a hang and the suite goes on")
@@ -71,6 +129,184 @@ struct ConformanceSuiteTests {
 }
 
 // MARK: - Broken adapters defined by the tests (they do not crash, so they run in process)
+
+/// Handles a callback on the thread that is running `start` (a synchronous one) and one that comes
+/// after the continuation is installed; one from another thread in between is dropped, because its
+/// author assumed "callbacks from other threads come later".
+private struct DropsEarlyOutcomeAdapter: OneShotAdapter {
+    var name: String { "test-drops-early-outcome" }
+    var summary: String { "drops an outcome from another thread that arrives before the continuation" }
+
+    private struct State {
+        var continuation: CheckedContinuation<LegacyPayload, any Error>?
+        var early: Result<LegacyPayload, any Error>?
+        var starting: pthread_t?
+    }
+
+    func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        let state = LockedState(State())
+        state.with { $0.starting = pthread_self() }
+        _ = operation.start { result in
+            let continuation = state.with { state -> CheckedContinuation<LegacyPayload, any Error>? in
+                if let continuation = state.continuation {
+                    state.continuation = nil
+                    return continuation
+                }
+                if let starting = state.starting, pthread_equal(starting, pthread_self()) != 0, state.early == nil {
+                    state.early = result
+                }
+                return nil  // from another thread, before install: dropped
+            }
+            continuation?.resume(with: result)
+        }
+        state.with { $0.starting = nil }
+        return try await withCheckedThrowingContinuation(isolation: isolation) { continuation in
+            let early = state.with { state -> Result<LegacyPayload, any Error>? in
+                if let early = state.early { return early }
+                state.continuation = continuation
+                return nil
+            }
+            if let early { continuation.resume(with: early) }
+        }
+    }
+}
+
+/// Records, for each stream, whether its consumer was waiting in next() when the source's end came.
+private final class EndRecorder: @unchecked Sendable {
+    // @unchecked Sendable: `waiting` is only touched under `lock`.
+    private let lock = NSLock()
+    private var waiting: [Bool] = []
+    func record(_ consumerWaiting: Bool) { lock.withLock { waiting.append(consumerWaiting) } }
+    var consumerWaiting: [Bool] { lock.withLock { waiting } }
+}
+
+/// A minimal hand-written stream (unbounded, arrival order) that tells the recorder whether its
+/// consumer was parked in next() when the source's end arrived. Ends once; quiet afterwards.
+private struct WaitObservingStreamAdapter: StreamAdapter {
+    let recorder: EndRecorder
+    var name: String { "test-wait-observing" }
+    var summary: String { "records whether the consumer waited when the end came" }
+
+    struct Events: AsyncSequence {
+        typealias Element = LegacyEvent
+        let source: LegacyEventSource
+        let recorder: EndRecorder
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let channel: Channel
+            mutating func next() async throws -> LegacyEvent? { try await channel.next() }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator {
+            let channel = Channel(recorder: recorder)
+            _ = source.start(onEvent: { channel.event($0) }, onEnd: { channel.end($0) })
+            return AsyncIterator(channel: channel)
+        }
+    }
+
+    final class Channel: Sendable {
+        private struct State {
+            var buffer: [LegacyEvent] = []
+            var end: Result<Void, any Error>?
+            var endDelivered = false
+            var waiter: CheckedContinuation<LegacyEvent?, any Error>?
+        }
+        private let state = LockedState(State())
+        private let recorder: EndRecorder
+        init(recorder: EndRecorder) { self.recorder = recorder }
+
+        func event(_ event: LegacyEvent) {
+            let waiter = state.with { state -> CheckedContinuation<LegacyEvent?, any Error>? in
+                guard state.end == nil else { return nil }
+                if let waiter = state.waiter {
+                    state.waiter = nil
+                    return waiter
+                }
+                state.buffer.append(event)
+                return nil
+            }
+            waiter?.resume(returning: event)
+        }
+
+        func end(_ error: (any Error)?) {
+            let (first, waiter) = state.with { state -> (Bool, CheckedContinuation<LegacyEvent?, any Error>?) in
+                guard state.end == nil else { return (false, nil) }
+                state.end = error.map { .failure($0) } ?? .success(())
+                defer { state.waiter = nil }
+                if state.waiter != nil { state.endDelivered = true }
+                return (true, state.waiter)
+            }
+            guard first else { return }
+            recorder.record(waiter != nil)
+            if let error { waiter?.resume(throwing: error) } else { waiter?.resume(returning: nil) }
+        }
+
+        func next() async throws -> LegacyEvent? {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready = state.with { state -> Result<LegacyEvent?, any Error>? in
+                    if !state.buffer.isEmpty { return .success(state.buffer.removeFirst()) }
+                    if let end = state.end {
+                        defer { state.endDelivered = true }
+                        if state.endDelivered { return .success(nil) }
+                        return end.map { nil }
+                    }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        }
+    }
+
+    func events(from source: LegacyEventSource) -> Events { Events(source: source, recorder: recorder) }
+}
+
+/// Blocks every thread it is called on until the test lets it go.
+private final class ThreadBlockingAdapter: OneShotAdapter, @unchecked Sendable {
+    // @unchecked Sendable: the mutable fields are only touched under `lock`; the semaphore is thread-safe.
+    private let lock = NSLock()
+    private let gate = DispatchSemaphore(value: 0)
+    private var released = false
+    private var releasedByTimer = false
+    private var blocked = 0
+
+    var name: String { "test-thread-blocking" }
+    var summary: String { "blocks the calling thread on a semaphore" }
+
+    var releasedBySafetyTimer: Bool { lock.withLock { releasedByTimer } }
+    var blockedAtLeastOnce: Bool { lock.withLock { blocked > 0 } }
+
+    func releaseAll(bySafetyTimer: Bool) {
+        let first = lock.withLock { () -> Bool in
+            defer { released = true }
+            if !released && bySafetyTimer { releasedByTimer = true }
+            return !released
+        }
+        if first { for _ in 0..<10_000 { gate.signal() } }
+    }
+
+    func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        block()
+        throw CancellationError()
+    }
+
+    private func block() {
+        let wait = lock.withLock { () -> Bool in
+            blocked += 1
+            return !released
+        }
+        if wait { gate.wait() }
+    }
+}
+
+/// A value behind a lock, for the test adapters.
+private final class LockedState<Value>: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched under `lock`.
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func with<Result>(_ body: (inout Value) -> Result) -> Result { lock.withLock { body(&value) } }
+}
 
 /// Passes `nil` isolation: `start` runs off the caller's actor.
 private struct HoppingAdapter: OneShotAdapter {

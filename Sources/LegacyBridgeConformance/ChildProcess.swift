@@ -1,0 +1,152 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// Child processes: how the conformance runner (and the CLI's benchmarks) re-run this executable
+// for isolation. `package` so the CLI shares this one implementation.
+
+/// How a child process ended.
+package struct ChildOutcome: Sendable {
+    /// Exit status when it exited normally.
+    package var exitStatus: Int32?
+    /// The signal that killed it, when one did.
+    package var signal: Int32?
+    /// Whether the parent killed it for running past its bound.
+    package var timedOut: Bool
+    package var standardOutput: String
+    package var standardError: String
+
+    package init(exitStatus: Int32?, signal: Int32?, timedOut: Bool, standardOutput: String, standardError: String) {
+        self.exitStatus = exitStatus
+        self.signal = signal
+        self.timedOut = timedOut
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+    }
+
+    /// "SIGILL (illegal instruction)"-style name of the signal.
+    package var signalDescription: String {
+        guard let signal else { return "" }
+        let name: String
+        switch signal {
+        case SIGILL: name = "SIGILL"
+        case SIGTRAP: name = "SIGTRAP"
+        case SIGABRT: name = "SIGABRT"
+        case SIGSEGV: name = "SIGSEGV"
+        case SIGBUS: name = "SIGBUS"
+        case SIGKILL: name = "SIGKILL"
+        case SIGTERM: name = "SIGTERM"
+        case SIGFPE: name = "SIGFPE"
+        default: name = "signal \(signal)"
+        }
+        if let text = strsignal(signal) { return "\(name) (\(String(cString: text).lowercased()))" }
+        return name
+    }
+
+    /// The first `count` non-empty lines of standard error, for crash reports.
+    package func firstErrorLines(_ count: Int) -> String {
+        standardError.split(separator: "\n", omittingEmptySubsequences: true)
+            .filter { !$0.allSatisfy { $0 == "=" || $0 == " " } }
+            .prefix(count)
+            .joined(separator: " | ")
+    }
+
+    /// The start of a sanitizer report (ThreadSanitizer, AddressSanitizer, LeakSanitizer,
+    /// UndefinedBehaviorSanitizer) in standard error — its first lines and its SUMMARY line — or
+    /// `nil` when there is none.
+    package var sanitizerReport: String? {
+        let lines = standardError.split(separator: "\n", omittingEmptySubsequences: true)
+            .filter { !$0.allSatisfy { $0 == "=" || $0 == " " } }
+        let markers = ["WARNING: ThreadSanitizer", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"]
+        guard let start = lines.firstIndex(where: { line in markers.contains { line.contains($0) } }) else { return nil }
+        var shown = Array(lines[start...].prefix(3)).map { $0.trimmingCharacters(in: .whitespaces) }
+        if let summary = lines[start...].first(where: { $0.hasPrefix("SUMMARY:") }), !shown.contains(String(summary)) {
+            shown.append(String(summary))
+        }
+        return shown.joined(separator: " | ")
+    }
+}
+
+/// The path of the running executable, so a program can re-execute itself for crash isolation.
+package func currentExecutablePath() -> String {
+    #if os(Linux)
+    if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+        return resolved
+    }
+    #endif
+    return Bundle.main.executablePath ?? CommandLine.arguments[0]
+}
+
+/// Runs `executable` with `arguments`, waits at most `bound`, and captures its output.
+/// A child still running at the bound is killed (SIGKILL) and reported as timed out.
+package func runChild(executable: String, arguments: [String], bound: Duration, environment: [String: String] = [:]) throws -> ChildOutcome {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    var childEnvironment = ProcessInfo.processInfo.environment
+    for (key, value) in environment { childEnvironment[key] = value }
+    process.environment = childEnvironment
+
+    let directory = FileManager.default.temporaryDirectory
+    let token = UUID().uuidString
+    let outURL = directory.appendingPathComponent("legacy-bridge-\(token).out")
+    let errURL = directory.appendingPathComponent("legacy-bridge-\(token).err")
+    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    defer {
+        try? FileManager.default.removeItem(at: outURL)
+        try? FileManager.default.removeItem(at: errURL)
+    }
+    let outHandle = try FileHandle(forWritingTo: outURL)
+    let errHandle = try FileHandle(forWritingTo: errURL)
+    process.standardOutput = outHandle
+    process.standardError = errHandle
+    process.standardInput = FileHandle.nullDevice
+
+    let finished = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in finished.signal() }
+    try process.run()
+    var timedOut = false
+    let deadline = DispatchTime.now() + .nanoseconds(Int(bound.components.seconds * 1_000_000_000 + bound.components.attoseconds / 1_000_000_000))
+    if finished.wait(timeout: deadline) == .timedOut {
+        timedOut = true
+        kill(process.processIdentifier, SIGKILL)
+        finished.wait()
+    }
+    try? outHandle.close()
+    try? errHandle.close()
+
+    let output = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
+    let errors = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+    var outcome = ChildOutcome(exitStatus: nil, signal: nil, timedOut: timedOut, standardOutput: output, standardError: errors)
+    switch process.terminationReason {
+    case .exit: outcome.exitStatus = process.terminationStatus
+    case .uncaughtSignal: outcome.signal = process.terminationStatus
+    @unknown default: outcome.exitStatus = process.terminationStatus
+    }
+    return outcome
+}
+
+/// ``runChild(executable:arguments:bound:environment:)`` on a Dispatch thread, so the waiting
+/// never blocks a thread of the cooperative pool.
+package func runChildOffThePool(
+    executable: String, arguments: [String], bound: Duration, environment: [String: String] = [:]
+) async throws -> ChildOutcome {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result {
+                try runChild(executable: executable, arguments: arguments, bound: bound, environment: environment)
+            })
+        }
+    }
+}
+
+/// Whether this process runs with ThreadSanitizer (its runtime is linked in).
+package let threadSanitizerIsActive: Bool = {
+    guard let process = dlopen(nil, RTLD_NOW) else { return false }
+    return dlsym(process, "__tsan_init") != nil
+}()

@@ -1,0 +1,69 @@
+import Foundation
+import LegacyBridgeConformance
+import Testing
+
+/// Every gallery adapter is flagged, crash-isolated, by each scenario its documentation names, on
+/// every seed tried — and for the reason the documentation gives, not by accident (a hang from a
+/// loaded machine, say). Only the flagging scenarios run, to keep this to a minute or two.
+@Suite("Gallery: each adapter is flagged by its documented scenarios, for its documented mistake, on every seed")
+struct GalleryProofTests {
+    static let seeds: [UInt64] = [1, 2, 3, 4]
+
+    /// What the flagging scenario's result must show, per adapter: the verdicts it may have and
+    /// pieces of its detail that name the mistake (one of them must appear).
+    struct Evidence: Sendable {
+        var verdicts: Set<String>
+        var details: [String]
+
+        init(verdicts: Set<String>, detail: String...) {
+            self.verdicts = verdicts
+            self.details = detail
+        }
+    }
+
+    static let evidence: [String: Evidence] = [
+        "naive-continuation": Evidence(verdicts: ["crashed", "hung"], detail: "CONTINUATION MISUSE", "did not finish"),
+        "lock-held-gate": Evidence(verdicts: ["crashed", "hung"], detail: "re-entrant locking", "did not finish"),
+        "no-cancellation-handler": Evidence(verdicts: ["hung"], detail: "did not finish"),
+        "early-context-release": Evidence(verdicts: ["failed"], detail: "released its context"),
+        "cancel-after-success": Evidence(verdicts: ["failed"], detail: "called its cancel function"),
+        "context-released-on-cancel": Evidence(verdicts: ["failed"], detail: "released"),
+        "failure-as-empty-success": Evidence(verdicts: ["failed"], detail: "must reach the caller as a thrown error"),
+        "semaphore-wait": Evidence(verdicts: ["failed"], detail: "could not run anything"),
+        "asyncstream-no-ontermination": Evidence(verdicts: ["failed"], detail: "kept running"),
+        "unbounded-asyncstream": Evidence(verdicts: ["failed"], detail: "buffered for a stalled consumer"),
+        "no-reordering-stream": Evidence(verdicts: ["failed"], detail: "sequence number"),
+        "self-retaining-subscription": Evidence(verdicts: ["failed"], detail: "still holds the source's controls"),
+    ]
+
+    @Test("every gallery adapter has evidence to check (the data race is checked under ThreadSanitizer in CI)")
+    func everyAdapterHasEvidence() {
+        let gallery = AdapterCatalog.all.filter(\.isGallery)
+        #expect(Set(gallery.filter { !$0.flaggedOnlyUnderThreadSanitizer }.map(\.name)) == Set(Self.evidence.keys))
+        #expect(gallery.filter(\.flaggedOnlyUnderThreadSanitizer).map(\.name) == ["plain-bool-gate"])
+    }
+
+    @Test("flagged on every seed", arguments: AdapterCatalog.all.filter { $0.isGallery && !$0.flaggedOnlyUnderThreadSanitizer }.map(\.name))
+    func flaggedOnEverySeed(adapter name: String) async throws {
+        let entry = try #require(AdapterCatalog.entry(named: name))
+        let evidence = try #require(Self.evidence[name])
+        for seed in Self.seeds {
+            let run = try await CLI.run([
+                "conformance", "--adapter", name, "--scenario", entry.flaggedBy.joined(separator: ","),
+                "--watchdog", "3", "--seed", String(seed), "--json",
+            ])
+            #expect(run.status == 0, "\(name) seed \(seed): \(run.errors)")
+            let adapter = try #require((run.json?["adapters"] as? [[String: Any]])?.first, "\(name) seed \(seed): no JSON in \(run.output)")
+            #expect(adapter["expected"] as? String == "flagged")
+            #expect(adapter["expectationMet"] as? Bool == true, "\(name) seed \(seed)")
+            let scenarios = try #require(adapter["scenarios"] as? [[String: Any]])
+            #expect(Set(scenarios.compactMap { $0["name"] as? String }) == Set(entry.flaggedBy))
+            for scenario in scenarios {
+                let verdict = scenario["verdict"] as? String ?? ""
+                let detail = scenario["detail"] as? String ?? ""
+                #expect(evidence.verdicts.contains(verdict), "\(name) seed \(seed) \(scenario["name"] ?? "?"): \(verdict): \(detail)")
+                #expect(evidence.details.contains { detail.contains($0) }, "\(name) seed \(seed) \(scenario["name"] ?? "?"): \(detail)")
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+/// The README's crash-isolated example is a real target of this package: it must stay identical to
+/// the README's text, and it must do what the README says.
+@Suite("README: the 'Checking your own adapter' example compiles, matches the README and passes")
+struct ReadmeExampleTests {
+    static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The body of the README's fenced Swift block that starts with `firstLine`.
+    static func readmeBlock(startingWith firstLine: String) throws -> String? {
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        for block in readme.components(separatedBy: "```swift\n").dropFirst() {
+            guard let end = block.range(of: "```") else { continue }
+            let body = String(block[..<end.lowerBound])
+            if body.hasPrefix(firstLine) { return body }
+        }
+        return nil
+    }
+
+    @Test("the README's main.swift is byte for byte Sources/MyAdapterConformance/main.swift")
+    func readmeMatchesTheCompiledCopy() throws {
+        let compiled = try String(
+            contentsOf: Self.root.appendingPathComponent("Sources/MyAdapterConformance/main.swift"), encoding: .utf8)
+        let firstLine = try #require(compiled.split(separator: "\n").first.map(String.init))
+        let block = try #require(try Self.readmeBlock(startingWith: firstLine), "no ```swift block in README.md starts with \(firstLine)")
+        #expect(block == compiled, "README.md and Sources/MyAdapterConformance/main.swift differ: copy one onto the other")
+    }
+
+    @Test("the example checks both adapters, crash-isolated, and exits 0 with the CLI's JSON")
+    func examplePasses() async throws {
+        let run = try await CLI.run(["--json", "--watchdog", "60"], executableName: "MyAdapterConformance")
+        #expect(run.status == 0, "\(run.output)\n\(run.errors)")
+        let adapters = try #require(run.json?["adapters"] as? [[String: Any]], "\(run.output)")
+        #expect(adapters.compactMap { $0["name"] as? String } == ["my-fetch", "my-download"])
+        for adapter in adapters {
+            #expect(adapter["failed"] as? Int == 0, "\(adapter)")
+            #expect(adapter["expected"] as? String == "pass")
+            #expect((adapter["passed"] as? Int ?? 0) > 0)
+        }
+    }
+
+    @Test("the example's bad usage exits 2 naming --help, and --help lists the options")
+    func exampleUsage() async throws {
+        let bad = try await CLI.run(["--adapter", "nope"], executableName: "MyAdapterConformance")
+        #expect(bad.status == 2)
+        #expect(bad.errors.contains("unknown adapter 'nope'"))
+        #expect(bad.errors.contains("--help"))
+        let help = try await CLI.run(["--help"], executableName: "MyAdapterConformance")
+        #expect(help.status == 0)
+        for option in ["--adapter", "--scenario", "--json", "--watchdog", "--seed", "--in-process", "--burst", "--flagging-only"] {
+            #expect(help.output.contains(option), "\(option)")
+        }
+    }
+}
