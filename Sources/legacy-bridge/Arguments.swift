@@ -4,6 +4,9 @@
 struct UsageError: Error, CustomStringConvertible {
     let message: String
     let command: String
+    /// For an unknown option: every option the command's parser accepts (without `--`), so a
+    /// test can check that each of them is in the command's help.
+    var acceptedOptions: [String] = []
     var description: String { message }
 }
 
@@ -50,7 +53,9 @@ struct ParsedArguments {
                     index += 1
                 }
             } else {
-                throw UsageError(message: "unknown option '--\(name)'", command: command)
+                throw UsageError(
+                    message: "unknown option '--\(name)'", command: command,
+                    acceptedOptions: valueOptions.union(switchOptions).sorted())
             }
         }
     }
