@@ -21,7 +21,8 @@ enum ConformanceText {
                 "\(result.name): \(result.summary)", width: width, indent: head,
                 hangingIndent: String(repeating: " ", count: TextLayout.columns(head)))
             if !result.passed && !result.detail.isEmpty {
-                lines += TextLayout.wrap("-> \(result.detail)", width: width, indent: "        ", hangingIndent: "           ")
+                lines += TextLayout.wrap(
+                    "-> \(result.detail)", width: width, indent: "        ", hangingIndent: "           ")
             }
         }
         return lines

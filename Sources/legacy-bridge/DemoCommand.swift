@@ -50,7 +50,8 @@ enum DemoCommand {
                 behavior: .cancelCallsBackSynchronously.with { $0.outcomes = [] }, cancelAfter: .milliseconds(5)),
             FetchCase(
                 name: "cancel calls back later",
-                behavior: .neverCompletes.with { $0.cancelMode = .callbackAsynchronously }, cancelAfter: .milliseconds(5)),
+                behavior: .neverCompletes.with { $0.cancelMode = .callbackAsynchronously },
+                cancelAfter: .milliseconds(5)),
             FetchCase(
                 name: "cancel is silent", behavior: .cancelSilently.with { $0.outcomes = [] },
                 cancelAfter: .milliseconds(5)),
@@ -78,14 +79,20 @@ enum DemoCommand {
         [
             DownloadCase(
                 name: "well-behaved",
-                behavior: .wellBehaved.with { $0.chunkSize = 16_384; $0.intervalMicroseconds = 300 }, totalBytes: 4 << 20),
+                behavior: .wellBehaved.with {
+                    $0.chunkSize = 16_384; $0.intervalMicroseconds = 300
+                }, totalBytes: 4 << 20),
             DownloadCase(
                 name: "concurrent, out of order",
-                behavior: .concurrentOutOfOrderStream.with { $0.chunkSize = 16_384; $0.intervalMicroseconds = 300 },
+                behavior: .concurrentOutOfOrderStream.with {
+                    $0.chunkSize = 16_384; $0.intervalMicroseconds = 300
+                },
                 totalBytes: 4 << 20),
             DownloadCase(
                 name: "fresh pthread per event",
-                behavior: .freshThread.with { $0.chunkSize = 65_536; $0.intervalMicroseconds = 2_000 }, totalBytes: 4 << 20),
+                behavior: .freshThread.with {
+                    $0.chunkSize = 65_536; $0.intervalMicroseconds = 2_000
+                }, totalBytes: 4 << 20),
             DownloadCase(
                 name: "events after the terminal, terminal twice",
                 behavior: .wellBehaved.with {
@@ -102,14 +109,18 @@ enum DemoCommand {
                 }, totalBytes: 2 << 20),
             DownloadCase(
                 name: "consumer leaves at half",
-                behavior: .wellBehaved.with { $0.chunkSize = 16_384; $0.intervalMicroseconds = 300 }, totalBytes: 4 << 20,
+                behavior: .wellBehaved.with {
+                    $0.chunkSize = 16_384; $0.intervalMicroseconds = 300
+                }, totalBytes: 4 << 20,
                 stopAfter: 2 << 20),
             DownloadCase(
                 name: "fast SDK, slow consumer (backpressure)", behavior: .wellBehaved.with { $0.chunkSize = 16_384 },
                 totalBytes: 4 << 20, consumerDelay: .microseconds(500)),
             DownloadCase(
                 name: "live source drops while paused",
-                behavior: .liveStream.with { $0.chunkSize = 16_384; $0.intervalMicroseconds = 250 }, totalBytes: 4 << 20,
+                behavior: .liveStream.with {
+                    $0.chunkSize = 16_384; $0.intervalMicroseconds = 250
+                }, totalBytes: 4 << 20,
                 consumerDelay: .milliseconds(2)),
         ]
     }
@@ -151,7 +162,8 @@ enum DemoCommand {
         func lines(labelWidth: Int, width: Int) -> [String] {
             var lines = TextLayout.labelled(name, outcome, labelWidth: labelWidth, width: width)
             for detail in details {
-                let labelEnd = detail.firstIndex(of: ":").map { detail.distance(from: detail.startIndex, to: $0) + 2 } ?? 0
+                let labelEnd =
+                    detail.firstIndex(of: ":").map { detail.distance(from: detail.startIndex, to: $0) + 2 } ?? 0
                 let hanging = String(repeating: " ", count: 6 + (labelEnd <= 12 ? labelEnd : 0))
                 lines += TextLayout.wrap(detail, width: width, indent: "      ", hangingIndent: hanging)
             }
@@ -191,7 +203,8 @@ enum DemoCommand {
         case 0: callbacks = "no callback"
         case 1: callbacks = "\(TextLayout.counted(total, "callback")) \(kinds[0].1)"
         default:
-            callbacks = "\(TextLayout.counted(total, "callback")) ("
+            callbacks =
+                "\(TextLayout.counted(total, "callback")) ("
                 + kinds.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + ")"
         }
         let callsBack = cancelMode == .callbackSynchronously || cancelMode == .callbackAsynchronously
@@ -200,7 +213,9 @@ enum DemoCommand {
         // it is named once, as the latter.
         let repeated = c.callbacksRepeated - (cancellation > 0 ? min(c.callbacksAfterCancel, c.callbacksRepeated) : 0)
         var roles: [String] = []
-        if cancellation > 0 { roles.append(cancellation == 1 ? "the cancellation's" : "\(cancellation) the cancellation's") }
+        if cancellation > 0 {
+            roles.append(cancellation == 1 ? "the cancellation's" : "\(cancellation) the cancellation's")
+        }
         if repeated > 0 { roles.append("\(repeated) repeated") }
         if c.callbacksAfterCancel > 0 { roles.append("\(c.callbacksAfterCancel) after the cancel") }
         if !roles.isEmpty { callbacks += ": " + roles.joined(separator: ", ") }
@@ -218,7 +233,9 @@ enum DemoCommand {
             TextLayout.counted(c.streamEvents, "event"), TextLayout.counted(c.streamPauses, "pause"),
             TextLayout.counted(c.streamResumes, "resume"),
         ]
-        if c.streamEventsDroppedPaused > 0 { parts.append("\(TextLayout.grouped(c.streamEventsDroppedPaused)) dropped while paused") }
+        if c.streamEventsDroppedPaused > 0 {
+            parts.append("\(TextLayout.grouped(c.streamEventsDroppedPaused)) dropped while paused")
+        }
         if c.streamEventsAfterTerminal > 0 {
             parts.append("\(TextLayout.grouped(c.streamEventsAfterTerminal)) after its end (ignored by the stream)")
         }
@@ -233,8 +250,10 @@ enum DemoCommand {
         ending: String, received: Int, totalBytes: Int, inOrder: Bool, gaps: Int
     ) -> String {
         var text = ending + (ending == "finished" ? ": " : ending.hasPrefix("threw") ? "; got " : " after ")
-        text += received == totalBytes
-            ? "\(TextLayout.grouped(received)) bytes" : "\(TextLayout.grouped(received)) of \(TextLayout.grouped(totalBytes)) bytes"
+        text +=
+            received == totalBytes
+            ? "\(TextLayout.grouped(received)) bytes"
+            : "\(TextLayout.grouped(received)) of \(TextLayout.grouped(totalBytes)) bytes"
         text += inOrder ? ", in order" : ", OUT OF ORDER"
         if gaps > 0 { text += ", \(TextLayout.counted(gaps, "gap")) where the SDK dropped events" }
         return text
@@ -282,8 +301,9 @@ enum DemoCommand {
                 Terminal.progressBar(label: "  " + item.name, fraction: Double(percent) / 100)
             } else if percent / 25 > lastReported {
                 lastReported = percent / 25
-                Terminal.write(lines: TextLayout.wrap(
-                    "\(item.name): \(percent)%", width: Terminal.width, indent: "  ", hangingIndent: "    "))
+                Terminal.write(
+                    lines: TextLayout.wrap(
+                        "\(item.name): \(percent)%", width: Terminal.width, indent: "  ", hangingIndent: "    "))
             }
         }
         report(0)

@@ -75,9 +75,10 @@ enum DefaultCommand {
         let seed = try parsed.unsigned("seed", default: 1)
 
         if !json {
-            Terminal.write(lines: TextLayout.wrap(
-                "legacy-bridge: the conformance suite on the library's own adapters, then \(seconds) s of stress",
-                width: Terminal.width))
+            Terminal.write(
+                lines: TextLayout.wrap(
+                    "legacy-bridge: the conformance suite on the library's own adapters, then \(seconds) s of stress",
+                    width: Terminal.width))
             print("")
         }
         var reports: [(AdapterCatalog.Entry, ConformanceReport)] = []
@@ -101,11 +102,12 @@ enum DefaultCommand {
         } else {
             Terminal.write(lines: summary.lines(width: Terminal.width))
             print("")
-            Terminal.write(lines: TextLayout.wrap(
-                clean
-                    ? "summary: CLEAN. Every library adapter passed every scenario; the stress found no violation."
-                    : "summary: NOT CLEAN. See the failures above.",
-                width: Terminal.width, hangingIndent: "  "))
+            Terminal.write(
+                lines: TextLayout.wrap(
+                    clean
+                        ? "summary: CLEAN. Every library adapter passed every scenario; the stress found no violation."
+                        : "summary: NOT CLEAN. See the failures above.",
+                    width: Terminal.width, hangingIndent: "  "))
         }
         return clean ? .clean : .violation
     }

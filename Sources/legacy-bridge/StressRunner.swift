@@ -80,25 +80,32 @@ struct StressSummary: Codable, Sendable {
     func lines(width: Int) -> [String] {
         func g(_ value: some BinaryInteger) -> String { TextLayout.grouped(value) }
         let rate = String(format: "%.2f", seconds)
-        let head = "stress: \(g(ops)) operations (\(g(fetches)) fetches, \(g(downloads)) downloads) "
+        let head =
+            "stress: \(g(ops)) operations (\(g(fetches)) fetches, \(g(downloads)) downloads) "
             + "in \(rate) s, \(g(Int(opsPerSecond))) ops/s, seed \(seed)"
         var lines = TextLayout.wrap(head, width: width, hangingIndent: "  ")
 
-        let outcomeText = "success \(g(outcomes.success)), failure \(g(outcomes.failure)), "
+        let outcomeText =
+            "success \(g(outcomes.success)), failure \(g(outcomes.failure)), "
             + "cancelled \(g(outcomes.cancelled)), timed out \(g(outcomes.timedOut))"
-        let callbacks = "callbacks: \(g(sdk.syncCallbacks)) sync, \(g(sdk.workerCallbacks)) on a worker, "
+        let callbacks =
+            "callbacks: \(g(sdk.syncCallbacks)) sync, \(g(sdk.workerCallbacks)) on a worker, "
             + "\(g(sdk.freshThreadCallbacks)) on a fresh thread, \(g(sdk.reentrantCancelCallbacks)) inside cancel; "
-        let extra = "\(g(sdk.repeatedCallbacks)) repeated, \(g(sdk.callbacksAfterCancel)) after the cancel; "
+        let extra =
+            "\(g(sdk.repeatedCallbacks)) repeated, \(g(sdk.callbacksAfterCancel)) after the cancel; "
             + "stream events \(g(sdk.streamEvents))"
-        var contexts = "created \(g(sdk.contextsCreated)), released \(g(sdk.contextsReleased)); "
+        var contexts =
+            "created \(g(sdk.contextsCreated)), released \(g(sdk.contextsReleased)); "
             + "handles outstanding \(g(sdk.handlesOutstanding))"
         if operationsNotStarted > 0 {
-            contexts += ". \(TextLayout.counted(operationsNotStarted, "operation")) never reached the SDK, "
+            contexts +=
+                ". \(TextLayout.counted(operationsNotStarted, "operation")) never reached the SDK, "
                 + "so made no context: downloads cancelled before they asked for their first element "
                 + "(a cancelled stream does not start)"
         }
         let v = violations
-        let violationText = "double resume \(v.doubleResume), hangs \(v.hangs), leaked contexts \(v.leakedContexts), "
+        let violationText =
+            "double resume \(v.doubleResume), hangs \(v.hangs), leaked contexts \(v.leakedContexts), "
             + "leaked gates \(v.leakedGates), events after terminal \(v.eventsAfterTerminal), "
             + "out of order \(v.outOfOrder)" + (isClean ? " (clean)" : " VIOLATIONS")
         let rows: [(String, String)] = [
@@ -164,25 +171,31 @@ enum StressRunner {
         let style = stressPlan.progress
         let total = stressPlan.operations
         let budget = stressPlan.seconds
-        let progress = style == .none ? nil : Task {
-            // The run ends at its operation count or its time budget, whichever comes first.
-            var quartersShown = 0
-            while !Task.isCancelled {
-                let done = finished.value
-                let elapsed = clock.now - started
-                let fraction = max(
-                    Double(done) / Double(max(total, 1)),
-                    (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) / budget)
-                if style == .bar {
-                    Terminal.progressBar(label: "stress", fraction: fraction, suffix: "\(TextLayout.grouped(done)) ops")
-                } else if Int(fraction * 4) > quartersShown, fraction < 1 {
-                    quartersShown = Int(fraction * 4)
-                    Terminal.write(lines: TextLayout.wrap(
-                        "stress: \(quartersShown * 25)% (\(TextLayout.grouped(done)) operations)", width: Terminal.width))
+        let progress =
+            style == .none
+            ? nil
+            : Task {
+                // The run ends at its operation count or its time budget, whichever comes first.
+                var quartersShown = 0
+                while !Task.isCancelled {
+                    let done = finished.value
+                    let elapsed = clock.now - started
+                    let fraction = max(
+                        Double(done) / Double(max(total, 1)),
+                        (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) / budget)
+                    if style == .bar {
+                        Terminal.progressBar(
+                            label: "stress", fraction: fraction, suffix: "\(TextLayout.grouped(done)) ops")
+                    } else if Int(fraction * 4) > quartersShown, fraction < 1 {
+                        quartersShown = Int(fraction * 4)
+                        Terminal.write(
+                            lines: TextLayout.wrap(
+                                "stress: \(quartersShown * 25)% (\(TextLayout.grouped(done)) operations)",
+                                width: Terminal.width))
+                    }
+                    try? await Task.sleep(for: .milliseconds(100))
                 }
-                try? await Task.sleep(for: .milliseconds(100))
             }
-        }
 
         let work = Task {
             await withDiscardingTaskGroup { group in
@@ -230,12 +243,14 @@ enum StressRunner {
         summary.sdk = StressSummary.SDK(
             syncCallbacks: counters.callbacksSync, workerCallbacks: counters.callbacksWorker,
             freshThreadCallbacks: counters.callbacksFreshThread, repeatedCallbacks: counters.callbacksRepeated,
-            callbacksAfterCancel: counters.callbacksAfterCancel, reentrantCancelCallbacks: counters.callbacksReentrantCancel,
+            callbacksAfterCancel: counters.callbacksAfterCancel,
+            reentrantCancelCallbacks: counters.callbacksReentrantCancel,
             contextsCreated: counters.contextsCreated, contextsReleased: counters.contextsReleased,
             handlesOutstanding: counters.handlesOutstanding, streamEvents: counters.streamEvents)
         summary.violations.leakedContexts = Int(counters.contextsCreated - counters.contextsReleased)
         summary.violations.leakedGates = diagnostics.liveGates - before.liveGates
-        summary.violations.doubleResume = (diagnostics.resumes - before.resumes) - (diagnostics.suspensions - before.suspensions) > 0
+        summary.violations.doubleResume =
+            (diagnostics.resumes - before.resumes) - (diagnostics.suspensions - before.suspensions) > 0
             ? (diagnostics.resumes - before.resumes) - (diagnostics.suspensions - before.suspensions) : 0
         if ended { withExtendedLifetime(client) {} }
         return summary
@@ -253,7 +268,9 @@ enum StressRunner {
         } else {
             let task = Task { () -> OperationOutcome in
                 do {
-                    _ = try await client.fetch(FetchRequest(path: "/stress", responseSize: plan.size), behavior: plan.behavior, timeout: plan.timeout)
+                    _ = try await client.fetch(
+                        FetchRequest(path: "/stress", responseSize: plan.size), behavior: plan.behavior,
+                        timeout: plan.timeout)
                     return .success
                 } catch is CancellationError {
                     return .cancelled

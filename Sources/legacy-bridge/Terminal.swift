@@ -17,7 +17,9 @@ enum Terminal {
 
     /// The width output must fit, read again on every call (so a resized terminal is followed).
     static var width: Int {
-        columns(terminal: isatty(STDOUT_FILENO) == 1 ? terminalColumns() : nil, environment: ProcessInfo.processInfo.environment)
+        columns(
+            terminal: isatty(STDOUT_FILENO) == 1 ? terminalColumns() : nil,
+            environment: ProcessInfo.processInfo.environment)
     }
 
     /// The width rule, pure: the terminal's columns if known, else `COLUMNS`, else 80; never less

@@ -121,14 +121,18 @@ enum TextLayout {
     /// spaces, then `text` wrapped in the remaining columns. A label wider than its column, or a
     /// text column narrower than 24 columns, puts the text on the following lines instead,
     /// indented by `indent` + 4.
-    static func labelled(_ label: String, _ text: String, labelWidth: Int, width: Int, indent: String = "  ") -> [String] {
+    static func labelled(
+        _ label: String, _ text: String, labelWidth: Int, width: Int, indent: String = "  "
+    ) -> [String] {
         let width = max(width, minimumWidth)
         let textColumn = columns(indent) + labelWidth + 2
         if columns(label) <= labelWidth, width - textColumn >= 24 {
             let narrow = wrap(text, width: width - textColumn)
             let pad = String(repeating: " ", count: textColumn)
             return narrow.enumerated().map { index, line in
-                index == 0 ? trimTrailingSpaces(indent + self.pad(label, to: labelWidth) + "  " + line) : trimTrailingSpaces(pad + line)
+                index == 0
+                    ? trimTrailingSpaces(indent + self.pad(label, to: labelWidth) + "  " + line)
+                    : trimTrailingSpaces(pad + line)
             }
         }
         let deeper = indent + "    "

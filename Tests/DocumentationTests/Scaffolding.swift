@@ -90,7 +90,9 @@ final class DownloadHandle: Sendable {
     func resume() {}
 }
 
-func startDownload(_ request: Request, onEvent: @escaping @Sendable (DownloadCallbackEvent) -> Void) throws -> DownloadHandle {
+func startDownload(
+    _ request: Request, onEvent: @escaping @Sendable (DownloadCallbackEvent) -> Void
+) throws -> DownloadHandle {
     DownloadHandle()
 }
 

@@ -23,7 +23,9 @@ struct SnippetSyncTests {
         return ["README.md"] + guides
     }
 
-    @Test("every ```swift block of README.md and the DocC guide has an identical compiled copy, and every copy has its block")
+    @Test(
+        "every ```swift block of README.md and the DocC guide has an identical compiled copy, and every copy has its block"
+    )
     func snippetsMatchTheirCopies() throws {
         let blocks = try Self.documents().flatMap { try Snippets.blocks(inMarkdown: $0, root: Self.root) }
         let copies = try Snippets.copies(inDirectory: "Tests/DocumentationTests", root: Self.root)
@@ -36,19 +38,26 @@ struct SnippetSyncTests {
                 usedCopies.insert(match)
                 continue
             }
-            let nearest = sameDocument.min { Snippets.distance(copies[$0].text, block.text) < Snippets.distance(copies[$1].text, block.text) }
-            var message = "\(block.document):\(block.line) (\(block.heading)): this ```swift block has no identical copy in Tests/DocumentationTests. "
+            let nearest = sameDocument.min {
+                Snippets.distance(copies[$0].text, block.text) < Snippets.distance(copies[$1].text, block.text)
+            }
+            var message =
+                "\(block.document):\(block.line) (\(block.heading)): this ```swift block has no identical copy in Tests/DocumentationTests. "
                 + "Copy it between `// snippet: \(block.document)` and `// end snippet` in a test file there and make it compile "
                 + "(fix the snippet if it is the documentation that is wrong), or mark it <!-- snippet: partial --> if it is an excerpt."
             if let nearest {
                 let copy = copies[nearest]
-                message += "\nNearest copy: \(copy.file):\(copy.line). " + Snippets.firstDifference(document: block.text, copy: copy.text)
+                message +=
+                    "\nNearest copy: \(copy.file):\(copy.line). "
+                    + Snippets.firstDifference(document: block.text, copy: copy.text)
             }
             Issue.record(Comment(rawValue: message))
         }
         for index in copies.indices where !usedCopies.contains(index) {
             let copy = copies[index]
-            Issue.record("\(copy.file):\(copy.line): this copy of a \(copy.document) snippet matches no ```swift block there any more; update or delete it.")
+            Issue.record(
+                "\(copy.file):\(copy.line): this copy of a \(copy.document) snippet matches no ```swift block there any more; update or delete it."
+            )
         }
     }
 
@@ -145,10 +154,11 @@ enum Snippets {
                 var end = index + 1
                 while end < lines.count, !lines[end].trimmingCharacters(in: .whitespaces).hasPrefix("```") { end += 1 }
                 if language == "swift" {
-                    blocks.append(Block(
-                        document: document, line: index + 2, heading: heading,
-                        isPartial: previous?.trimmingCharacters(in: .whitespaces) == partialMark,
-                        text: normalized(lines[(index + 1)..<min(end, lines.count)])))
+                    blocks.append(
+                        Block(
+                            document: document, line: index + 2, heading: heading,
+                            isPartial: previous?.trimmingCharacters(in: .whitespaces) == partialMark,
+                            text: normalized(lines[(index + 1)..<min(end, lines.count)])))
                 }
                 index = end
             }
@@ -162,7 +172,8 @@ enum Snippets {
         guard let enumerator = FileManager.default.enumerator(atPath: folder.path) else { return [] }
         var copies: [Copy] = []
         // This file's own examples of the markers are not copies.
-        for case let path as String in enumerator where path.hasSuffix(".swift") && !path.hasSuffix("SnippetSyncTests.swift") {
+        for case let path as String in enumerator
+        where path.hasSuffix(".swift") && !path.hasSuffix("SnippetSyncTests.swift") {
             let text = try String(contentsOf: folder.appendingPathComponent(path), encoding: .utf8)
             copies += Snippets.copies(in: text, file: "\(directory)/\(path)")
         }
@@ -179,8 +190,13 @@ enum Snippets {
             if trimmed.hasPrefix("// snippet: ") {
                 let document = String(trimmed.dropFirst("// snippet: ".count))
                 var end = index + 1
-                while end < lines.count, lines[end].trimmingCharacters(in: .whitespaces) != "// end snippet" { end += 1 }
-                copies.append(Copy(file: file, line: index + 2, document: document, text: normalized(lines[(index + 1)..<min(end, lines.count)])))
+                while end < lines.count, lines[end].trimmingCharacters(in: .whitespaces) != "// end snippet" {
+                    end += 1
+                }
+                copies.append(
+                    Copy(
+                        file: file, line: index + 2, document: document,
+                        text: normalized(lines[(index + 1)..<min(end, lines.count)])))
                 index = end
             }
             index += 1

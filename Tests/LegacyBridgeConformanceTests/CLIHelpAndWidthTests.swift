@@ -23,7 +23,9 @@ struct CLIHelpAndWidthTests {
         #expect(helpHelp.output == top.output)
     }
 
-    @Test("help of an unknown command, or of two commands, is bad usage", arguments: [["help", "nope"], ["help", "demo", "stress"]])
+    @Test(
+        "help of an unknown command, or of two commands, is bad usage",
+        arguments: [["help", "nope"], ["help", "demo", "stress"]])
     func helpBadUsage(arguments: [String]) async throws {
         let run = try await CLI.run(arguments)
         #expect(run.status == 2)
@@ -34,7 +36,8 @@ struct CLIHelpAndWidthTests {
     @Test("help is printed within the width, at 80 and 200 columns", arguments: [80, 200])
     func helpWithinWidth(columns: Int) async throws {
         for command in LegacyBridgeCLI.commands {
-            let run = try await CLI.run(["help"] + (command.name.isEmpty ? [] : [command.name]), environment: ["COLUMNS": String(columns)])
+            let run = try await CLI.run(
+                ["help"] + (command.name.isEmpty ? [] : [command.name]), environment: ["COLUMNS": String(columns)])
             #expect(run.status == 0)
             expectFits(run.output, columns: columns, "help \(command.name)")
         }
@@ -50,7 +53,8 @@ struct CLIHelpAndWidthTests {
         }
         #expect(!run.output.contains("\r") && !run.output.contains("\u{1B}"), "a progress bar was drawn on a pipe")
         #expect(run.output.contains("  well-behaved: 25%\n"))
-        #expect(run.output.split(separator: "\n").filter { $0.contains("context NOT released") }.isEmpty, "\(run.output)")
+        #expect(
+            run.output.split(separator: "\n").filter { $0.contains("context NOT released") }.isEmpty, "\(run.output)")
     }
 
     @Test("the quick check, piped at 80 columns: every line fits and it ends clean")
@@ -62,11 +66,14 @@ struct CLIHelpAndWidthTests {
         #expect(!run.output.contains("\r") && !run.output.contains("\u{1B}"), "a progress bar was drawn on a pipe")
     }
 
-    private func expectFits(_ output: String, columns: Int, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectFits(
+        _ output: String, columns: Int, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count > 3, "\(what): too little output to check", sourceLocation: sourceLocation)
         for line in lines where line.count > columns {
-            Issue.record("\(what): a line of \(line.count) columns at \(columns): \(line)", sourceLocation: sourceLocation)
+            Issue.record(
+                "\(what): a line of \(line.count) columns at \(columns): \(line)", sourceLocation: sourceLocation)
         }
     }
 }

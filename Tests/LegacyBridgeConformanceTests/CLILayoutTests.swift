@@ -10,13 +10,18 @@ struct CLILayoutTests {
     static let widths = [80, 200]
 
     /// Words a long, realistic outcome can contain: an SDK error with its message.
-    static let longError = "threw LegacySDKError: the remote end refused the request (7): "
+    static let longError =
+        "threw LegacySDKError: the remote end refused the request (7): "
         + "simulated remote failure with a message long enough to need several lines at any width, "
         + "and a path /a/very/long/path/without/any/spaces/that/must/still/be/cut/somewhere/to/fit"
 
-    private func expectFits(_ lines: [String], width: Int, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectFits(
+        _ lines: [String], width: Int, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         for line in lines {
-            #expect(TextLayout.columns(line) <= width, "\(what) at \(width): \(TextLayout.columns(line)) columns: \(line)", sourceLocation: sourceLocation)
+            #expect(
+                TextLayout.columns(line) <= width, "\(what) at \(width): \(TextLayout.columns(line)) columns: \(line)",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -39,9 +44,18 @@ struct CLILayoutTests {
     func demoRowsFit() {
         let fetchCounters: [(SDKCounters, SimulatedBehavior.CancelMode)] = [
             (counters { $0.callbacksWorker = 1 }, .callbackAsynchronously),
-            (counters { $0.callbacksSync = 2; $0.callbacksWorker = 3; $0.callbacksFreshThread = 4; $0.callbacksReentrantCancel = 1
-                $0.cancels = 1; $0.callbacksRepeated = 8; $0.callbacksAfterCancel = 2 }, .callbackSynchronously),
-            (counters { $0.cancels = 1; $0.contextsCreated = 1 }, .silent),
+            (
+                counters {
+                    $0.callbacksSync = 2; $0.callbacksWorker = 3; $0.callbacksFreshThread = 4;
+                    $0.callbacksReentrantCancel = 1
+                    $0.cancels = 1; $0.callbacksRepeated = 8; $0.callbacksAfterCancel = 2
+                }, .callbackSynchronously
+            ),
+            (
+                counters {
+                    $0.cancels = 1; $0.contextsCreated = 1
+                }, .silent
+            ),
         ]
         for width in Self.widths {
             let names = DemoCommand.fetchCases.map(\.name)
@@ -50,17 +64,23 @@ struct CLILayoutTests {
             for (index, name) in names.enumerated() {
                 let (c, mode) = fetchCounters[index % fetchCounters.count]
                 let outcome = index % 2 == 0 ? Self.longError : "returned the value of callback #1"
-                let row = DemoCommand.Row(name: name, outcome: outcome, details: [DemoCommand.fetchActivity(c, cancelMode: mode)])
+                let row = DemoCommand.Row(
+                    name: name, outcome: outcome, details: [DemoCommand.fetchActivity(c, cancelMode: mode)])
                 let lines = row.lines(labelWidth: labelWidth, width: width)
                 expectFits(lines, width: width, "fetch row '\(name)'")
                 let first = lines[0]
                 let outcomeStart = first.range(of: String(outcome.prefix(10)))
                 #expect(outcomeStart != nil, "\(first)")
-                if let outcomeStart { outcomeColumns.insert(first.distance(from: first.startIndex, to: outcomeStart.lowerBound)) }
+                if let outcomeStart {
+                    outcomeColumns.insert(first.distance(from: first.startIndex, to: outcomeStart.lowerBound))
+                }
                 let sdkLine = lines.firstIndex { $0.hasPrefix("      SDK: ") }
                 #expect(sdkLine != nil, "\(lines)")
                 if let sdkLine {
-                    #expect(lines[(sdkLine + 1)...].allSatisfy { $0.hasPrefix("           ") && !$0.hasPrefix("            ") }, "\(lines)")
+                    #expect(
+                        lines[(sdkLine + 1)...].allSatisfy {
+                            $0.hasPrefix("           ") && !$0.hasPrefix("            ")
+                        }, "\(lines)")
                 }
             }
             #expect(outcomeColumns.count == 1, "outcomes start at columns \(outcomeColumns.sorted()) at width \(width)")
@@ -76,7 +96,8 @@ struct CLILayoutTests {
                 let row = DemoCommand.Row(name: name, outcome: outcome, details: [DemoCommand.downloadActivity(c)])
                 expectFits(row.lines(labelWidth: downloadLabel, width: width), width: width, "download row '\(name)'")
             }
-            expectFits(TextLayout.wrap(DemoCommand.downloadTitle, width: width, hangingIndent: "  "), width: width, "title")
+            expectFits(
+                TextLayout.wrap(DemoCommand.downloadTitle, width: width, hangingIndent: "  "), width: width, "title")
         }
     }
 
@@ -116,17 +137,23 @@ struct CLILayoutTests {
 
     @Test("a progress bar leaves the last column free at every width from 20 to 200, whatever its label")
     func progressBarFits() {
-        let labels = ["stress", "  " + (DemoCommand.downloadCases.map(\.name).max { $0.count < $1.count } ?? ""), String(repeating: "x", count: 300)]
+        let labels = [
+            "stress", "  " + (DemoCommand.downloadCases.map(\.name).max { $0.count < $1.count } ?? ""),
+            String(repeating: "x", count: 300),
+        ]
         for width in 20...200 {
             for label in labels {
                 for fraction in [-1, 0, 0.5, 1, 2, .nan] {
-                    let line = TextLayout.progressLine(label: label, fraction: fraction, suffix: "12,345 ops", width: width)
+                    let line = TextLayout.progressLine(
+                        label: label, fraction: fraction, suffix: "12,345 ops", width: width)
                     #expect(TextLayout.columns(line) <= width - 1, "width \(width): \(line)")
                     #expect(line.contains("%"), "width \(width): \(line)")
                 }
             }
         }
-        #expect(TextLayout.progressLine(label: "stress", fraction: 0.5, width: 80).contains("[###############...............]  50%"))
+        #expect(
+            TextLayout.progressLine(label: "stress", fraction: 0.5, width: 80).contains(
+                "[###############...............]  50%"))
     }
 
     @Test("help fits at 80 and 200 columns; this CLI's own help is written within 80 columns and printed as written")
@@ -137,7 +164,9 @@ struct CLILayoutTests {
             }
         }
         for own in [toolHelp, DemoCommand.help, StressCommand.help] {
-            #expect(TextLayout.fit(own, width: 80) == own.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+            #expect(
+                TextLayout.fit(own, width: 80)
+                    == own.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
         }
     }
 
@@ -154,16 +183,27 @@ struct CLILayoutTests {
     @Test("demo rows count every callback the same way and say which one is the cancellation's")
     func demoCountsCallbacksConsistently() {
         // "never calls back + cancel": the cancellation's callback comes from a worker.
-        let later = DemoCommand.fetchActivity(counters { $0.callbacksWorker = 1; $0.cancels = 1 }, cancelMode: .callbackAsynchronously)
+        let later = DemoCommand.fetchActivity(
+            counters {
+                $0.callbacksWorker = 1; $0.cancels = 1
+            }, cancelMode: .callbackAsynchronously)
         #expect(later == "SDK: cancelled; 1 callback on a worker thread: the cancellation's; context released")
         // "cancel calls back re-entrantly": the same callback, inside cancel, is counted the same way.
-        let inside = DemoCommand.fetchActivity(counters { $0.callbacksReentrantCancel = 1; $0.cancels = 1 }, cancelMode: .callbackSynchronously)
+        let inside = DemoCommand.fetchActivity(
+            counters {
+                $0.callbacksReentrantCancel = 1; $0.cancels = 1
+            }, cancelMode: .callbackSynchronously)
         #expect(inside == "SDK: cancelled; 1 callback inside cancel: the cancellation's; context released")
         // A late callback after the cancellation's is named once, as "after the cancel".
         let late = DemoCommand.fetchActivity(
-            counters { $0.callbacksWorker = 2; $0.cancels = 1; $0.callbacksRepeated = 1; $0.callbacksAfterCancel = 1 },
+            counters {
+                $0.callbacksWorker = 2; $0.cancels = 1; $0.callbacksRepeated = 1; $0.callbacksAfterCancel = 1
+            },
             cancelMode: .callbackAsynchronously)
-        #expect(late == "SDK: cancelled; 2 callbacks on a worker thread: the cancellation's, 1 after the cancel; context released")
+        #expect(
+            late
+                == "SDK: cancelled; 2 callbacks on a worker thread: the cancellation's, 1 after the cancel; context released"
+        )
         let silent = DemoCommand.fetchActivity(counters { $0.cancels = 1 }, cancelMode: .silent)
         #expect(silent == "SDK: cancelled; no callback; context released")
         #expect(TextLayout.counted(1, "gap") == "1 gap" && TextLayout.counted(2, "gap") == "2 gaps")
@@ -180,7 +220,9 @@ struct CLILayoutTests {
             } catch let error as UsageError {
                 let help = command.help()
                 for option in error.acceptedOptions {
-                    #expect(help.contains("--\(option)"), "'legacy-bridge \(command.name)' accepts --\(option), but its help does not mention it")
+                    #expect(
+                        help.contains("--\(option)"),
+                        "'legacy-bridge \(command.name)' accepts --\(option), but its help does not mention it")
                 }
                 checked[command.name] = error.acceptedOptions
             }

@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
 import LegacyBridge
 
 /// The snippet is one expression: the body of a function that returns it.

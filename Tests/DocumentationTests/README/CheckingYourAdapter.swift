@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
 // snippet: README.md
 import LegacyBridge
 import LegacyBridgeConformance
@@ -14,7 +16,8 @@ struct MyAdapter: OneShotAdapter {
 }
 
 @Test func adapterConforms() async {
-    let report = await ConformanceSuite.run(MyAdapter())
+    // A patient watchdog: test runners share cores, and a real hang is still caught.
+    let report = await ConformanceSuite.run(MyAdapter(), options: .init(watchdog: .seconds(60)))
     #expect(report.failures.isEmpty, "\(report.rendered)")
 }
 // end snippet

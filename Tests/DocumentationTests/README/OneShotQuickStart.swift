@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
 // snippet: README.md
 import LegacyBridge
 
