@@ -38,6 +38,8 @@ let package = Package(
             name: "LegacyBridgeConformanceTests",
             dependencies: ["LegacyBridgeConformance", "LegacyBridge", "legacy-bridge", "MyAdapterConformance"]
         ),
+        // The Swift snippets of README.md and the DocC guide, compiled; a test keeps them in sync.
+        .testTarget(name: "DocumentationTests", dependencies: ["LegacyBridge", "LegacyBridgeConformance", "CLegacySDK"]),
     ],
     swiftLanguageModes: [.v6]
 )

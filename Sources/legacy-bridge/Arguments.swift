@@ -4,6 +4,9 @@
 struct UsageError: Error, CustomStringConvertible {
     let message: String
     let command: String
+    /// For an unknown option: every option the command's parser accepts (without `--`), so a
+    /// test can check that each of them is in the command's help.
+    var acceptedOptions: [String] = []
     var description: String { message }
 }
 
@@ -14,7 +17,10 @@ struct ParsedArguments {
     private(set) var positionals: [String] = []
     let command: String
 
-    init(command: String, arguments: [String], valueOptions: Set<String>, switchOptions: Set<String>, allowPositionals: Bool = false) throws(UsageError) {
+    init(
+        command: String, arguments: [String], valueOptions: Set<String>, switchOptions: Set<String>,
+        allowPositionals: Bool = false
+    ) throws(UsageError) {
         self.command = command
         var index = 0
         while index < arguments.count {
@@ -50,7 +56,9 @@ struct ParsedArguments {
                     index += 1
                 }
             } else {
-                throw UsageError(message: "unknown option '--\(name)'", command: command)
+                throw UsageError(
+                    message: "unknown option '--\(name)'", command: command,
+                    acceptedOptions: valueOptions.union(switchOptions).sorted())
             }
         }
     }
@@ -66,18 +74,22 @@ struct ParsedArguments {
         guard let text = values[name] else { return defaultValue }
         guard let value = Int(text.replacingUnderscores()), range.contains(value) else {
             throw UsageError(
-                message: "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'",
+                message:
+                    "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'",
                 command: command)
         }
         return value
     }
 
     /// A non-negative decimal number of seconds within `range`, or `defaultValue` when absent.
-    func seconds(_ name: String, default defaultValue: Double, in range: ClosedRange<Double>) throws(UsageError) -> Double {
+    func seconds(
+        _ name: String, default defaultValue: Double, in range: ClosedRange<Double>
+    ) throws(UsageError) -> Double {
         guard let text = values[name] else { return defaultValue }
         guard let value = Double(text), value.isFinite, range.contains(value) else {
             throw UsageError(
-                message: "--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'",
+                message:
+                    "--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'",
                 command: command)
         }
         return value

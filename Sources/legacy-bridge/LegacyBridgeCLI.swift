@@ -12,53 +12,105 @@ enum ExitCode: Int32 {
     case usage = 2
 }
 
+/// The top-level help: `legacy-bridge help`, `legacy-bridge --help` and `legacy-bridge help help`
+/// all print it. It is also the help of the quick check (the command with no name).
 let toolHelp = """
-    legacy-bridge — check and measure adapters between legacy C callback SDKs and Swift Concurrency.
+    legacy-bridge: check and measure adapters between legacy C callback SDKs and
+    Swift Concurrency.
 
-    USAGE
-      legacy-bridge [--seconds S] [--json]   quick conformance of the library's adapters + a short stress
-      legacy-bridge demo                      fetch and download once per hostile SDK behaviour
-      legacy-bridge conformance [options]     run the conformance suite (see conformance --help)
-      legacy-bridge stress [options]          randomised fetches and downloads (see stress --help)
-      legacy-bridge bench [--json] [--quick]  benchmarks against baselines (build with -c release)
-      legacy-bridge help                      this text
+    USAGE: legacy-bridge [COMMAND] [OPTIONS]
 
-    Every command accepts --help. Exit status: 0 clean, 1 a violation was found, 2 bad usage.
+    COMMANDS
+      (none)          The quick check: the conformance suite on the library's own
+                      adapters (in process), then a short stress run; one summary.
+      demo            One fetch and one download per hostile SDK behaviour, with
+                      what the SDK did.
+      conformance     The conformance suite, each scenario in a child process.
+      stress          Randomised fetches and downloads; checks every invariant.
+      bench           Benchmarks against baselines (build with -c release).
+      help [COMMAND]  This text, or COMMAND's help (the same as COMMAND --help).
+
+    OPTIONS OF THE QUICK CHECK
+      --seconds S     Length of the stress part, in seconds (default 3).
+      --seed X        Seed for every random choice (default 1).
+      --json          Print {"conformance": …, "stress": …, "clean": true|false}.
+      -h, --help      Print this text.
+
+    Help, demo, stress and the quick check fit the terminal's width (when output is
+    not a terminal: $COLUMNS, or 80). Exit status: 0 clean, 1 a violation was
+    found, 2 bad usage.
     """
+
+/// One command: its name on the command line (empty for the quick check), its help, its body.
+struct Command: Sendable {
+    var name: String
+    var help: @Sendable () -> String
+    var run: @Sendable ([String]) async throws -> ExitCode
+}
 
 @main
 struct LegacyBridgeCLI {
+    /// Every command, in the order the top-level help lists them.
+    static let commands: [Command] = [
+        Command(name: "", help: { toolHelp }, run: { try await DefaultCommand.run($0) }),
+        Command(name: "demo", help: { DemoCommand.help }, run: { try await DemoCommand.run($0) }),
+        Command(name: "conformance", help: { ConformanceCommand.help }, run: { try await ConformanceCommand.run($0) }),
+        Command(name: "stress", help: { StressCommand.help }, run: { try await StressCommand.run($0) }),
+        Command(name: "bench", help: { BenchCommand.help }, run: { try await BenchCommand.run($0) }),
+    ]
+
+    /// The command called `name`, if any.
+    static func command(named name: String) -> Command? {
+        commands.first { $0.name == name }
+    }
+
+    /// Whether `arguments` ask for help: `--help` or `-h` anywhere among them.
+    static func asksForHelp(_ arguments: [String]) -> Bool {
+        arguments.contains("--help") || arguments.contains("-h")
+    }
+
+    /// The help `help <command>` and `<command> --help` both print (one source, so they match).
+    /// - Throws: `UsageError` for an unknown command.
+    static func helpText(for name: String) throws(UsageError) -> String {
+        if name == "help" { return toolHelp }
+        guard let command = command(named: name) else {
+            throw UsageError(message: "no help for unknown command '\(name)'", command: "help")
+        }
+        return command.help()
+    }
+
     static func main() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
-        let command: String
+        let name: String
         if let first = arguments.first, !first.hasPrefix("-") {
-            command = first
+            name = first
             arguments.removeFirst()
         } else {
-            command = ""
+            name = ""
         }
         let code: ExitCode
         do {
-            switch command {
-            case "":
-                code = try await DefaultCommand.run(arguments)
-            case "demo":
-                code = try await DemoCommand.run(arguments)
-            case "conformance":
-                code = try await ConformanceCommand.run(arguments)
-            case "stress":
-                code = try await StressCommand.run(arguments)
-            case "bench":
-                code = try await BenchCommand.run(arguments)
-            case "help":
-                print(toolHelp)
+            if name == "help" {
+                guard arguments.count <= 1 else {
+                    throw UsageError(message: "help takes at most one command, not \(arguments.count)", command: "help")
+                }
+                let topic = arguments.first.map { asksForHelp([$0]) ? "help" : $0 } ?? "help"
+                Terminal.write(try helpText(for: topic))
                 code = .clean
-            default:
-                throw UsageError(message: "unknown command '\(command)'", command: "")
+            } else if let command = command(named: name) {
+                if asksForHelp(arguments) {
+                    Terminal.write(try helpText(for: name))
+                    code = .clean
+                } else {
+                    code = try await command.run(arguments)
+                }
+            } else {
+                throw UsageError(message: "unknown command '\(name)' (see legacy-bridge help)", command: "")
             }
         } catch let error as UsageError {
-            Terminal.error("legacy-bridge\(error.command.isEmpty ? "" : " " + error.command): \(error.message)")
-            Terminal.error("Run 'legacy-bridge \(error.command.isEmpty ? "" : error.command + " ")--help' for usage.")
+            let command = error.command.isEmpty ? "" : " " + error.command
+            Terminal.error("legacy-bridge\(command): \(error.message)")
+            Terminal.error("Run 'legacy-bridge\(error.command == "help" ? "" : command) --help' for usage.")
             code = .usage
         } catch {
             Terminal.error("legacy-bridge: \(error)")

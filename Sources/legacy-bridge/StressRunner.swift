@@ -10,7 +10,22 @@ struct StressPlan: Sendable {
     var concurrency: Int
     var seconds: Double
     var seed: UInt64
-    var showProgress: Bool
+    var progress: StressProgress
+}
+
+/// How a stress run shows its progress.
+enum StressProgress: Sendable {
+    /// Not at all (JSON output).
+    case none
+    /// A bar redrawn in place (standard output is a terminal).
+    case bar
+    /// A plain line at 25, 50 and 75 % (standard output is a pipe or a file).
+    case lines
+
+    /// The style for this process's standard output.
+    static func forOutput(json: Bool) -> StressProgress {
+        json ? .none : Terminal.isInteractive ? .bar : .lines
+    }
 }
 
 /// The stress summary; its `Codable` shape is the documented `--json` output.
@@ -56,14 +71,51 @@ struct StressSummary: Codable, Sendable {
 
     var isClean: Bool { violations.total == 0 }
 
-    var rendered: String {
-        """
-        stress: \(ops) operations (\(fetches) fetches, \(downloads) downloads) in \(String(format: "%.2f", seconds)) s, \(Int(opsPerSecond)) ops/s, seed \(seed)
-          outcomes:   success \(outcomes.success), failure \(outcomes.failure), cancelled \(outcomes.cancelled), timed out \(outcomes.timedOut)
-          SDK did:    sync \(sdk.syncCallbacks), worker \(sdk.workerCallbacks), fresh-thread \(sdk.freshThreadCallbacks) callbacks; repeated \(sdk.repeatedCallbacks), after-cancel \(sdk.callbacksAfterCancel), re-entrant cancel \(sdk.reentrantCancelCallbacks); stream events \(sdk.streamEvents)
-          contexts:   created \(sdk.contextsCreated), released \(sdk.contextsReleased); handles outstanding \(sdk.handlesOutstanding)
-          violations: double resume \(violations.doubleResume), hangs \(violations.hangs), leaked contexts \(violations.leakedContexts), leaked gates \(violations.leakedGates), events after terminal \(violations.eventsAfterTerminal), out of order \(violations.outOfOrder)\(isClean ? "  (clean)" : "  VIOLATIONS")
-        """
+    /// Operations that never reached the SDK: a download whose task is cancelled before it asks
+    /// for its first element never starts (a cancelled stream does not run `start`), so it
+    /// creates no context. Every fetch reaches the SDK (`withCallback` always runs `start`).
+    var operationsNotStarted: Int { max(0, ops - Int(clamping: sdk.contextsCreated)) }
+
+    /// The summary as text, fitted to `width`.
+    func lines(width: Int) -> [String] {
+        func g(_ value: some BinaryInteger) -> String { TextLayout.grouped(value) }
+        let rate = String(format: "%.2f", seconds)
+        let head =
+            "stress: \(g(ops)) operations (\(g(fetches)) fetches, \(g(downloads)) downloads) "
+            + "in \(rate) s, \(g(Int(opsPerSecond))) ops/s, seed \(seed)"
+        var lines = TextLayout.wrap(head, width: width, hangingIndent: "  ")
+
+        let outcomeText =
+            "success \(g(outcomes.success)), failure \(g(outcomes.failure)), "
+            + "cancelled \(g(outcomes.cancelled)), timed out \(g(outcomes.timedOut))"
+        let callbacks =
+            "callbacks: \(g(sdk.syncCallbacks)) sync, \(g(sdk.workerCallbacks)) on a worker, "
+            + "\(g(sdk.freshThreadCallbacks)) on a fresh thread, \(g(sdk.reentrantCancelCallbacks)) inside cancel; "
+        let extra =
+            "\(g(sdk.repeatedCallbacks)) repeated, \(g(sdk.callbacksAfterCancel)) after the cancel; "
+            + "stream events \(g(sdk.streamEvents))"
+        var contexts =
+            "created \(g(sdk.contextsCreated)), released \(g(sdk.contextsReleased)); "
+            + "handles outstanding \(g(sdk.handlesOutstanding))"
+        if operationsNotStarted > 0 {
+            contexts +=
+                ". \(TextLayout.counted(operationsNotStarted, "operation")) never reached the SDK, "
+                + "so made no context: downloads cancelled before they asked for their first element "
+                + "(a cancelled stream does not start)"
+        }
+        let v = violations
+        let violationText =
+            "double resume \(v.doubleResume), hangs \(v.hangs), leaked contexts \(v.leakedContexts), "
+            + "leaked gates \(v.leakedGates), events after terminal \(v.eventsAfterTerminal), "
+            + "out of order \(v.outOfOrder)" + (isClean ? " (clean)" : " VIOLATIONS")
+        let rows: [(String, String)] = [
+            ("outcomes", outcomeText), ("SDK did", callbacks + extra), ("contexts", contexts),
+            ("violations", violationText),
+        ]
+        for (label, text) in rows {
+            lines += TextLayout.labelled(label, text, labelWidth: 10, width: width)
+        }
+        return lines
     }
 }
 
@@ -116,15 +168,34 @@ enum StressRunner {
         let finished = AtomicCounter()
         let tally = LockedTally()
 
-        let showProgress = stressPlan.showProgress
+        let style = stressPlan.progress
         let total = stressPlan.operations
-        let progress = showProgress ? Task {
-            while !Task.isCancelled {
-                let done = finished.value
-                Terminal.progressBar(label: "stress", fraction: Double(done) / Double(max(total, 1)), suffix: "\(done)/\(total) ops")
-                try? await Task.sleep(for: .milliseconds(100))
+        let budget = stressPlan.seconds
+        let progress =
+            style == .none
+            ? nil
+            : Task {
+                // The run ends at its operation count or its time budget, whichever comes first.
+                var quartersShown = 0
+                while !Task.isCancelled {
+                    let done = finished.value
+                    let elapsed = clock.now - started
+                    let fraction = max(
+                        Double(done) / Double(max(total, 1)),
+                        (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) / budget)
+                    if style == .bar {
+                        Terminal.progressBar(
+                            label: "stress", fraction: fraction, suffix: "\(TextLayout.grouped(done)) ops")
+                    } else if Int(fraction * 4) > quartersShown, fraction < 1 {
+                        quartersShown = Int(fraction * 4)
+                        Terminal.write(
+                            lines: TextLayout.wrap(
+                                "stress: \(quartersShown * 25)% (\(TextLayout.grouped(done)) operations)",
+                                width: Terminal.width))
+                    }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
             }
-        } : nil
 
         let work = Task {
             await withDiscardingTaskGroup { group in
@@ -146,7 +217,8 @@ enum StressRunner {
         let hangBound = Duration.seconds(stressPlan.seconds) + .seconds(20)
         let ended = await runUntil(bound: hangBound) { await work.value }
         progress?.cancel()
-        if showProgress { Terminal.endProgress() }
+        _ = await progress?.value
+        if style == .bar { Terminal.endProgress() }
         let elapsed = clock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 
@@ -171,12 +243,14 @@ enum StressRunner {
         summary.sdk = StressSummary.SDK(
             syncCallbacks: counters.callbacksSync, workerCallbacks: counters.callbacksWorker,
             freshThreadCallbacks: counters.callbacksFreshThread, repeatedCallbacks: counters.callbacksRepeated,
-            callbacksAfterCancel: counters.callbacksAfterCancel, reentrantCancelCallbacks: counters.callbacksReentrantCancel,
+            callbacksAfterCancel: counters.callbacksAfterCancel,
+            reentrantCancelCallbacks: counters.callbacksReentrantCancel,
             contextsCreated: counters.contextsCreated, contextsReleased: counters.contextsReleased,
             handlesOutstanding: counters.handlesOutstanding, streamEvents: counters.streamEvents)
         summary.violations.leakedContexts = Int(counters.contextsCreated - counters.contextsReleased)
         summary.violations.leakedGates = diagnostics.liveGates - before.liveGates
-        summary.violations.doubleResume = (diagnostics.resumes - before.resumes) - (diagnostics.suspensions - before.suspensions) > 0
+        summary.violations.doubleResume =
+            (diagnostics.resumes - before.resumes) - (diagnostics.suspensions - before.suspensions) > 0
             ? (diagnostics.resumes - before.resumes) - (diagnostics.suspensions - before.suspensions) : 0
         if ended { withExtendedLifetime(client) {} }
         return summary
@@ -194,7 +268,9 @@ enum StressRunner {
         } else {
             let task = Task { () -> OperationOutcome in
                 do {
-                    _ = try await client.fetch(FetchRequest(path: "/stress", responseSize: plan.size), behavior: plan.behavior, timeout: plan.timeout)
+                    _ = try await client.fetch(
+                        FetchRequest(path: "/stress", responseSize: plan.size), behavior: plan.behavior,
+                        timeout: plan.timeout)
                     return .success
                 } catch is CancellationError {
                     return .cancelled

@@ -6,27 +6,65 @@ import Glibc
 import Darwin
 #endif
 
-/// Output helpers: progress bars only when standard output is a terminal.
+/// Where output goes and how wide it may be. Layout itself is in ``TextLayout`` (pure, testable).
+///
+/// Every line this tool prints fits ``width``: the terminal's width when standard output is a
+/// terminal, else the `COLUMNS` environment variable when it holds a number, else 80. Progress
+/// bars redraw in place only on a terminal; elsewhere commands print plain progress lines.
 enum Terminal {
+    /// Whether standard output is a terminal that understands redrawing a line in place.
     static let isInteractive: Bool = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
 
-    /// Writes `text` to standard error.
-    static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+    /// The width output must fit, read again on every call (so a resized terminal is followed).
+    static var width: Int {
+        columns(
+            terminal: isatty(STDOUT_FILENO) == 1 ? terminalColumns() : nil,
+            environment: ProcessInfo.processInfo.environment)
     }
 
-    /// Redraws a one-line progress bar in place: `label [#####.....] 50% suffix`.
+    /// The width rule, pure: the terminal's columns if known, else `COLUMNS`, else 80; never less
+    /// than ``TextLayout/minimumWidth``.
+    static func columns(terminal: Int?, environment: [String: String]) -> Int {
+        if let terminal, terminal > 0 { return max(terminal, TextLayout.minimumWidth) }
+        if let text = environment["COLUMNS"], let value = Int(text), value > 0 {
+            return max(value, TextLayout.minimumWidth)
+        }
+        return 80
+    }
+
+    /// The columns of the terminal on standard output, or `nil` when it does not say.
+    private static func terminalColumns() -> Int? {
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
+    }
+
+    /// Prints `text` (one or more lines) fitted to ``width``: lines that fit are printed as they
+    /// are, longer ones are wrapped under their own text (``TextLayout/fit(_:width:)``).
+    static func write(_ text: String) {
+        print(TextLayout.fit(text, width: width).joined(separator: "\n"))
+    }
+
+    /// Prints already laid-out lines.
+    static func write(lines: [String]) {
+        for line in lines { print(line) }
+    }
+
+    /// Writes `text` to standard error, fitted to ``width``.
+    static func error(_ text: String) {
+        let fitted = TextLayout.fit(text, width: width).joined(separator: "\n")
+        FileHandle.standardError.write(Data((fitted + "\n").utf8))
+    }
+
+    /// Redraws a one-line progress bar in place (`label [#####.....]  50% suffix`), fitted to
+    /// the terminal. Call only when ``isInteractive``.
     static func progressBar(label: String, fraction: Double, suffix: String = "") {
-        let width = 30
-        let clamped = min(max(fraction, 0), 1)
-        let filled = Int((clamped * Double(width)).rounded(.down))
-        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        let percent = Int((clamped * 100).rounded(.down))
-        print("\r\u{1B}[2K\(label) [\(bar)] \(String(format: "%3d", percent))% \(suffix)", terminator: "")
+        let line = TextLayout.progressLine(label: label, fraction: fraction, suffix: suffix, width: width)
+        print("\r\u{1B}[2K\(line)", terminator: "")
         fflush(nil)
     }
 
-    /// Ends a progress bar line.
+    /// Erases the progress bar line, leaving the cursor at its start.
     static func endProgress() {
         print("\r\u{1B}[2K", terminator: "")
         fflush(nil)

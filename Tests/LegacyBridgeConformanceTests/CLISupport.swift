@@ -29,24 +29,33 @@ enum CLI {
         return directory.appendingPathComponent(name)
     }
 
-    /// Runs the CLI with `arguments`; stops the child after `bound` seconds.
+    /// Runs the CLI with `arguments` (and `environment` added to this process's); stops the child
+    /// after `bound` seconds.
     ///
     /// The waiting happens on a Dispatch thread, never on the cooperative pool: a test that blocked
     /// a pool thread for the seconds a child runs would starve every other test running beside it.
-    static func run(_ arguments: [String], bound: TimeInterval = 300, executableName: String = "legacy-bridge") async throws -> CLIRun {
+    static func run(
+        _ arguments: [String], bound: TimeInterval = 300, executableName: String = "legacy-bridge",
+        environment: [String: String] = [:]
+    ) async throws -> CLIRun {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Result { try runBlocking(arguments, bound: bound, executable: executable(named: executableName)) })
+                continuation.resume(with: Result {
+                    try runBlocking(arguments, bound: bound, executable: executable(named: executableName), environment: environment)
+                })
             }
         }
     }
 
-    private static func runBlocking(_ arguments: [String], bound: TimeInterval, executable: URL) throws -> CLIRun {
+    private static func runBlocking(
+        _ arguments: [String], bound: TimeInterval, executable: URL, environment extra: [String: String]
+    ) throws -> CLIRun {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         let out = Pipe()
         let err = Pipe()
