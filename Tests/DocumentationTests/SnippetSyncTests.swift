@@ -65,7 +65,9 @@ struct SnippetSyncTests {
     func fewPartialSnippets() throws {
         let blocks = try Self.documents().flatMap { try Snippets.blocks(inMarkdown: $0, root: Self.root) }
         let partial = blocks.filter(\.isPartial)
-        #expect(partial.count <= 2, "partial snippets: \(partial.map { "\($0.document):\($0.line)" })")
+        // The Package.swift excerpts, and the crash-isolated runner example, which is compiled as
+        // the package's own MyAdapterConformance target (ReadmeExampleTests keeps it in sync).
+        #expect(partial.count <= 3, "partial snippets: \(partial.map { "\($0.document):\($0.line)" })")
     }
 
     @Test("the extraction finds fenced blocks, their headings and partial marks, and compares modulo indentation")
@@ -157,7 +159,7 @@ enum Snippets {
                     blocks.append(
                         Block(
                             document: document, line: index + 2, heading: heading,
-                            isPartial: previous?.trimmingCharacters(in: .whitespaces) == partialMark,
+                            isPartial: previous?.trimmingCharacters(in: .whitespaces).hasPrefix("<!-- snippet: partial") == true,
                             text: normalized(lines[(index + 1)..<min(end, lines.count)])))
                 }
                 index = end

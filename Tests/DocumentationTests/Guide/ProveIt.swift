@@ -7,7 +7,7 @@ import Testing
 /// the same check as a test; this copy is only compiled.)
 func guideProveIt() async {
     // snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
-    let report = await ConformanceSuite.run(MyAdapter())
+    let report = await ConformanceSuite.run(MyFetchAdapter())
     #expect(report.failures.isEmpty, "\(report.rendered)")
     // end snippet
 }
