@@ -88,6 +88,13 @@ static inline uint8_t lsdk_content_byte_inline(uint64_t request_id, uint64_t off
 /* Behaviour (behavior.c)                                                   */
 /* ------------------------------------------------------------------------ */
 
+/** 2^bits - 1 (all ones for 64 and above; bits below 8 are treated as 8 here, validation rejects them). */
+static inline uint64_t lsdk_sequence_mask(uint32_t bits) {
+    if (bits >= 64) return UINT64_MAX;
+    if (bits < 8) bits = 8;
+    return (UINT64_C(1) << bits) - 1;
+}
+
 /** LSDK_OK or the first OUT_OF_RANGE / UNKNOWN_ENUM / NO_LOOP_THREAD found, in field order.
     `has_loop`: whether the client has a loop thread (LSDK_DELIVERY_LOOP needs one). */
 lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior, bool has_loop);

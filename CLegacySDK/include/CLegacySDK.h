@@ -251,6 +251,36 @@ typedef struct lsdk_behavior {
     /** Seed for every random choice of the operation; 0 = derived from the client's seed and
         the operation's number, so a whole run is reproducible from the client's seed. */
     uint64_t seed;
+
+    /* Hostile sequence numbers (streams). Every event of a stream (every kind, dropped ones, the
+       cancellation END and the late callback included) has a production index i = 1, 2, 3, ...
+       Its sequence number is
+           (first_sequence + (i - 1) + (sequence_jump_at != 0 && i > sequence_jump_at ? sequence_jump : 0))
+           modulo 2^sequence_bits,
+       except the corrupted data event below. The defaults give today's 0, 1, 2, ... Offsets
+       (bytes_done) and data always stay truthful, so a consumer can still verify every byte.
+       lsdk_behavior_init_chaos leaves all of these at their defaults: a consumer has to opt in to
+       a numbering rule, and chaos runs are shared by adapters that assume plain numbering. */
+    /** Number of the first event; must be < 2^sequence_bits (OUT_OF_RANGE, checked after
+        sequence_bits itself). Default 0. A start near
+        the top wraps through the largest value to 0 (UINT64_MAX, then 0 with 64 bits). */
+    uint64_t first_sequence;
+    /** Width of the sender's counter, 8...64 (OUT_OF_RANGE). Default 64. A 32-bit counter carried
+        in the 64-bit field wraps to 0 after 2^32 - 1. */
+    uint32_t sequence_bits;
+    /** After the event with index sequence_jump_at (1-based; 0 = never), numbering jumps ahead by
+        sequence_jump (modulo 2^sequence_bits): a real discontinuity, later events continue from
+        there. Any values. Defaults 0. */
+    uint64_t sequence_jump_at;
+    uint64_t sequence_jump;
+    /** The sequence_corrupt_at-th data chunk (1-based, counting the content's data events in
+        production order; not after-terminal or late data; 0 = none) carries
+        sequence_corrupt_value instead of its number, as it is (not reduced to sequence_bits), e.g.
+        UINT64_MAX (the usual (uint64_t)-1 sentinel) or a far-ahead number. It still uses up its
+        index: numbering continues normally after it. If it is dropped (PAUSE_DROPS) the garbage is
+        dropped with it. Any values. Defaults 0. */
+    uint64_t sequence_corrupt_at;
+    uint64_t sequence_corrupt_value;
 } lsdk_behavior_t;
 
 /** Fills `behavior` with the defaults documented on each field. NULL is ignored. */
@@ -474,7 +504,8 @@ enum {
 /** Valid only during the callback. */
 typedef struct lsdk_event {
     int32_t kind;
-    /** Per-operation sequence number: 0, 1, 2, ... in production order, over every kind. */
+    /** Per-operation sequence number: 0, 1, 2, ... in production order, over every kind (unless the
+        behaviour's sequence knobs make it start elsewhere, wrap, jump or carry garbage). */
     uint64_t sequence;
     /** PROGRESS: bytes produced so far (dropped ones included); DATA: offset of the first byte;
         END: bytes produced before it. */

@@ -500,6 +500,12 @@ package enum SDK {
         c.pause_mode = behavior.pauseMode.rawValue
         c.error_status = behavior.errorStatus.rawValue
         c.seed = behavior.seed
+        c.first_sequence = behavior.firstSequence
+        c.sequence_bits = behavior.sequenceBits
+        c.sequence_jump_at = behavior.sequenceJumpAt
+        c.sequence_jump = behavior.sequenceJump
+        c.sequence_corrupt_at = behavior.sequenceCorruptAt
+        c.sequence_corrupt_value = behavior.sequenceCorruptValue
         guard let message = behavior.errorMessage else {
             c.error_message = nil
             return body(&c)
@@ -536,6 +542,12 @@ extension SimulatedBehavior {
             errorStatus: LegacySDKError(rawValue: c.error_status),
             errorMessage: c.error_message.map { String(cString: $0) },
             seed: c.seed)
+        firstSequence = c.first_sequence
+        sequenceBits = c.sequence_bits
+        sequenceJumpAt = c.sequence_jump_at
+        sequenceJump = c.sequence_jump
+        sequenceCorruptAt = c.sequence_corrupt_at
+        sequenceCorruptValue = c.sequence_corrupt_value
     }
 }
 
