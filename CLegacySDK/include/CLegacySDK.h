@@ -180,6 +180,7 @@ enum {
 #define LSDK_MAX_STREAM_CONCURRENCY 8u
 #define LSDK_MAX_EVENTS_AFTER_TERMINAL 16u
 #define LSDK_MAX_WORKER_THREADS 64u
+#define LSDK_MAX_BLOCKING_US 60000000u    /* 60 s */
 
 /**
  * Per-operation behaviour. Always start from lsdk_behavior_init (or
@@ -415,6 +416,43 @@ lsdk_status_t lsdk_client_post(lsdk_client_t *client, void (*job)(void *job_cont
 bool lsdk_client_is_loop_thread(const lsdk_client_t *client);
 
 /* ------------------------------------------------------------------------ */
+/* Blocking calls                                                           */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A call that blocks the calling thread, like a connect, an open, a flush or a synchronous query.
+ * Blocks for duration_us (0...LSDK_MAX_BLOCKING_US; 0 returns at once), then writes
+ * lsdk_blocking_result(call_key) to *out_result and returns LSDK_OK. lsdk_interrupt with the same
+ * key makes it return at once with LSDK_ERR_INTERRUPTED, and so does lsdk_client_destroy; then
+ * *out_result is not written. Keys need not be unique: an interrupt ends every call blocked with
+ * its key. Callable from any thread, inside callbacks and jobs included (it then blocks that SDK
+ * thread, as a real SDK would). Covered by affinity. Counted in blocking_calls (when it starts
+ * blocking), blocking_in_flight / blocking_in_flight_peak while it blocks, and
+ * blocking_calls_interrupted.
+ * Errors, in this order: NULL_ARGUMENT (client), CLIENT_DESTROYED (also when destroy began before
+ * the call could block), NULL_ARGUMENT (out_result), OUT_OF_RANGE (duration), INTERRUPTED.
+ */
+lsdk_status_t lsdk_blocking_call(lsdk_client_t *client, uint64_t call_key, uint32_t duration_us,
+                                 uint64_t *out_result);
+
+/**
+ * Makes every lsdk_blocking_call currently blocked on `client` with `call_key` return at once with
+ * LSDK_ERR_INTERRUPTED. Not covered by affinity (the thread it must reach is the blocked one).
+ * An interrupt is not remembered: one that finds no call blocked with its key (the call has not
+ * started blocking yet, or already returned) changes nothing and returns LSDK_ERR_NOT_BLOCKED,
+ * which is not counted as a bad call (it is the ordinary race of an interrupt with the end of the
+ * call). A call that was already interrupted but has not yet returned still counts as blocked.
+ * Errors: NULL_ARGUMENT, CLIENT_DESTROYED (destroy began: it interrupts every call itself),
+ * NOT_BLOCKED.
+ */
+lsdk_status_t lsdk_interrupt(lsdk_client_t *client, uint64_t call_key);
+
+/** The result of a completed blocking call with `call_key`: the splitmix64 finaliser of
+    (call_key XOR 0x424C4F434B494E47), that is, with x = call_key ^ 0x424C4F434B494E47:
+    x ^= x >> 30; x *= 0xBF58476D1CE4E5B9; x ^= x >> 27; x *= 0x94D049BB133111EB; x ^= x >> 31. */
+uint64_t lsdk_blocking_result(uint64_t call_key);
+
+/* ------------------------------------------------------------------------ */
 /* Handles                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -631,6 +669,14 @@ typedef struct lsdk_counters {
     uint64_t cancel_deadlocks;
     /** Events refused by a pull-style callback (LSDK_PULL_PAUSE honoured): each paused its stream. */
     uint64_t stream_pauses_by_callback;
+    /** Blocking calls that started blocking. */
+    uint64_t blocking_calls;
+    /** Blocking calls ended early by lsdk_interrupt or by destroy. */
+    uint64_t blocking_calls_interrupted;
+    /** Blocking calls blocked right now (a gauge, not a running total). */
+    uint64_t blocking_in_flight;
+    /** The most blocking calls ever blocked at once. */
+    uint64_t blocking_in_flight_peak;
 } lsdk_counters_t;
 
 /** Counters of one client (valid also after destroy). Errors: NULL_ARGUMENT. */
