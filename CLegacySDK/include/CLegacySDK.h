@@ -456,7 +456,9 @@ uint64_t lsdk_blocking_result(uint64_t call_key);
 /* Handles                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/** A reference-counted operation handle. 0 is never a valid handle. */
+/** A reference-counted operation handle. 0 is never a valid handle. A handle value is never
+    issued twice in a process, so a stale one (released, or of a finished operation) can never name
+    another operation: it is rejected with LSDK_ERR_INVALID_HANDLE. */
 typedef uint64_t lsdk_handle_t;
 #define LSDK_INVALID_HANDLE ((lsdk_handle_t)0)
 
@@ -684,6 +686,22 @@ lsdk_status_t lsdk_client_counters(const lsdk_client_t *client, lsdk_counters_t 
 
 /** Process-wide counters: every client ever created, destroyed ones included. NULL is ignored. */
 void lsdk_global_counters(lsdk_counters_t *out);
+
+/* ------------------------------------------------------------------------ */
+/* Test hooks                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* For the simulator's own white-box tests; an adapter never needs them. */
+
+/** Gives the live handle's slot the generation `generation` (1...0xFFFFFFFF), as if the slot had
+    been reused that often, and writes the handle's new value to *out_handle (the old value is
+    stale from then on). Lets a test reach the last generation without 4 billion reuses.
+    Errors: NULL_ARGUMENT (out_handle), OUT_OF_RANGE (generation 0), INVALID_HANDLE. */
+lsdk_status_t lsdk_test_handle_set_generation(lsdk_handle_t handle, uint32_t generation,
+                                              lsdk_handle_t *out_handle);
+
+/** Slots retired so far because their generation was used up (process-wide). */
+uint64_t lsdk_test_handle_slots_retired(void);
 
 #ifdef __cplusplus
 }
