@@ -18,8 +18,9 @@
  *    and nothing can ever add work again (additions happen under op->mu and check op->finished).
  *  - Memory of an operation is reference counted separately (op->refs): the client's live list and
  *    the handle table slot each own one, lookups take a temporary one.
- *  - The client shell (struct lsdk_client) is never freed before process exit; its runtime (threads,
- *    queues) is freed by destroy once no operation is live and no API call is inside the client.
+ *  - The client shell (struct lsdk_client) is never freed, not even at process exit (other threads
+ *    and exit handlers may still call in); its runtime (threads, queues) is freed by destroy once no
+ *    operation is live and no API call is inside the client.
  */
 #ifndef LSDK_INTERNAL_H
 #define LSDK_INTERNAL_H
@@ -258,7 +259,7 @@ struct lsdk_client {
     /** lsdk_thread_id() of the creating thread. */
     uint64_t creator_id;
 
-    /** Guards token, the live lists and the destroy handshake. Never destroyed before exit. */
+    /** Guards token, the live lists and the destroy handshake. Never destroyed. */
     pthread_mutex_t mutex;
     pthread_cond_t cond;
     /** LSDK_CANCEL_WAITS cancels wait here (with mutex) for their operation's callbacks to return,
@@ -279,7 +280,7 @@ struct lsdk_client {
 
     /** Threads and queues; valid while the client is not DESTROYED. */
     struct lsdk_runtime *runtime;
-    /** Tombstone list link (freed at exit). */
+    /** Tombstone list link (the list keeps destroyed shells reachable, never freed). */
     struct lsdk_client *tombstone_next;
 };
 
