@@ -415,6 +415,7 @@ void lsdk_client_config_init(lsdk_client_config_t *config) {
     config->probe_context = NULL;
     config->loop_thread = false;
     config->affinity = LSDK_AFFINITY_ANY;
+    config->handle_probe = NULL;
 }
 
 lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client_t **out_client) {
@@ -451,6 +452,7 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
     client->seed = config->seed;
     client->probe = config->session_token_probe;
     client->probe_context = config->probe_context;
+    client->handle_probe = config->handle_probe;
     client->has_loop = config->loop_thread;
     client->affinity = config->affinity;
     client->creator_id = lsdk_thread_id();

@@ -63,6 +63,9 @@ lsdk_status_t lsdk_handle_create(struct lsdk_op *op, lsdk_handle_t *out_handle) 
     }
     lsdk_slot_t *slot = &slots[index];
     slot->next_free = 0;
+    /* Counted before the slot names the operation (and under the mutex every lookup takes), so
+       whoever releases this handle counts handles_released after this count. */
+    lsdk_count(lsdk_op_client(op), LSDK_COUNTER_handles_created, 1);
     slot->op = op;
     lsdk_op_ref(op);
     *out_handle = ((lsdk_handle_t)slot->generation << 32) | (lsdk_handle_t)(index + 1);

@@ -253,6 +253,7 @@ struct lsdk_client {
     uint64_t seed;
     void (*probe)(void *);
     void *probe_context;
+    void (*handle_probe)(void *, lsdk_handle_t);
     /** Immutable configuration kept in the shell (readable after destroy). */
     bool has_loop;
     int32_t affinity;

@@ -989,23 +989,14 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
         init_task(&op->event_tasks[i], op, LSDK_TASK_EVENT);
     }
 
-    lsdk_handle_t handle = LSDK_INVALID_HANDLE;
-    if (lsdk_handle_create(op, &handle) != LSDK_OK) {
-        lsdk_op_unref(op);
-        lsdk_client_leave(client);
-        return LSDK_ERR_RESOURCES;
-    }
-
-    /* From here on the start succeeds. */
     op->request_id = atomic_fetch_add(&client->next_request_id, 1);
     op->rng = behavior->seed != 0 ? behavior->seed
                                   : lsdk_mix64(client->seed ^ lsdk_mix64(op->request_id));
-    lsdk_count(client, LSDK_COUNTER_operations_started, 1);
-    lsdk_count(client, LSDK_COUNTER_contexts_created, 1);
-    lsdk_count(client, LSDK_COUNTER_handles_created, 1);
 
-    /* The first piece of work (not yet published: no lock needed). inflight starts at 1 for this
-       function itself, so the operation cannot finish before we are done with it. */
+    /* The first piece of work. inflight starts at 1 for this function itself, so the operation
+       cannot finish before we are done with it. All of this is set before the handle is
+       published: from then on any thread holding the handle value (a forged one included) may
+       cancel, pause or resume the operation, under op->mutex. */
     op->inflight = 1;
     lsdk_task_t *first = NULL;
     lsdk_mode_t mode = LSDK_MODE_WORKER;
@@ -1019,6 +1010,25 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
         op->inflight++;
         mode = draw_mode(op, true);
         delay = mode == LSDK_MODE_SYNC ? 0 : draw_delay(op);
+    }
+
+    /* handles_created is counted by lsdk_handle_create before it publishes the slot. */
+    lsdk_handle_t handle = LSDK_INVALID_HANDLE;
+    if (lsdk_handle_create(op, &handle) != LSDK_OK) {
+        lsdk_op_unref(op);
+        lsdk_client_leave(client);
+        return LSDK_ERR_RESOURCES;
+    }
+    /* From here on the start succeeds. Counted before the operation can finish (this function
+       holds an inflight reference until its end), so contexts_released never overtakes
+       contexts_created, nor operations_finished operations_started. */
+    lsdk_count(client, LSDK_COUNTER_operations_started, 1);
+    lsdk_count(client, LSDK_COUNTER_contexts_created, 1);
+    if (client->handle_probe != NULL) {
+        lsdk_frame_t frame;
+        lsdk_frame_push(&frame, client, NULL);
+        client->handle_probe(client->probe_context, handle);
+        lsdk_frame_pop(&frame);
     }
 
     /* Published: destroy may cancel it from now on. */
@@ -1036,9 +1046,12 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     if (out_handle != NULL) {
         *out_handle = handle;
     } else {
+        /* Another thread may have released it already (any value can be passed to release). */
         struct lsdk_op *removed = lsdk_handle_remove(handle);
-        lsdk_count(client, LSDK_COUNTER_handles_released, 1);
-        lsdk_op_unref(removed);
+        if (removed != NULL) {
+            lsdk_count(client, LSDK_COUNTER_handles_released, 1);
+            lsdk_op_unref(removed);
+        }
     }
     lsdk_client_leave(client);
     return LSDK_OK;

@@ -302,6 +302,12 @@ void lsdk_behavior_init_chaos(lsdk_behavior_t *behavior, uint64_t seed);
 
 typedef struct lsdk_client lsdk_client_t;
 
+/** A reference-counted operation handle. 0 is never a valid handle. A handle value is never
+    issued twice in a process, so a stale one (released, or of a finished operation) can never name
+    another operation: it is rejected with LSDK_ERR_INVALID_HANDLE. */
+typedef uint64_t lsdk_handle_t;
+#define LSDK_INVALID_HANDLE ((lsdk_handle_t)0)
+
 /** Which threads may call a client (lsdk_client_config_t.affinity).
  *
  * Calls covered: lsdk_request_start, lsdk_download_start, lsdk_download_start_pull, lsdk_cancel,
@@ -348,6 +354,11 @@ typedef struct lsdk_client_config {
     bool loop_thread;
     /** LSDK_AFFINITY_*. Default LSDK_AFFINITY_ANY. */
     int32_t affinity;
+    /** Test probe: called (if not NULL, with probe_context) on the starting thread inside every
+        successful start function, right after the new handle became valid and before any work of
+        the operation is scheduled, so a test can act on the handle at the earliest moment another
+        thread could (for example release or cancel it) without guessing a schedule. */
+    void (*handle_probe)(void *probe_context, lsdk_handle_t handle);
 } lsdk_client_config_t;
 
 /** Fills `config` with the defaults. NULL is ignored. */
@@ -456,11 +467,7 @@ uint64_t lsdk_blocking_result(uint64_t call_key);
 /* Handles                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/** A reference-counted operation handle. 0 is never a valid handle. A handle value is never
-    issued twice in a process, so a stale one (released, or of a finished operation) can never name
-    another operation: it is rejected with LSDK_ERR_INVALID_HANDLE. */
-typedef uint64_t lsdk_handle_t;
-#define LSDK_INVALID_HANDLE ((lsdk_handle_t)0)
+/* lsdk_handle_t is declared with the client, which refers to it. */
 
 /**
  * Cancels the operation. Idempotent (only the first call takes effect), thread-safe, callable from
