@@ -418,7 +418,8 @@ lsdk_status_t lsdk_client_get_session_token(lsdk_client_t *client, char *buffer,
  * accepted until destroy has finished every operation; after that (and inside the jobs destroy
  * drains) the call fails with CLIENT_DESTROYED. Counted in loop_jobs when the job starts.
  * On any error the job is not run and job_context is still yours.
- * Errors, in this order: NULL_ARGUMENT (client or job), CLIENT_DESTROYED, NO_LOOP_THREAD, RESOURCES.
+ * Errors, in this order: NULL_ARGUMENT (client), CLIENT_DESTROYED, NULL_ARGUMENT (job), NO_LOOP_THREAD,
+ * RESOURCES.
  */
 lsdk_status_t lsdk_client_post(lsdk_client_t *client, void (*job)(void *job_context), void *job_context);
 
