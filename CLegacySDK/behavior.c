@@ -22,6 +22,12 @@ void lsdk_behavior_init(lsdk_behavior_t *behavior) {
     behavior->error_status = LSDK_ERR_REMOTE;
     behavior->error_message = NULL;
     behavior->seed = 0;
+    behavior->first_sequence = 0;
+    behavior->sequence_bits = 64;
+    behavior->sequence_jump_at = 0;
+    behavior->sequence_jump = 0;
+    behavior->sequence_corrupt_at = 0;
+    behavior->sequence_corrupt_value = 0;
 }
 
 void lsdk_behavior_init_chaos(lsdk_behavior_t *behavior, uint64_t seed) {
@@ -79,10 +85,11 @@ void lsdk_behavior_init_chaos(lsdk_behavior_t *behavior, uint64_t seed) {
     behavior->seed = lsdk_mix64(seed + 0x5EEDu) | 1u;
 }
 
-lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *b) {
-    if (b->delivery < LSDK_DELIVERY_SYNC || b->delivery > LSDK_DELIVERY_MIXED) {
+lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *b, bool has_loop) {
+    if (b->delivery < LSDK_DELIVERY_SYNC || b->delivery > LSDK_DELIVERY_LOOP) {
         return LSDK_ERR_UNKNOWN_ENUM;
     }
+    if (b->delivery == LSDK_DELIVERY_LOOP && !has_loop) return LSDK_ERR_NO_LOOP_THREAD;
     if (b->delay_us > LSDK_MAX_DELAY_US || b->jitter_us > LSDK_MAX_DELAY_US) {
         return LSDK_ERR_OUT_OF_RANGE;
     }
@@ -92,7 +99,7 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *b) {
             return LSDK_ERR_UNKNOWN_ENUM;
         }
     }
-    if (b->cancel_mode < LSDK_CANCEL_CALLBACK_SYNC || b->cancel_mode > LSDK_CANCEL_IGNORED) {
+    if (b->cancel_mode < LSDK_CANCEL_CALLBACK_SYNC || b->cancel_mode > LSDK_CANCEL_WAITS) {
         return LSDK_ERR_UNKNOWN_ENUM;
     }
     if (b->chunk_size == 0 || b->chunk_size > LSDK_MAX_CHUNK_SIZE) return LSDK_ERR_OUT_OF_RANGE;
@@ -110,5 +117,8 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *b) {
     if (b->error_status == LSDK_OK || b->error_status == LSDK_ERR_CANCELLED) {
         return LSDK_ERR_OUT_OF_RANGE;
     }
+    /* sequence_bits first: first_sequence is checked against it. */
+    if (b->sequence_bits < 8 || b->sequence_bits > 64) return LSDK_ERR_OUT_OF_RANGE;
+    if (b->first_sequence > lsdk_sequence_mask(b->sequence_bits)) return LSDK_ERR_OUT_OF_RANGE;
     return LSDK_OK;
 }

@@ -1,14 +1,48 @@
 /* Counters: per client (in the client shell, readable after destroy) and process-wide.
-   Relaxed C11 atomics: each counter is exact, counters are not a consistent snapshot. */
+ *
+ * Each counter is exact; a read is not a snapshot across counters. What a read does promise is
+ * that an "effect" never exceeds its "cause" (handles released <= created, contexts released <=
+ * created, operations finished <= started, blocking calls interrupted <= made), on any CPU:
+ *  1. the cause is counted before its effect can happen, and the effect's increment happens after
+ *     it (handles_created is counted before the slot is published under the table mutex that every
+ *     release takes; contexts and operations are counted while start still holds the operation
+ *     open, and its finish is reached through the queues' mutexes); so the cause's increment
+ *     happens-before the effect's;
+ *  2. every increment is a release operation and every read an acquire one, and a read loads the
+ *     effect before the cause. A reader that sees an effect's increment synchronizes with it
+ *     (release sequences cover the other threads' later increments), so everything that happened
+ *     before it, the cause's increment included, is visible to the cause's later load.
+ * With relaxed operations (as before) step 2 does not hold: on a weakly ordered CPU (arm64) the
+ * effect can be seen without its cause, and handles_outstanding (created - released) underflows.
+ * x86 orders these anyway, so no test on this machine can show it; the order of step 1 is what
+ * Tests/CLegacySDKTests/CounterOrderTests.swift pins down. */
 #include "lsdk_internal.h"
 
 static lsdk_atomic_counters_t global_counters;
 
 void lsdk_count(struct lsdk_client *client, lsdk_counter_id_t id, uint64_t amount) {
     if (client != NULL) {
-        atomic_fetch_add_explicit(&client->counters.value[id], amount, memory_order_relaxed);
+        atomic_fetch_add_explicit(&client->counters.value[id], amount, memory_order_release);
     }
-    atomic_fetch_add_explicit(&global_counters.value[id], amount, memory_order_relaxed);
+    atomic_fetch_add_explicit(&global_counters.value[id], amount, memory_order_release);
+}
+
+static void gauge_up(lsdk_atomic_counters_t *counters) {
+    uint64_t now = atomic_fetch_add(&counters->value[LSDK_COUNTER_blocking_in_flight], 1) + 1;
+    uint64_t peak = atomic_load(&counters->value[LSDK_COUNTER_blocking_in_flight_peak]);
+    while (now > peak &&
+           !atomic_compare_exchange_weak(&counters->value[LSDK_COUNTER_blocking_in_flight_peak], &peak, now)) {
+    }
+}
+
+void lsdk_gauge_up(struct lsdk_client *client) {
+    if (client != NULL) gauge_up(&client->counters);
+    gauge_up(&global_counters);
+}
+
+void lsdk_gauge_down(struct lsdk_client *client) {
+    if (client != NULL) atomic_fetch_sub(&client->counters.value[LSDK_COUNTER_blocking_in_flight], 1);
+    atomic_fetch_sub(&global_counters.value[LSDK_COUNTER_blocking_in_flight], 1);
 }
 
 lsdk_status_t lsdk_bad_call(struct lsdk_client *client, lsdk_status_t status) {
@@ -16,17 +50,34 @@ lsdk_status_t lsdk_bad_call(struct lsdk_client *client, lsdk_status_t status) {
     return status;
 }
 
+static uint64_t load(const lsdk_atomic_counters_t *counters, lsdk_counter_id_t id) {
+    return atomic_load_explicit(&counters->value[id], memory_order_acquire);
+}
+
 void lsdk_counters_read(const lsdk_atomic_counters_t *counters, lsdk_counters_t *out) {
+    /* Effects first (acquire), then their causes: see the comment at the top. */
+    out->handles_released = load(counters, LSDK_COUNTER_handles_released);
+    out->contexts_released = load(counters, LSDK_COUNTER_contexts_released);
+    out->operations_finished = load(counters, LSDK_COUNTER_operations_finished);
+    out->blocking_calls_interrupted = load(counters, LSDK_COUNTER_blocking_calls_interrupted);
+    out->handles_created = load(counters, LSDK_COUNTER_handles_created);
+    out->contexts_created = load(counters, LSDK_COUNTER_contexts_created);
+    out->operations_started = load(counters, LSDK_COUNTER_operations_started);
+    out->blocking_calls = load(counters, LSDK_COUNTER_blocking_calls);
+    /* The rest in any order. */
 #define LSDK_COUNTER_READ(name)                                                                    \
-    out->name = atomic_load_explicit(&counters->value[LSDK_COUNTER_##name], memory_order_relaxed);
+    if (LSDK_COUNTER_##name != LSDK_COUNTER_handles_released &&                                    \
+        LSDK_COUNTER_##name != LSDK_COUNTER_contexts_released &&                                   \
+        LSDK_COUNTER_##name != LSDK_COUNTER_operations_finished &&                                 \
+        LSDK_COUNTER_##name != LSDK_COUNTER_blocking_calls_interrupted &&                          \
+        LSDK_COUNTER_##name != LSDK_COUNTER_handles_created &&                                     \
+        LSDK_COUNTER_##name != LSDK_COUNTER_contexts_created &&                                    \
+        LSDK_COUNTER_##name != LSDK_COUNTER_operations_started &&                                  \
+        LSDK_COUNTER_##name != LSDK_COUNTER_blocking_calls) {                                      \
+        out->name = load(counters, LSDK_COUNTER_##name);                                           \
+    }
     LSDK_COUNTER_LIST(LSDK_COUNTER_READ)
 #undef LSDK_COUNTER_READ
-    /* Released first, then created: created can only have grown meanwhile, so the difference
-       is never negative. */
-    out->handles_released = atomic_load_explicit(
-        &counters->value[LSDK_COUNTER_handles_released], memory_order_relaxed);
-    out->handles_created = atomic_load_explicit(
-        &counters->value[LSDK_COUNTER_handles_created], memory_order_relaxed);
     out->handles_outstanding = out->handles_created - out->handles_released;
 }
 

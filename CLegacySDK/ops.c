@@ -35,10 +35,15 @@ struct lsdk_op {
     uint64_t data_count;
     lsdk_completion_fn completion;
     lsdk_event_fn on_event;
+    lsdk_pull_event_fn pull_event; /* pull-style streams: instead of on_event */
     void *context;
     lsdk_release_fn release_context;
     /** Data buffer of the (single) producer of a stream. */
     uint8_t *producer_buffer;
+
+    /* LSDK_CANCEL_WAITS only: callbacks running now, and cancels waiting for them to return. */
+    _Atomic uint32_t running;
+    _Atomic uint32_t waiters;
 
     /* Guarded by mutex. */
     uint64_t rng;
@@ -56,7 +61,7 @@ struct lsdk_op {
     /* streams */
     int phase;
     uint64_t data_index;
-    uint64_t next_sequence;
+    uint64_t next_index; /* production index of the next numbered event */
     uint64_t bytes_produced;
     uint64_t after_offset;
     uint32_t after_left;
@@ -65,6 +70,9 @@ struct lsdk_op {
     bool paused;
     bool producer_active;
     uint32_t batch_outstanding;
+    /** Events a pull callback refused, in production order; delivered first after the resume. */
+    lsdk_ev_t pending[LSDK_MAX_STREAM_CONCURRENCY];
+    uint32_t pending_count;
 
     lsdk_task_t request_task;
     lsdk_task_t produce_task;
@@ -99,7 +107,7 @@ static void op_finish(struct lsdk_op *op) {
     lsdk_count(client, LSDK_COUNTER_contexts_released, 1);
     if (op->release_context != NULL) {
         lsdk_frame_t frame;
-        lsdk_frame_push(&frame, client);
+        lsdk_frame_push(&frame, client, NULL);
         op->release_context(op->context);
         lsdk_frame_pop(&frame);
     }
@@ -127,16 +135,69 @@ static lsdk_mode_t draw_mode(struct lsdk_op *op, bool sync_allowed) {
     case LSDK_DELIVERY_SYNC: return sync_allowed ? LSDK_MODE_SYNC : LSDK_MODE_WORKER;
     case LSDK_DELIVERY_WORKER: return LSDK_MODE_WORKER;
     case LSDK_DELIVERY_FRESH_THREAD: return LSDK_MODE_FRESH;
+    case LSDK_DELIVERY_LOOP: return LSDK_MODE_LOOP;
     default:
         if (sync_allowed) return (lsdk_mode_t)lsdk_rng_below(&op->rng, 3);
         return lsdk_rng_below(&op->rng, 2) == 0 ? LSDK_MODE_WORKER : LSDK_MODE_FRESH;
     }
 }
 
+/** Where work that never runs inside a call goes (asynchronous cancellations, late callbacks):
+    the loop thread for LOOP delivery, a worker otherwise. */
+static lsdk_mode_t async_mode(const struct lsdk_op *op) {
+    return op->behavior.delivery == LSDK_DELIVERY_LOOP ? LSDK_MODE_LOOP : LSDK_MODE_WORKER;
+}
+
 static uint64_t draw_delay(struct lsdk_op *op) {
     uint64_t delay = op->behavior.delay_us;
     if (op->behavior.jitter_us > 0) delay += lsdk_rng_below(&op->rng, op->behavior.jitter_us + 1);
     return delay;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running callbacks (LSDK_CANCEL_WAITS)                                    */
+/* ------------------------------------------------------------------------ */
+
+/** Whether the callback about to be made may run. For a WAITS operation it counts as running from
+    here, decided under the mutex its cancel sets `cancelled` under: either the cancel sees it
+    running (and waits for it), or it sees the cancel and is dropped. Other modes deliver what was
+    claimed before a cancel and do not track running callbacks. */
+static bool callback_begin(struct lsdk_op *op) {
+    if (op->behavior.cancel_mode != LSDK_CANCEL_WAITS) return true;
+    lsdk_lock(&op->mutex);
+    bool allowed = !op->cancelled;
+    if (allowed) atomic_fetch_add(&op->running, 1);
+    lsdk_unlock(&op->mutex);
+    return allowed;
+}
+
+static void callback_end(struct lsdk_op *op) {
+    if (op->behavior.cancel_mode != LSDK_CANCEL_WAITS) return;
+    /* Sequentially consistent with wait_for_callbacks: either the waiter sees running == 0, or we
+       see its registration and wake it under the mutex it checks under. */
+    if (atomic_fetch_sub(&op->running, 1) == 1 && atomic_load(&op->waiters) > 0) {
+        struct lsdk_client *client = op->client;
+        lsdk_lock(&client->mutex);
+        LSDK_CHECK(pthread_cond_broadcast(&client->wait_cond));
+        lsdk_unlock(&client->mutex);
+    }
+}
+
+/** A WAITS cancel: blocks until no callback of `op` runs. On a thread inside one of the client's
+    callbacks (its own operation's: a deadlock, counted) it also ends when destroy begins. */
+static void wait_for_callbacks(struct lsdk_op *op) {
+    struct lsdk_client *client = op->client;
+    bool deadlock = lsdk_in_callback_of(op);
+    if (deadlock) lsdk_count(client, LSDK_COUNTER_cancel_deadlocks, 1);
+    bool inside = deadlock || lsdk_in_client_frame(client);
+    lsdk_lock(&client->mutex);
+    atomic_fetch_add(&op->waiters, 1);
+    while (atomic_load(&op->running) > 0) {
+        if (inside && atomic_load(&client->state) != LSDK_CLIENT_ALIVE) break;
+        LSDK_CHECK(pthread_cond_wait(&client->wait_cond, &client->mutex));
+    }
+    atomic_fetch_sub(&op->waiters, 1);
+    lsdk_unlock(&client->mutex);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -148,10 +209,12 @@ static const lsdk_counter_id_t where_counter[] = {
     [LSDK_WHERE_WORKER] = LSDK_COUNTER_callbacks_worker,
     [LSDK_WHERE_FRESH] = LSDK_COUNTER_callbacks_fresh_thread,
     [LSDK_WHERE_CANCEL] = LSDK_COUNTER_callbacks_reentrant_cancel,
+    [LSDK_WHERE_LOOP] = LSDK_COUNTER_callbacks_loop,
 };
 
 static void deliver_completion(struct lsdk_op *op, lsdk_where_t where, lsdk_status_t status,
                                uint32_t attempt, uint32_t flags) {
+    if (!callback_begin(op)) return;
     struct lsdk_client *client = op->client;
     uint8_t *body = NULL;
     size_t length = 0;
@@ -180,7 +243,7 @@ static void deliver_completion(struct lsdk_op *op, lsdk_where_t where, lsdk_stat
     if (flags & LSDK_EV_AFTER_CANCEL) lsdk_count(client, LSDK_COUNTER_callbacks_after_cancel, 1);
 
     lsdk_frame_t frame;
-    lsdk_frame_push(&frame, client);
+    lsdk_frame_push(&frame, client, op);
     op->completion(op->context, status, &response);
     lsdk_frame_pop(&frame);
 
@@ -189,10 +252,32 @@ static void deliver_completion(struct lsdk_op *op, lsdk_where_t where, lsdk_stat
         memset(body, 0xDD, length);
         free(body);
     }
+    callback_end(op);
+}
+
+/** A pull callback refused `ev` (mutex held): keep it for the resume and pause the stream. Returns
+    whether the refusal was honoured (see lsdk_download_start_pull). */
+static bool refuse_locked(struct lsdk_op *op, const lsdk_ev_t *ev) {
+    if (op->cancelled || ev->kind == LSDK_EVENT_END || (ev->flags & LSDK_EV_AFTER_CANCEL)) return false;
+    /* At most one batch is outstanding, and a batch holds at most stream_concurrency events. */
+    LSDK_ASSERT(op->pending_count < LSDK_MAX_STREAM_CONCURRENCY);
+    uint32_t at = op->pending_count;
+    while (at > 0 && op->pending[at - 1].index > ev->index) {
+        op->pending[at] = op->pending[at - 1];
+        at--;
+    }
+    op->pending[at] = *ev;
+    op->pending_count++;
+    op->paused = true;
+    /* A silent stream (STREAM_END_NONE) whose producer already went idle: the refused event needs
+       the producer back on resume, so the idle hold becomes a parked one. */
+    if (op->hold == LSDK_HOLD_HANG) op->hold = LSDK_HOLD_PARKED;
+    return true;
 }
 
 static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_t *ev,
                           uint8_t *buffer) {
+    if (!callback_begin(op)) return;
     struct lsdk_client *client = op->client;
     lsdk_event_t event = {
         .kind = ev->kind,
@@ -222,19 +307,50 @@ static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_
     }
 
     lsdk_frame_t frame;
-    lsdk_frame_push(&frame, client);
-    op->on_event(op->context, &event);
+    lsdk_frame_push(&frame, client, op);
+    int32_t answer = LSDK_PULL_CONTINUE;
+    if (op->pull_event != NULL) {
+        answer = op->pull_event(op->context, &event);
+    } else {
+        op->on_event(op->context, &event);
+    }
     lsdk_frame_pop(&frame);
 
     if (ev->kind == LSDK_EVENT_DATA) memset(buffer, 0xDD, ev->length);
+    if (answer == LSDK_PULL_PAUSE) {
+        lsdk_lock(&op->mutex);
+        bool honoured = refuse_locked(op, ev);
+        lsdk_unlock(&op->mutex);
+        if (honoured) lsdk_count(client, LSDK_COUNTER_stream_pauses_by_callback, 1);
+    } else if (answer != LSDK_PULL_CONTINUE) {
+        lsdk_bad_call(client, LSDK_ERR_OUT_OF_RANGE);
+    }
+    callback_end(op);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Stream production (mutex held)                                           */
 /* ------------------------------------------------------------------------ */
 
+/** Numbers the next event in production order (mutex held): the behaviour's sequence knobs
+    applied to its 1-based production index. `data_chunk` is the 1-based number of a content data
+    event, 0 for any other event. Unsigned arithmetic wraps modulo 2^64, so masking the low bits
+    gives the value modulo 2^sequence_bits. */
+static void take_sequence(struct lsdk_op *op, lsdk_ev_t *ev, uint64_t data_chunk) {
+    const lsdk_behavior_t *b = &op->behavior;
+    ev->index = op->next_index++;
+    uint64_t i = ev->index + 1;
+    if (data_chunk != 0 && data_chunk == b->sequence_corrupt_at) {
+        ev->sequence = b->sequence_corrupt_value;
+        return;
+    }
+    uint64_t number = b->first_sequence + (i - 1);
+    if (b->sequence_jump_at != 0 && i > b->sequence_jump_at) number += b->sequence_jump;
+    ev->sequence = number & lsdk_sequence_mask(b->sequence_bits);
+}
+
 static bool has_work_left(const struct lsdk_op *op) {
-    if (op->is_stream) return op->phase != LSDK_PHASE_DONE;
+    if (op->is_stream) return op->phase != LSDK_PHASE_DONE || op->pending_count > 0;
     return op->behavior.completion_count == 0 || op->next_completion < op->behavior.completion_count;
 }
 
@@ -304,7 +420,7 @@ static int stream_claim(struct lsdk_op *op, lsdk_ev_t *ev) {
     case LSDK_PHASE_SILENT: return LSDK_CLAIM_HANG;
     default: return LSDK_CLAIM_DONE;
     }
-    ev->sequence = op->next_sequence++;
+    take_sequence(op, ev, ev->kind == LSDK_EVENT_DATA && !(ev->flags & LSDK_EV_AFTER_TERMINAL) ? op->data_index : 0);
     if (op->cancel_called) ev->flags |= LSDK_EV_AFTER_CANCEL;
     return LSDK_CLAIM_EVENT;
 }
@@ -316,14 +432,17 @@ static bool droppable(const struct lsdk_op *op, const lsdk_ev_t *ev) {
            !(ev->flags & LSDK_EV_AFTER_TERMINAL);
 }
 
-static bool paused_stops(const struct lsdk_op *op) {
-    return op->paused && op->behavior.pause_mode == LSDK_PAUSE_STOPS;
+/** Whether a paused stream's producer parks: PAUSE_STOPS, or a refused pull event waits (nothing
+    may overtake it, whatever the pause mode). */
+static bool must_park(const struct lsdk_op *op) {
+    return op->paused && (op->behavior.pause_mode == LSDK_PAUSE_STOPS || op->pending_count > 0);
 }
 
 /** Whether the producer must stop at its next step (cancelled, done, silent or parked). */
 static bool producer_must_stop(const struct lsdk_op *op) {
-    return op->cancelled || op->phase == LSDK_PHASE_DONE || op->phase == LSDK_PHASE_SILENT ||
-           paused_stops(op);
+    bool idle = op->pending_count == 0 &&
+                (op->phase == LSDK_PHASE_DONE || op->phase == LSDK_PHASE_SILENT);
+    return op->cancelled || idle || must_park(op);
 }
 
 enum {
@@ -335,11 +454,23 @@ enum {
 
 /** One step of a stream producer (mutex held). */
 static int producer_step(struct lsdk_op *op, lsdk_ev_t *ev) {
-    if (op->cancelled || op->phase == LSDK_PHASE_DONE) {
+    if (op->cancelled || (op->phase == LSDK_PHASE_DONE && op->pending_count == 0)) {
         op->producer_active = false;
         return LSDK_STEP_STOP;
     }
-    if (paused_stops(op) && op->phase != LSDK_PHASE_SILENT) {
+    if (op->pending_count > 0) {
+        if (op->paused) {
+            op->producer_active = false;
+            op->hold = LSDK_HOLD_PARKED;
+            return LSDK_STEP_STOP_HOLDING;
+        }
+        /* A refused event goes again, first, as it was (same sequence, same bytes). */
+        *ev = op->pending[0];
+        op->pending_count--;
+        memmove(&op->pending[0], &op->pending[1], op->pending_count * sizeof op->pending[0]);
+        return LSDK_STEP_DELIVER;
+    }
+    if (must_park(op) && op->phase != LSDK_PHASE_SILENT) {
         op->producer_active = false;
         op->hold = LSDK_HOLD_PARKED;
         return LSDK_STEP_STOP_HOLDING;
@@ -360,7 +491,9 @@ static int producer_step(struct lsdk_op *op, lsdk_ev_t *ev) {
 static void run_produce_serial(lsdk_task_t *task, lsdk_where_t where) {
     struct lsdk_op *op = task->op;
     const lsdk_behavior_t *b = &op->behavior;
-    uint32_t quota = where == LSDK_WHERE_FRESH ? 1 : LSDK_PRODUCER_QUOTA;
+    /* A fresh thread delivers one event; the loop thread goes back to its queue after every
+       event (drops included), so jobs posted meanwhile run between them. */
+    uint32_t quota = where == LSDK_WHERE_FRESH || where == LSDK_WHERE_LOOP ? 1 : LSDK_PRODUCER_QUOTA;
     bool all_inline = where == LSDK_WHERE_SYNC && b->delivery == LSDK_DELIVERY_SYNC;
     for (;;) {
         lsdk_ev_t ev;
@@ -378,7 +511,8 @@ static void run_produce_serial(lsdk_task_t *task, lsdk_where_t where) {
             if (all_inline) continue;
             /* Without an interval, drops are produced as fast as possible, here; a worker still
                lets other work run after its quota. */
-            if (b->interval_us == 0 && (where != LSDK_WHERE_WORKER || --quota > 0)) continue;
+            bool counted = where == LSDK_WHERE_WORKER || where == LSDK_WHERE_LOOP;
+            if (b->interval_us == 0 && (!counted || --quota > 0)) continue;
         } else {
             deliver_event(op, where, &ev, op->producer_buffer);
             if (all_inline) continue;
@@ -419,6 +553,7 @@ static void shuffle(struct lsdk_op *op, uint32_t *order, uint32_t count) {
 
 /** Whether the producer's next claim is a terminal event (mutex held). */
 static bool next_is_terminal(const struct lsdk_op *op) {
+    if (op->pending_count > 0) return false;
     switch (op->phase) {
     case LSDK_PHASE_DATA:
         return !op->progress_pending && op->data_index >= op->data_count &&
@@ -513,7 +648,9 @@ static void run_produce_batch(lsdk_task_t *task, lsdk_where_t where) {
         if (stop == LSDK_STEP_STOP_HOLDING) return;
         /* Here every event of the batch was dropped (or delivered inline). Go on after the
            interval, or right away; a worker lets other work run now and then. */
-        bool yield = where == LSDK_WHERE_WORKER && ++empty_batches >= LSDK_PRODUCER_QUOTA / b->stream_concurrency;
+        bool yield = where == LSDK_WHERE_LOOP ||
+                     (where == LSDK_WHERE_WORKER &&
+                      ++empty_batches >= LSDK_PRODUCER_QUOTA / b->stream_concurrency);
         if (!all_inline && (b->interval_us > 0 || yield)) {
             lsdk_lock(&op->mutex);
             lsdk_mode_t mode = draw_mode(op, false);
@@ -543,9 +680,11 @@ static void run_event(lsdk_task_t *task, lsdk_where_t where) {
     lsdk_mode_t mode = LSDK_MODE_WORKER;
     lsdk_lock(&op->mutex);
     LSDK_ASSERT(op->batch_outstanding > 0);
-    if (--op->batch_outstanding == 0 && !op->cancelled && op->phase != LSDK_PHASE_DONE &&
-        op->phase != LSDK_PHASE_SILENT && op->hold == LSDK_HOLD_NONE && !op->producer_active) {
-        if (paused_stops(op)) {
+    bool producer_work = op->pending_count > 0 ||
+                         (op->phase != LSDK_PHASE_DONE && op->phase != LSDK_PHASE_SILENT);
+    if (--op->batch_outstanding == 0 && !op->cancelled && producer_work &&
+        op->hold == LSDK_HOLD_NONE && !op->producer_active) {
+        if (must_park(op)) {
             op->hold = LSDK_HOLD_PARKED;
             parked = true;
         } else {
@@ -622,7 +761,7 @@ static void claim_cancellation(struct lsdk_op *op, lsdk_claimed_t *claimed) {
     }
     claimed->ev.kind = LSDK_EVENT_END;
     claimed->ev.status = LSDK_ERR_CANCELLED;
-    claimed->ev.sequence = op->next_sequence++;
+    take_sequence(op, &claimed->ev, 0);
     claimed->ev.bytes_done = op->bytes_produced;
     claimed->ev.bytes_total = op->total_bytes;
     if (op->ended) claimed->ev.flags |= LSDK_EV_AFTER_TERMINAL;
@@ -646,7 +785,7 @@ static void run_cancel(lsdk_task_t *task, lsdk_where_t where) {
     uint64_t late_delay = op->late_delay_us;
     lsdk_unlock(&op->mutex);
     deliver_cancellation(op, where, &claimed);
-    if (late) lsdk_dispatch(op->client, &op->late_task, LSDK_MODE_WORKER, late_delay);
+    if (late) lsdk_dispatch(op->client, &op->late_task, async_mode(op), late_delay);
     inflight_drop(op);
 }
 
@@ -657,7 +796,7 @@ static void run_late(lsdk_task_t *task, lsdk_where_t where) {
     lsdk_lock(&op->mutex);
     if (op->is_stream) {
         claimed.ev.kind = LSDK_EVENT_DATA;
-        claimed.ev.sequence = op->next_sequence++;
+        take_sequence(op, &claimed.ev, 0);
         claimed.ev.bytes_done = op->bytes_produced;
         claimed.ev.bytes_total = op->total_bytes;
         claimed.ev.length = op->behavior.chunk_size;
@@ -678,6 +817,9 @@ static void run_late(lsdk_task_t *task, lsdk_where_t where) {
 
 lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
     const lsdk_behavior_t *b = &op->behavior;
+    /* Every user cancel of a WAITS operation waits, whether or not it takes effect. Destroy's
+       does not: destroy waits for everything anyway. */
+    bool waits = !from_destroy && b->cancel_mode == LSDK_CANCEL_WAITS;
     lsdk_lock(&op->mutex);
     if (op->finished) {
         lsdk_unlock(&op->mutex);
@@ -686,16 +828,20 @@ lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
     if (!from_destroy) {
         if (op->cancel_called) {
             lsdk_unlock(&op->mutex);
+            if (waits) wait_for_callbacks(op);
             return LSDK_OK;
         }
         op->cancel_called = true;
     }
     if (op->cancelled || !has_work_left(op)) {
         lsdk_unlock(&op->mutex);
+        if (waits) wait_for_callbacks(op);
         return LSDK_OK;
     }
     int32_t mode = b->cancel_mode;
     if (from_destroy && mode == LSDK_CANCEL_IGNORED) mode = LSDK_CANCEL_CALLBACK_ASYNC;
+    /* WAITS stops like SILENT; the wait comes after. */
+    if (mode == LSDK_CANCEL_WAITS) mode = LSDK_CANCEL_SILENT;
     bool count = !op->cancel_counted;
     op->cancel_counted = true;
     if (mode == LSDK_CANCEL_IGNORED) {
@@ -710,7 +856,7 @@ lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
         op->hold = LSDK_HOLD_NONE;
         op->inflight--;
     }
-    bool late = b->late_callback_after_cancel;
+    bool late = b->late_callback_after_cancel && b->cancel_mode != LSDK_CANCEL_WAITS;
     uint64_t late_delay = 0;
     if (late) {
         op->late_reserved = true;
@@ -732,16 +878,18 @@ lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
     switch (mode) {
     case LSDK_CANCEL_CALLBACK_SYNC:
         deliver_cancellation(op, LSDK_WHERE_CANCEL, &claimed);
-        if (late) lsdk_dispatch(op->client, &op->late_task, LSDK_MODE_WORKER, late_delay);
+        if (late) lsdk_dispatch(op->client, &op->late_task, async_mode(op), late_delay);
         break;
     case LSDK_CANCEL_CALLBACK_ASYNC:
-        lsdk_dispatch(op->client, &op->cancel_task, LSDK_MODE_WORKER, cancel_delay);
+        lsdk_dispatch(op->client, &op->cancel_task, async_mode(op), cancel_delay);
         break;
     default:
-        if (late) lsdk_dispatch(op->client, &op->late_task, LSDK_MODE_WORKER, late_delay);
+        if (late) lsdk_dispatch(op->client, &op->late_task, async_mode(op), late_delay);
         break;
     }
     inflight_drop(op);
+    /* The caller owns a memory reference: the operation outlives the wait. */
+    if (waits) wait_for_callbacks(op);
     return LSDK_OK;
 }
 
@@ -775,21 +923,23 @@ static void init_task(lsdk_task_t *task, struct lsdk_op *op, lsdk_task_kind_t ki
 static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream, const char *path,
                                      uint32_t response_size, uint64_t total_bytes,
                                      const lsdk_behavior_t *behavior, lsdk_completion_fn completion,
-                                     lsdk_event_fn on_event, void *context,
-                                     lsdk_release_fn release_context, lsdk_handle_t *out_handle) {
+                                     lsdk_event_fn on_event, lsdk_pull_event_fn pull_event,
+                                     void *context, lsdk_release_fn release_context,
+                                     lsdk_handle_t *out_handle) {
     if (client == NULL || client->magic != LSDK_CLIENT_MAGIC) {
         return lsdk_bad_call(NULL, LSDK_ERR_NULL_ARGUMENT);
     }
+    lsdk_affinity_check(client);
     if (!lsdk_client_enter(client)) return lsdk_bad_call(client, LSDK_ERR_CLIENT_DESTROYED);
 
     lsdk_behavior_t defaults;
     lsdk_behavior_init(&defaults);
     if (behavior == NULL) behavior = &defaults;
     lsdk_status_t status = LSDK_OK;
-    if (is_stream ? on_event == NULL : completion == NULL) {
+    if (is_stream ? on_event == NULL && pull_event == NULL : completion == NULL) {
         status = LSDK_ERR_NULL_ARGUMENT;
     } else {
-        status = lsdk_behavior_validate(behavior);
+        status = lsdk_behavior_validate(behavior, client->has_loop);
     }
     if (status == LSDK_OK && !is_stream && response_size > LSDK_MAX_CHUNK_SIZE) {
         status = LSDK_ERR_OUT_OF_RANGE;
@@ -811,6 +961,8 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     lsdk_mutex_init(&op->mutex);
     op->client = client;
     atomic_init(&op->refs, 1); /* the live list's reference */
+    atomic_init(&op->running, 0);
+    atomic_init(&op->waiters, 0);
     op->is_stream = is_stream;
     op->behavior = *behavior;
     lsdk_copy_string(op->path, path);
@@ -822,6 +974,7 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     op->data_count = is_stream ? (total_bytes + behavior->chunk_size - 1) / behavior->chunk_size : 0;
     op->completion = completion;
     op->on_event = on_event;
+    op->pull_event = pull_event;
     op->context = context;
     op->release_context = release_context;
     op->producer_buffer = buffer;
@@ -836,23 +989,14 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
         init_task(&op->event_tasks[i], op, LSDK_TASK_EVENT);
     }
 
-    lsdk_handle_t handle = LSDK_INVALID_HANDLE;
-    if (lsdk_handle_create(op, &handle) != LSDK_OK) {
-        lsdk_op_unref(op);
-        lsdk_client_leave(client);
-        return LSDK_ERR_RESOURCES;
-    }
-
-    /* From here on the start succeeds. */
     op->request_id = atomic_fetch_add(&client->next_request_id, 1);
     op->rng = behavior->seed != 0 ? behavior->seed
                                   : lsdk_mix64(client->seed ^ lsdk_mix64(op->request_id));
-    lsdk_count(client, LSDK_COUNTER_operations_started, 1);
-    lsdk_count(client, LSDK_COUNTER_contexts_created, 1);
-    lsdk_count(client, LSDK_COUNTER_handles_created, 1);
 
-    /* The first piece of work (not yet published: no lock needed). inflight starts at 1 for this
-       function itself, so the operation cannot finish before we are done with it. */
+    /* The first piece of work. inflight starts at 1 for this function itself, so the operation
+       cannot finish before we are done with it. All of this is set before the handle is
+       published: from then on any thread holding the handle value (a forged one included) may
+       cancel, pause or resume the operation, under op->mutex. */
     op->inflight = 1;
     lsdk_task_t *first = NULL;
     lsdk_mode_t mode = LSDK_MODE_WORKER;
@@ -866,6 +1010,25 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
         op->inflight++;
         mode = draw_mode(op, true);
         delay = mode == LSDK_MODE_SYNC ? 0 : draw_delay(op);
+    }
+
+    /* handles_created is counted by lsdk_handle_create before it publishes the slot. */
+    lsdk_handle_t handle = LSDK_INVALID_HANDLE;
+    if (lsdk_handle_create(op, &handle) != LSDK_OK) {
+        lsdk_op_unref(op);
+        lsdk_client_leave(client);
+        return LSDK_ERR_RESOURCES;
+    }
+    /* From here on the start succeeds. Counted before the operation can finish (this function
+       holds an inflight reference until its end), so contexts_released never overtakes
+       contexts_created, nor operations_finished operations_started. */
+    lsdk_count(client, LSDK_COUNTER_operations_started, 1);
+    lsdk_count(client, LSDK_COUNTER_contexts_created, 1);
+    if (client->handle_probe != NULL) {
+        lsdk_frame_t frame;
+        lsdk_frame_push(&frame, client, NULL);
+        client->handle_probe(client->probe_context, handle);
+        lsdk_frame_pop(&frame);
     }
 
     /* Published: destroy may cancel it from now on. */
@@ -883,9 +1046,12 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     if (out_handle != NULL) {
         *out_handle = handle;
     } else {
+        /* Another thread may have released it already (any value can be passed to release). */
         struct lsdk_op *removed = lsdk_handle_remove(handle);
-        lsdk_count(client, LSDK_COUNTER_handles_released, 1);
-        lsdk_op_unref(removed);
+        if (removed != NULL) {
+            lsdk_count(client, LSDK_COUNTER_handles_released, 1);
+            lsdk_op_unref(removed);
+        }
     }
     lsdk_client_leave(client);
     return LSDK_OK;
@@ -898,7 +1064,7 @@ lsdk_status_t lsdk_request_start(lsdk_client_t *client, const lsdk_request_t *re
     lsdk_request_t defaults = {.path = NULL, .response_size = 0};
     if (request == NULL) request = &defaults;
     return start_operation(client, false, request->path, request->response_size, 0, behavior,
-                           completion, NULL, context, release_context, out_handle);
+                           completion, NULL, NULL, context, release_context, out_handle);
 }
 
 lsdk_status_t lsdk_download_start(lsdk_client_t *client, const lsdk_download_request_t *request,
@@ -908,7 +1074,17 @@ lsdk_status_t lsdk_download_start(lsdk_client_t *client, const lsdk_download_req
     lsdk_download_request_t defaults = {.path = NULL, .total_bytes = 0};
     if (request == NULL) request = &defaults;
     return start_operation(client, true, request->path, 0, request->total_bytes, behavior, NULL,
-                           on_event, context, release_context, out_handle);
+                           on_event, NULL, context, release_context, out_handle);
+}
+
+lsdk_status_t lsdk_download_start_pull(lsdk_client_t *client, const lsdk_download_request_t *request,
+                                       const lsdk_behavior_t *behavior, lsdk_pull_event_fn on_event,
+                                       void *context, lsdk_release_fn release_context,
+                                       lsdk_handle_t *out_handle) {
+    lsdk_download_request_t defaults = {.path = NULL, .total_bytes = 0};
+    if (request == NULL) request = &defaults;
+    return start_operation(client, true, request->path, 0, request->total_bytes, behavior, NULL,
+                           NULL, on_event, context, release_context, out_handle);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -919,6 +1095,8 @@ lsdk_status_t lsdk_cancel(lsdk_handle_t handle) {
     struct lsdk_op *op = lsdk_handle_acquire(handle);
     if (op == NULL) return lsdk_bad_call(NULL, LSDK_ERR_INVALID_HANDLE);
     struct lsdk_client *client = op->client;
+    lsdk_affinity_check(client);
+    if (lsdk_in_callback_of(op)) lsdk_count(client, LSDK_COUNTER_cancels_inside_callback, 1);
     lsdk_client_enter_any(client);
     lsdk_status_t status = lsdk_op_cancel(op, false);
     lsdk_client_leave(client);
@@ -930,6 +1108,7 @@ lsdk_status_t lsdk_pause(lsdk_handle_t handle) {
     struct lsdk_op *op = lsdk_handle_acquire(handle);
     if (op == NULL) return lsdk_bad_call(NULL, LSDK_ERR_INVALID_HANDLE);
     struct lsdk_client *client = op->client;
+    lsdk_affinity_check(client);
     lsdk_status_t status = LSDK_OK;
     if (!op->is_stream) {
         status = lsdk_bad_call(client, LSDK_ERR_NOT_A_STREAM);
@@ -948,6 +1127,7 @@ lsdk_status_t lsdk_resume(lsdk_handle_t handle) {
     struct lsdk_op *op = lsdk_handle_acquire(handle);
     if (op == NULL) return lsdk_bad_call(NULL, LSDK_ERR_INVALID_HANDLE);
     struct lsdk_client *client = op->client;
+    lsdk_affinity_check(client);
     lsdk_status_t status = LSDK_OK;
     if (!op->is_stream) {
         status = lsdk_bad_call(client, LSDK_ERR_NOT_A_STREAM);

@@ -91,6 +91,8 @@ uint32_t lsdk_rng_below(uint64_t *state, uint32_t bound) {
     return (uint32_t)(((lsdk_rng_next(state) >> 32) * (uint64_t)bound) >> 32);
 }
 
+uint64_t lsdk_blocking_result(uint64_t call_key) { return lsdk_mix64(call_key ^ 0x424C4F434B494E47ull); }
+
 uint8_t lsdk_content_byte(uint64_t request_id, uint64_t offset) {
     return lsdk_content_byte_inline(request_id, offset);
 }
@@ -109,6 +111,9 @@ const char *lsdk_status_string(lsdk_status_t status) {
     case LSDK_ERR_WRONG_THREAD: return "called from one of the client's own threads";
     case LSDK_ERR_RESOURCES: return "out of memory or threads";
     case LSDK_ERR_NOT_A_STREAM: return "the operation is not a stream";
+    case LSDK_ERR_NO_LOOP_THREAD: return "the client has no loop thread";
+    case LSDK_ERR_INTERRUPTED: return "the blocking call was interrupted";
+    case LSDK_ERR_NOT_BLOCKED: return "no call is blocked with that key";
     default: return "unknown status";
     }
 }

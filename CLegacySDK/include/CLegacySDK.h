@@ -15,6 +15,14 @@
  * cancelling thread while another callback of the operation may be running,
  * and concurrent streams deliver from several threads at once.
  *
+ * Thread affinity (lsdk_client_config_t.affinity): a client can demand that
+ * every call naming it or one of its operations comes from one thread (the
+ * thread that created it, or its loop thread), as libcurl, c-ares, sqlite
+ * connections and GUI toolkits do. The SDK counts each call from another
+ * thread in affinity_violations and still performs it, memory-safely, so a
+ * test can prove an adapter never breaks the rule. See "Loop thread and
+ * affinity" below.
+ *
  * Ownership: on any status other than LSDK_OK a start function makes no
  * callback and does not call release_context: the context is still yours.
  * On LSDK_OK, release_context (if not NULL) is called exactly once, after
@@ -63,6 +71,13 @@ enum {
     LSDK_ERR_RESOURCES = 10,
     /** pause/resume on a handle that is not a stream. */
     LSDK_ERR_NOT_A_STREAM = 11,
+    /** lsdk_client_post or LSDK_DELIVERY_LOOP on a client created without a loop thread
+        (lsdk_client_config_t.loop_thread false). */
+    LSDK_ERR_NO_LOOP_THREAD = 12,
+    /** A blocking call was ended early by lsdk_interrupt (or by lsdk_client_destroy). */
+    LSDK_ERR_INTERRUPTED = 13,
+    /** lsdk_interrupt found no call blocked with that key (nothing was changed). */
+    LSDK_ERR_NOT_BLOCKED = 14,
 };
 
 /** A readable, static, never-NULL description of any status (unknown ones included). */
@@ -82,10 +97,21 @@ enum {
     LSDK_DELIVERY_WORKER = 1,
     /** On a freshly created pthread, one per callback. */
     LSDK_DELIVERY_FRESH_THREAD = 2,
-    /** Each callback draws one of the above from the operation's seed
+    /** Each callback draws one of SYNC, WORKER and FRESH_THREAD from the operation's seed
         (synchronous only for callbacks that can still happen inside start, and never for the
-        events of a stream with stream_concurrency > 1). */
+        events of a stream with stream_concurrency > 1). Never LOOP. */
     LSDK_DELIVERY_MIXED = 3,
+    /** On the client's loop thread (lsdk_client_config_t.loop_thread; a start on a client without
+        one fails with LSDK_ERR_NO_LOOP_THREAD). Every callback of the operation runs there,
+        asynchronous cancellations and late callbacks included, one at a time and never inside the
+        start function, interleaved in FIFO order with posted jobs (lsdk_client_post). Two
+        exceptions, as documented on them: a CALLBACK_SYNC cancellation runs on the cancelling
+        thread (the loop thread when the client's affinity is respected), and one made by
+        lsdk_client_destroy runs on the destroying thread. A stream goes back to the queue after
+        every event, so jobs posted meanwhile run between its events. With stream_concurrency > 1
+        the events of a batch are still shuffled (they arrive out of order, within
+        stream_concurrency), but one thread delivers them, so they never run concurrently. */
+    LSDK_DELIVERY_LOOP = 4,
 };
 
 /** Outcome of the i-th completion of a request (lsdk_behavior_t.outcomes). */
@@ -112,6 +138,19 @@ enum {
         callbacks_after_cancel; no late callback). An operation that never completes by itself
         then only ends when its client is destroyed. */
     LSDK_CANCEL_IGNORED = 3,
+    /** The common strict contract "after cancel returns, no callback runs": the operation stops and
+        delivers nothing more (not even a callback already claimed but not yet started: it is
+        dropped; late_callback_after_cancel does not apply), and lsdk_cancel blocks until no callback
+        of the operation is running on any thread, then returns. Every call waits, not only the one
+        that took effect (a second cancel also returns only once the callbacks have returned).
+        Called from inside one of the operation's own callbacks it deadlocks, as a real SDK would:
+        the call is counted in cancel_deadlocks and blocks until the client's destroy begins
+        (lsdk_client_destroy wakes every waiting cancel on a thread that is inside one of its
+        callbacks, so it can finish the operation and join its threads; it then returns LSDK_OK).
+        A waiting cancel on a thread outside the client's callbacks keeps waiting until the
+        callbacks have returned, also during destroy. lsdk_behavior_init_chaos never draws it: a
+        chaos run would otherwise deadlock whenever an adapter cancels from a callback. */
+    LSDK_CANCEL_WAITS = 4,
 };
 
 /** How a stream ends (lsdk_behavior_t.stream_end). */
@@ -141,6 +180,7 @@ enum {
 #define LSDK_MAX_STREAM_CONCURRENCY 8u
 #define LSDK_MAX_EVENTS_AFTER_TERMINAL 16u
 #define LSDK_MAX_WORKER_THREADS 64u
+#define LSDK_MAX_BLOCKING_US 60000000u    /* 60 s */
 
 /**
  * Per-operation behaviour. Always start from lsdk_behavior_init (or
@@ -212,6 +252,36 @@ typedef struct lsdk_behavior {
     /** Seed for every random choice of the operation; 0 = derived from the client's seed and
         the operation's number, so a whole run is reproducible from the client's seed. */
     uint64_t seed;
+
+    /* Hostile sequence numbers (streams). Every event of a stream (every kind, dropped ones, the
+       cancellation END and the late callback included) has a production index i = 1, 2, 3, ...
+       Its sequence number is
+           (first_sequence + (i - 1) + (sequence_jump_at != 0 && i > sequence_jump_at ? sequence_jump : 0))
+           modulo 2^sequence_bits,
+       except the corrupted data event below. The defaults give today's 0, 1, 2, ... Offsets
+       (bytes_done) and data always stay truthful, so a consumer can still verify every byte.
+       lsdk_behavior_init_chaos leaves all of these at their defaults: a consumer has to opt in to
+       a numbering rule, and chaos runs are shared by adapters that assume plain numbering. */
+    /** Number of the first event; must be < 2^sequence_bits (OUT_OF_RANGE, checked after
+        sequence_bits itself). Default 0. A start near
+        the top wraps through the largest value to 0 (UINT64_MAX, then 0 with 64 bits). */
+    uint64_t first_sequence;
+    /** Width of the sender's counter, 8...64 (OUT_OF_RANGE). Default 64. A 32-bit counter carried
+        in the 64-bit field wraps to 0 after 2^32 - 1. */
+    uint32_t sequence_bits;
+    /** After the event with index sequence_jump_at (1-based; 0 = never), numbering jumps ahead by
+        sequence_jump (modulo 2^sequence_bits): a real discontinuity, later events continue from
+        there. Any values. Defaults 0. */
+    uint64_t sequence_jump_at;
+    uint64_t sequence_jump;
+    /** The sequence_corrupt_at-th data chunk (1-based, counting the content's data events in
+        production order; not after-terminal or late data; 0 = none) carries
+        sequence_corrupt_value instead of its number, as it is (not reduced to sequence_bits), e.g.
+        UINT64_MAX (the usual (uint64_t)-1 sentinel) or a far-ahead number. It still uses up its
+        index: numbering continues normally after it. If it is dropped (PAUSE_DROPS) the garbage is
+        dropped with it. Any values. Defaults 0. */
+    uint64_t sequence_corrupt_at;
+    uint64_t sequence_corrupt_value;
 } lsdk_behavior_t;
 
 /** Fills `behavior` with the defaults documented on each field. NULL is ignored. */
@@ -219,7 +289,7 @@ void lsdk_behavior_init(lsdk_behavior_t *behavior);
 
 /** Fills `behavior` with every knob drawn from `seed` (delivery, delays up to 2 ms, repeats,
     outcomes, cancel mode, late callbacks, stream shape and concurrency). Always valid input for
-    both start functions. The same seed gives the same behaviour. NULL is ignored.
+    both start functions on any client: delivery is never LOOP, cancel_mode never WAITS. The same seed gives the same behaviour. NULL is ignored.
     Chaos keeps operations short: delay + jitter <= 2 ms, intervals <= 100 us, chunks of
     1...16 KiB (so a 64 KiB download is at most 64 data events), and an operation that never ends
     by itself (completion_count 0 or STREAM_END_NONE) never has LSDK_CANCEL_IGNORED, so a cancel
@@ -232,6 +302,43 @@ void lsdk_behavior_init_chaos(lsdk_behavior_t *behavior, uint64_t seed);
 
 typedef struct lsdk_client lsdk_client_t;
 
+/** A reference-counted operation handle. 0 is never a valid handle. A handle value is never
+    issued twice in a process, so a stale one (released, or of a finished operation) can never name
+    another operation: it is rejected with LSDK_ERR_INVALID_HANDLE. */
+typedef uint64_t lsdk_handle_t;
+#define LSDK_INVALID_HANDLE ((lsdk_handle_t)0)
+
+/** Which threads may call a client (lsdk_client_config_t.affinity).
+ *
+ * Calls covered: lsdk_request_start, lsdk_download_start, lsdk_download_start_pull, lsdk_cancel,
+ * lsdk_pause, lsdk_resume (on handles of the client's operations), lsdk_client_set_session_token,
+ * lsdk_client_get_session_token and lsdk_blocking_call. A covered call from another thread is
+ * counted in affinity_violations (per client and process-wide), whatever it then returns, and is
+ * still performed as if it came from the right thread.
+ *
+ * Not covered, on purpose:
+ *  - lsdk_client_post: it is how other threads reach the loop thread (like a GUI toolkit's
+ *    "invoke later" or curl_multi_wakeup);
+ *  - lsdk_interrupt: the thread it must reach is the one blocked in the call;
+ *  - lsdk_client_destroy: it is refused on the client's own threads (WRONG_THREAD), and the
+ *    loop thread is one of them;
+ *  - lsdk_handle_release, lsdk_client_counters, lsdk_global_counters, lsdk_content_byte,
+ *    lsdk_blocking_result, lsdk_client_is_loop_thread: they touch no client state a single-threaded
+ *    SDK would guard (reference counts and atomics), so a wrapper may drop references and read
+ *    statistics from wherever it is (a Swift deinit runs on whatever thread drops the last
+ *    reference). */
+enum {
+    /** Any thread may call (default). */
+    LSDK_AFFINITY_ANY = 0,
+    /** Only the thread that called lsdk_client_create. Threads are told apart by an identity the
+        SDK gives each thread the first time it calls in, so a new thread that happens to reuse an
+        exited creator's pthread_t is still another thread. */
+    LSDK_AFFINITY_CREATOR = 1,
+    /** Only the client's loop thread (requires loop_thread; otherwise lsdk_client_create fails
+        with LSDK_ERR_OUT_OF_RANGE). Reach it with lsdk_client_post. */
+    LSDK_AFFINITY_LOOP = 2,
+};
+
 typedef struct lsdk_client_config {
     /** Pool worker threads, 1...LSDK_MAX_WORKER_THREADS. Default 4. */
     uint32_t worker_threads;
@@ -241,23 +348,41 @@ typedef struct lsdk_client_config {
         so a test can prove concurrent entry is detected without guessing a schedule. */
     void (*session_token_probe)(void *probe_context);
     void *probe_context;
+    /** The client runs one dedicated loop thread (like libcurl multi's or a GUI main loop):
+        jobs posted with lsdk_client_post and callbacks of LSDK_DELIVERY_LOOP operations run
+        there, in FIFO order. Default false. */
+    bool loop_thread;
+    /** LSDK_AFFINITY_*. Default LSDK_AFFINITY_ANY. */
+    int32_t affinity;
+    /** Test probe: called (if not NULL, with probe_context) on the starting thread inside every
+        successful start function, right after the new handle became valid and before any work of
+        the operation is scheduled, so a test can act on the handle at the earliest moment another
+        thread could (for example release or cancel it) without guessing a schedule. */
+    void (*handle_probe)(void *probe_context, lsdk_handle_t handle);
 } lsdk_client_config_t;
 
 /** Fills `config` with the defaults. NULL is ignored. */
 void lsdk_client_config_init(lsdk_client_config_t *config);
 
 /**
- * Creates a client with its worker pool and timer thread.
- * `config` may be NULL (defaults). Errors: NULL_ARGUMENT (out_client), OUT_OF_RANGE, RESOURCES.
+ * Creates a client with its worker pool, timer thread and (if configured) loop thread. The calling
+ * thread becomes the client's creator (LSDK_AFFINITY_CREATOR).
+ * `config` may be NULL (defaults). Errors: NULL_ARGUMENT (out_client), OUT_OF_RANGE (worker_threads,
+ * or LSDK_AFFINITY_LOOP without loop_thread), UNKNOWN_ENUM (affinity), RESOURCES.
  */
 lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client_t **out_client);
 
 /**
  * Destroys a client. Operations in flight are cancelled as by lsdk_cancel, except that a cancel
- * that would be IGNORED is treated as CALLBACK_ASYNC and all remaining delays are skipped; every
- * callback their behaviour prescribes (late ones included) is made and every context released
- * before this returns. Threads are joined. A CALLBACK_SYNC cancellation is delivered on the
- * calling thread, inside this function.
+ * that would be IGNORED is treated as CALLBACK_ASYNC, one that WAITS as SILENT (destroy waits for
+ * everything anyway), and all remaining delays are skipped; every callback their behaviour
+ * prescribes (late ones included) is made and every context released before this returns. Every
+ * blocked lsdk_blocking_call returns LSDK_ERR_INTERRUPTED at once, and every LSDK_CANCEL_WAITS
+ * cancel waiting on a thread that is inside one of the client's callbacks returns (the deadlock
+ * of a cancel that waits for its own callback ends here; see LSDK_CANCEL_WAITS). Jobs posted to
+ * the loop thread and still queued are run before this returns (a job posted while they run is
+ * refused with CLIENT_DESTROYED). Threads are joined. A CALLBACK_SYNC cancellation is delivered on
+ * the calling thread, inside this function.
  * The pointer stays safe to pass afterwards: every call then returns LSDK_ERR_CLIENT_DESTROYED,
  * except lsdk_client_counters, which keeps working. Handles of its operations stay valid until
  * released (and must still be released); cancel/pause/resume on them are harmless no-ops.
@@ -281,17 +406,75 @@ lsdk_status_t lsdk_client_set_session_token(lsdk_client_t *client, const char *t
 lsdk_status_t lsdk_client_get_session_token(lsdk_client_t *client, char *buffer, size_t capacity);
 
 /* ------------------------------------------------------------------------ */
+/* Loop thread and affinity                                                 */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Runs job(job_context) on the client's loop thread, after every job and LOOP callback queued
+ * before it (FIFO), and never inside this call, also when it is called on the loop thread itself.
+ * Callable from any thread (not covered by affinity), inside callbacks and jobs included. On
+ * LSDK_OK the job runs exactly once: jobs still queued when the client is destroyed are run before
+ * lsdk_client_destroy returns, so a context a job holds is always released by it. Jobs are
+ * accepted until destroy has finished every operation; after that (and inside the jobs destroy
+ * drains) the call fails with CLIENT_DESTROYED. Counted in loop_jobs when the job starts.
+ * On any error the job is not run and job_context is still yours.
+ * Errors, in this order: NULL_ARGUMENT (client), CLIENT_DESTROYED, NULL_ARGUMENT (job), NO_LOOP_THREAD,
+ * RESOURCES.
+ */
+lsdk_status_t lsdk_client_post(lsdk_client_t *client, void (*job)(void *job_context), void *job_context);
+
+/** Whether the calling thread is `client`'s loop thread. False for NULL, for a client without a
+    loop thread, and after destroy returned. Not covered by affinity. */
+bool lsdk_client_is_loop_thread(const lsdk_client_t *client);
+
+/* ------------------------------------------------------------------------ */
+/* Blocking calls                                                           */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A call that blocks the calling thread, like a connect, an open, a flush or a synchronous query.
+ * Blocks for duration_us (0...LSDK_MAX_BLOCKING_US; 0 returns at once), then writes
+ * lsdk_blocking_result(call_key) to *out_result and returns LSDK_OK. lsdk_interrupt with the same
+ * key makes it return at once with LSDK_ERR_INTERRUPTED, and so does lsdk_client_destroy; then
+ * *out_result is not written. Keys need not be unique: an interrupt ends every call blocked with
+ * its key. Callable from any thread, inside callbacks and jobs included (it then blocks that SDK
+ * thread, as a real SDK would). Covered by affinity. Counted in blocking_calls (when it starts
+ * blocking), blocking_in_flight / blocking_in_flight_peak while it blocks, and
+ * blocking_calls_interrupted.
+ * Errors, in this order: NULL_ARGUMENT (client), CLIENT_DESTROYED (also when destroy began before
+ * the call could block), NULL_ARGUMENT (out_result), OUT_OF_RANGE (duration), INTERRUPTED.
+ */
+lsdk_status_t lsdk_blocking_call(lsdk_client_t *client, uint64_t call_key, uint32_t duration_us,
+                                 uint64_t *out_result);
+
+/**
+ * Makes every lsdk_blocking_call currently blocked on `client` with `call_key` return at once with
+ * LSDK_ERR_INTERRUPTED. Not covered by affinity (the thread it must reach is the blocked one).
+ * An interrupt is not remembered: one that finds no call blocked with its key (the call has not
+ * started blocking yet, or already returned) changes nothing and returns LSDK_ERR_NOT_BLOCKED,
+ * which is not counted as a bad call (it is the ordinary race of an interrupt with the end of the
+ * call). A call that was already interrupted but has not yet returned still counts as blocked.
+ * Errors: NULL_ARGUMENT, CLIENT_DESTROYED (destroy began: it interrupts every call itself),
+ * NOT_BLOCKED.
+ */
+lsdk_status_t lsdk_interrupt(lsdk_client_t *client, uint64_t call_key);
+
+/** The result of a completed blocking call with `call_key`: the splitmix64 finaliser of
+    (call_key XOR 0x424C4F434B494E47), that is, with x = call_key ^ 0x424C4F434B494E47:
+    x ^= x >> 30; x *= 0xBF58476D1CE4E5B9; x ^= x >> 27; x *= 0x94D049BB133111EB; x ^= x >> 31. */
+uint64_t lsdk_blocking_result(uint64_t call_key);
+
+/* ------------------------------------------------------------------------ */
 /* Handles                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/** A reference-counted operation handle. 0 is never a valid handle. */
-typedef uint64_t lsdk_handle_t;
-#define LSDK_INVALID_HANDLE ((lsdk_handle_t)0)
+/* lsdk_handle_t is declared with the client, which refers to it. */
 
 /**
  * Cancels the operation. Idempotent (only the first call takes effect), thread-safe, callable from
- * inside any callback of the same operation; harmless after the operation finished (returns LSDK_OK).
- * What happens depends on the behaviour's cancel_mode. Errors: INVALID_HANDLE.
+ * inside any callback of the same operation (counted in cancels_inside_callback; with
+ * LSDK_CANCEL_WAITS that deadlocks, see there); harmless after the operation finished (returns
+ * LSDK_OK). What happens depends on the behaviour's cancel_mode. Errors: INVALID_HANDLE.
  * Bad calls on handles (INVALID_HANDLE) are counted in the process-wide bad_calls only.
  */
 lsdk_status_t lsdk_cancel(lsdk_handle_t handle);
@@ -369,7 +552,8 @@ enum {
 /** Valid only during the callback. */
 typedef struct lsdk_event {
     int32_t kind;
-    /** Per-operation sequence number: 0, 1, 2, ... in production order, over every kind. */
+    /** Per-operation sequence number: 0, 1, 2, ... in production order, over every kind (unless the
+        behaviour's sequence knobs make it start elsewhere, wrap, jump or carry garbage). */
     uint64_t sequence;
     /** PROGRESS: bytes produced so far (dropped ones included); DATA: offset of the first byte;
         END: bytes produced before it. */
@@ -404,6 +588,42 @@ lsdk_status_t lsdk_download_start(lsdk_client_t *client, const lsdk_download_req
                                   void *context, lsdk_release_fn release_context,
                                   lsdk_handle_t *out_handle);
 
+/** What a pull-style event callback answers (lsdk_download_start_pull), like libcurl's write
+    callback returning CURL_WRITEFUNC_PAUSE. */
+enum {
+    /** The event was taken; the stream goes on. */
+    LSDK_PULL_CONTINUE = 0,
+    /** The event was NOT taken: the stream pauses (as by lsdk_pause; counted in
+        stream_pauses_by_callback, not in stream_pauses), and the same event (same sequence
+        number, same data) is delivered again as the first event after lsdk_resume. */
+    LSDK_PULL_PAUSE = 1,
+};
+
+/** A pull-style event callback: returns LSDK_PULL_CONTINUE or LSDK_PULL_PAUSE. */
+typedef int32_t (*lsdk_pull_event_fn)(void *context, const lsdk_event_t *event);
+
+/**
+ * Starts a pull-style download: the same as lsdk_download_start, except that the event callback
+ * answers whether it took the event (see LSDK_PULL_*). lsdk_pause and lsdk_resume keep working.
+ *
+ * The answer is honoured for data and progress events (after-terminal data included) of a stream
+ * that is not cancelled. It is ignored for an END (the stream has ended), for the late callback
+ * after a cancel, and for any event of a cancelled stream (a cancel made while the event was being
+ * delivered included). Any value other than CONTINUE and PAUSE is treated as CONTINUE and counted
+ * in the client's bad_calls.
+ *
+ * While a refused event waits, the stream produces nothing else, whatever its pause_mode (a live
+ * source's events must not overtake it; its END could otherwise come first). Each delivery calls
+ * the callback and counts in stream_events, so a refused event counts again when redelivered.
+ * With stream_concurrency > 1 every refused event of a batch is kept; after the resume they are
+ * redelivered first, in production order, in the next batch (shuffled with it, as batches are).
+ * A cancel discards refused events. Same ownership and error rules as lsdk_request_start.
+ */
+lsdk_status_t lsdk_download_start_pull(lsdk_client_t *client, const lsdk_download_request_t *request,
+                                       const lsdk_behavior_t *behavior, lsdk_pull_event_fn on_event,
+                                       void *context, lsdk_release_fn release_context,
+                                       lsdk_handle_t *out_handle);
+
 /** The content byte at `offset` of the request numbered `request_id` (for verifying data). Defined
     for every offset, including those past the end of a download. */
 uint8_t lsdk_content_byte(uint64_t request_id, uint64_t offset);
@@ -417,8 +637,8 @@ typedef struct lsdk_counters {
     /** Operations whose context was released (the SDK is done with them). */
     uint64_t operations_finished;
     /* Every callback (release_context excluded) moves exactly one of callbacks_sync,
-       callbacks_worker, callbacks_fresh_thread and callbacks_reentrant_cancel. Counters move
-       before the callback is called. */
+       callbacks_worker, callbacks_fresh_thread, callbacks_loop and callbacks_reentrant_cancel.
+       Counters move before the callback is called. */
     uint64_t callbacks_sync;          /* delivered on the caller's thread inside start */
     uint64_t callbacks_worker;        /* delivered on a pool worker */
     uint64_t callbacks_fresh_thread;  /* delivered on a freshly created pthread */
@@ -445,6 +665,28 @@ typedef struct lsdk_counters {
     /** Calls that returned an argument/handle/state error (per client when the client is known:
         a NULL client and an invalid handle count process-wide only). */
     uint64_t bad_calls;
+    /** Callbacks delivered on the client's loop thread (LSDK_DELIVERY_LOOP). */
+    uint64_t callbacks_loop;
+    /** Jobs posted with lsdk_client_post that started running. */
+    uint64_t loop_jobs;
+    /** Covered calls made from a thread the client's affinity forbids (see LSDK_AFFINITY_*). */
+    uint64_t affinity_violations;
+    /** lsdk_cancel calls made on a thread that was running a callback of the same operation
+       (any cancel mode, repeated calls included). */
+    uint64_t cancels_inside_callback;
+    /** LSDK_CANCEL_WAITS cancels made from inside a callback of their own operation: each blocks
+        until the client's destroy begins. */
+    uint64_t cancel_deadlocks;
+    /** Events refused by a pull-style callback (LSDK_PULL_PAUSE honoured): each paused its stream. */
+    uint64_t stream_pauses_by_callback;
+    /** Blocking calls that started blocking. */
+    uint64_t blocking_calls;
+    /** Blocking calls ended early by lsdk_interrupt or by destroy. */
+    uint64_t blocking_calls_interrupted;
+    /** Blocking calls blocked right now (a gauge, not a running total). */
+    uint64_t blocking_in_flight;
+    /** The most blocking calls ever blocked at once. */
+    uint64_t blocking_in_flight_peak;
 } lsdk_counters_t;
 
 /** Counters of one client (valid also after destroy). Errors: NULL_ARGUMENT. */
@@ -452,6 +694,22 @@ lsdk_status_t lsdk_client_counters(const lsdk_client_t *client, lsdk_counters_t 
 
 /** Process-wide counters: every client ever created, destroyed ones included. NULL is ignored. */
 void lsdk_global_counters(lsdk_counters_t *out);
+
+/* ------------------------------------------------------------------------ */
+/* Test hooks                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* For the simulator's own white-box tests; an adapter never needs them. */
+
+/** Gives the live handle's slot the generation `generation` (1...0xFFFFFFFF), as if the slot had
+    been reused that often, and writes the handle's new value to *out_handle (the old value is
+    stale from then on). Lets a test reach the last generation without 4 billion reuses.
+    Errors: NULL_ARGUMENT (out_handle), OUT_OF_RANGE (generation 0), INVALID_HANDLE. */
+lsdk_status_t lsdk_test_handle_set_generation(lsdk_handle_t handle, uint32_t generation,
+                                              lsdk_handle_t *out_handle);
+
+/** Slots retired so far because their generation was used up (process-wide). */
+uint64_t lsdk_test_handle_slots_retired(void);
 
 #ifdef __cplusplus
 }

@@ -13,13 +13,16 @@ struct BadInputTests {
     }
 
     static let behaviourCases: [Case] = [
-        Case(name: "delivery 4", expected: Status.unknownEnum) { $0.delivery = 4 },
+        Case(name: "delivery 5", expected: Status.unknownEnum) { $0.delivery = 5 },
+        Case(name: "LOOP delivery without a loop thread", expected: Status.noLoopThread) {
+            $0.delivery = Int32(LSDK_DELIVERY_LOOP)
+        },
         Case(name: "delivery -1", expected: Status.unknownEnum) { $0.delivery = -1 },
         Case(name: "delay too long", expected: Status.outOfRange) { $0.delay_us = LSDK_MAX_DELAY_US + 1 },
         Case(name: "jitter too long", expected: Status.outOfRange) { $0.jitter_us = LSDK_MAX_DELAY_US + 1 },
         Case(name: "9 completions", expected: Status.outOfRange) { $0.completion_count = 9 },
         Case(name: "unknown outcome", expected: Status.unknownEnum) { $0.outcomeList = [7] },
-        Case(name: "cancel mode 4", expected: Status.unknownEnum) { $0.cancel_mode = 4 },
+        Case(name: "cancel mode 5", expected: Status.unknownEnum) { $0.cancel_mode = 5 },
         Case(name: "chunk 0", expected: Status.outOfRange) { $0.chunk_size = 0 },
         Case(name: "chunk too big", expected: Status.outOfRange) { $0.chunk_size = LSDK_MAX_CHUNK_SIZE + 1 },
         Case(name: "interval too long", expected: Status.outOfRange) { $0.interval_us = LSDK_MAX_DELAY_US + 1 },
@@ -30,6 +33,17 @@ struct BadInputTests {
         Case(name: "pause mode 2", expected: Status.unknownEnum) { $0.pause_mode = 2 },
         Case(name: "error status OK", expected: Status.outOfRange) { $0.error_status = Status.ok },
         Case(name: "error status CANCELLED", expected: Status.outOfRange) { $0.error_status = Status.cancelled },
+        Case(name: "sequence bits 7", expected: Status.outOfRange) { $0.sequence_bits = 7 },
+        Case(name: "sequence bits 65", expected: Status.outOfRange) { $0.sequence_bits = 65 },
+        Case(name: "sequence bits 0", expected: Status.outOfRange) { $0.sequence_bits = 0 },
+        Case(name: "first sequence 256 with 8 bits", expected: Status.outOfRange) {
+            $0.sequence_bits = 8
+            $0.first_sequence = 256
+        },
+        Case(name: "first sequence 2^32 with 32 bits", expected: Status.outOfRange) {
+            $0.sequence_bits = 32
+            $0.first_sequence = 1 << 32
+        },
     ]
 
     @Test("An invalid behaviour field is rejected by both start functions", arguments: behaviourCases)
@@ -161,10 +175,10 @@ struct BadInputTests {
 
     @Test("Every status has a description; unknown ones too")
     func statusStrings() {
-        let known = (0...11).map { String(cString: lsdk_status_string(lsdk_status_t($0))) }
-        #expect(Set(known).count == 12)
+        let known = (0...14).map { String(cString: lsdk_status_string(lsdk_status_t($0))) }
+        #expect(Set(known).count == 15)
         #expect(known.allSatisfy { !$0.isEmpty && $0 != "unknown status" })
-        #expect(String(cString: lsdk_status_string(12)) == "unknown status")
+        #expect(String(cString: lsdk_status_string(15)) == "unknown status")
         #expect(String(cString: lsdk_status_string(-1)) == "unknown status")
         #expect(String(cString: lsdk_status_string(Int32.max)) == "unknown status")
     }

@@ -47,6 +47,27 @@ public struct SDKCounters: Sendable, Hashable {
     public var threadsCreated: UInt64 = 0
     /// Calls the SDK rejected with an argument, handle or state error.
     public var badCalls: UInt64 = 0
+    /// Callbacks on the client's loop thread.
+    public var callbacksLoop: UInt64 = 0
+    /// Jobs posted to the client's loop thread that started running.
+    public var loopJobs: UInt64 = 0
+    /// Calls made from a thread the client's affinity forbids (each was still performed).
+    public var affinityViolations: UInt64 = 0
+    /// Cancels called on a thread that was running a callback of the same operation.
+    public var cancelsInsideCallback: UInt64 = 0
+    /// Waiting cancels called from inside their own operation's callback: each deadlocked until
+    /// the client was destroyed.
+    public var cancelDeadlocks: UInt64 = 0
+    /// Stream events a pull-style callback refused (each paused its stream).
+    public var streamPausesByCallback: UInt64 = 0
+    /// Blocking calls that started blocking.
+    public var blockingCalls: UInt64 = 0
+    /// Blocking calls ended early by an interrupt or by the client's destruction.
+    public var blockingCallsInterrupted: UInt64 = 0
+    /// Blocking calls blocked right now (a gauge, not a running total).
+    public var blockingInFlight: UInt64 = 0
+    /// The most blocking calls ever blocked at once.
+    public var blockingInFlightPeak: UInt64 = 0
 
     /// All zero.
     public init() {}

@@ -54,6 +54,8 @@ private final class SDKContextBox: Sendable {
     enum Callback: Sendable {
         case completion(@Sendable (Result<FetchResponse, LegacySDKError>) -> Void)
         case event(@Sendable (RawDownloadEvent) -> Void)
+        /// Pull style: returns `true` to refuse the event and pause the stream.
+        case pullEvent(@Sendable (RawDownloadEvent) -> Bool)
     }
 
     let callback: Callback
@@ -63,6 +65,13 @@ private final class SDKContextBox: Sendable {
         self.callback = callback
         self.onRelease = onRelease
     }
+}
+
+/// A job posted to a client's loop thread: retained for the SDK, released by the job trampoline
+/// (the SDK runs every accepted job exactly once) or at once when the post fails.
+private final class SDKJobBox: Sendable {
+    let job: @Sendable () -> Void
+    init(_ job: @escaping @Sendable () -> Void) { self.job = job }
 }
 
 /// The session-token probe of a client (tests only).
@@ -88,11 +97,8 @@ private func sdkCompletionTrampoline(
     }
 }
 
-private func sdkEventTrampoline(_ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<lsdk_event_t>?) {
-    guard let context, let event else { return }
-    let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeUnretainedValue()
-    guard case .event(let onEvent) = box.callback else { return }
-    let payload = event.pointee
+/// Copies a C event (valid only during its callback) into a Swift value.
+private func sdkRawEvent(_ payload: lsdk_event_t) -> RawDownloadEvent {
     let kind: RawDownloadEvent.Kind
     switch Int(payload.kind) {
     case LSDK_EVENT_PROGRESS: kind = .progress
@@ -102,16 +108,37 @@ private func sdkEventTrampoline(_ context: UnsafeMutableRawPointer?, _ event: Un
     let data = kind == .data
         ? payload.data.map { Array(UnsafeBufferPointer(start: $0, count: payload.length)) } ?? []
         : []
-    onEvent(RawDownloadEvent(
+    return RawDownloadEvent(
         kind: kind, sequence: payload.sequence, bytesDone: payload.bytes_done, bytesTotal: payload.bytes_total,
         data: data, status: payload.status, message: payload.message.map { String(cString: $0) } ?? "",
-        requestID: payload.request_id))
+        requestID: payload.request_id)
+}
+
+private func sdkEventTrampoline(_ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<lsdk_event_t>?) {
+    guard let context, let event else { return }
+    let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeUnretainedValue()
+    guard case .event(let onEvent) = box.callback else { return }
+    onEvent(sdkRawEvent(event.pointee))
+}
+
+private func sdkPullEventTrampoline(
+    _ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<lsdk_event_t>?
+) -> Int32 {
+    guard let context, let event else { return Int32(LSDK_PULL_CONTINUE) }
+    let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeUnretainedValue()
+    guard case .pullEvent(let onEvent) = box.callback else { return Int32(LSDK_PULL_CONTINUE) }
+    return onEvent(sdkRawEvent(event.pointee)) ? Int32(LSDK_PULL_PAUSE) : Int32(LSDK_PULL_CONTINUE)
 }
 
 private func sdkReleaseTrampoline(_ context: UnsafeMutableRawPointer?) {
     guard let context else { return }
     let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeRetainedValue()
     box.onRelease?()
+}
+
+private func sdkJobTrampoline(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    Unmanaged<SDKJobBox>.fromOpaque(context).takeRetainedValue().job()
 }
 
 private func sdkProbeTrampoline(_ context: UnsafeMutableRawPointer?) {
@@ -134,20 +161,49 @@ package final class SDKClient: @unchecked Sendable {
     let raw: OpaquePointer
     private let probe: SDKProbeBox?
 
-    /// Creates an SDK client with its worker pool.
+    /// Which threads may call a client (the SDK's `LSDK_AFFINITY_*`).
+    ///
+    /// Covered: starts, cancel, pause, resume, the session token and blocking calls. A covered
+    /// call from another thread is counted in ``SDKCounters/affinityViolations`` and still
+    /// performed. Not covered: ``SDKClient/post(_:)``, ``SDKClient/interrupt(key:)``, releasing
+    /// handles, counters, and destroying the client.
+    package enum Affinity: Int32, Sendable, Hashable, CaseIterable {
+        /// Any thread may call.
+        case any = 0
+        /// Only the thread that created the client.
+        case creator = 1
+        /// Only the client's loop thread (the client needs one).
+        case loop = 2
+    }
+
+    /// Whether the client runs a loop thread.
+    package let hasLoopThread: Bool
+    /// Which threads may call the client.
+    package let affinity: Affinity
+
+    /// Creates an SDK client with its worker pool. The calling thread becomes the client's
+    /// creator (``Affinity/creator``).
     ///
     /// - Parameters:
     ///   - workerThreads: Pool threads, 1 ... 64.
     ///   - seed: Seed from which per-operation seeds are derived.
+    ///   - loopThread: The client runs one dedicated loop thread: jobs posted with
+    ///     ``post(_:)`` and callbacks of ``SimulatedBehavior/Delivery/loop`` operations run there.
+    ///   - affinity: Which threads may call the client; ``Affinity/loop`` needs `loopThread`.
     ///   - sessionTokenProbe: Called (on the setter's thread) while the session-token setter is
     ///     entered; for tests that prove concurrent entry.
+    /// - Throws: ``LegacySDKError/outOfRange`` for a worker count outside 1 ... 64 or a loop
+    ///   affinity without a loop thread.
     package init(
-        workerThreads: Int = 4, seed: UInt64 = 0, sessionTokenProbe: (@Sendable () -> Void)? = nil
+        workerThreads: Int = 4, seed: UInt64 = 0, loopThread: Bool = false, affinity: Affinity = .any,
+        sessionTokenProbe: (@Sendable () -> Void)? = nil
     ) throws(LegacySDKError) {
         var config = lsdk_client_config_t()
         lsdk_client_config_init(&config)
         config.worker_threads = UInt32(exactly: workerThreads) ?? .max
         config.seed = seed
+        config.loop_thread = loopThread
+        config.affinity = affinity.rawValue
         let probe = sessionTokenProbe.map(SDKProbeBox.init)
         if let probe {
             config.session_token_probe = sdkProbeTrampoline
@@ -158,6 +214,8 @@ package final class SDKClient: @unchecked Sendable {
         guard status == lsdk_status_t(LSDK_OK), let client else { throw LegacySDKError(rawValue: status) }
         self.raw = client
         self.probe = probe
+        self.hasLoopThread = loopThread
+        self.affinity = affinity
     }
 
     deinit {
@@ -174,6 +232,65 @@ package final class SDKClient: @unchecked Sendable {
         let status = withExtendedLifetime(self) { lsdk_client_counters(raw, &out) }
         precondition(status == lsdk_status_t(LSDK_OK), "lsdk_client_counters failed: \(status)")
         return SDKCounters(out)
+    }
+
+    /// Runs `job` on the client's loop thread, after everything queued there before it (FIFO),
+    /// never inside this call. Callable from any thread, the loop thread and SDK callbacks
+    /// included. An accepted job runs exactly once: jobs still queued when the client is
+    /// destroyed run before the destroy returns. `job` is released right after it ran, or at once
+    /// when the post fails.
+    ///
+    /// - Parameter job: The work to run on the loop thread.
+    /// - Throws: ``LegacySDKError/noLoopThread`` for a client without a loop thread;
+    ///   ``LegacySDKError/clientDestroyed`` once the client's destroy finished its operations.
+    package func post(_ job: @escaping @Sendable () -> Void) throws(LegacySDKError) {
+        let context = Unmanaged.passRetained(SDKJobBox(job)).toOpaque()
+        let status = withExtendedLifetime(self) { lsdk_client_post(raw, sdkJobTrampoline, context) }
+        guard status == lsdk_status_t(LSDK_OK) else {
+            // A refused job is never run: the retain is still ours.
+            Unmanaged<SDKJobBox>.fromOpaque(context).release()
+            throw LegacySDKError(rawValue: status)
+        }
+    }
+
+    /// Whether the calling thread is this client's loop thread.
+    package var isLoopThread: Bool {
+        withExtendedLifetime(self) { lsdk_client_is_loop_thread(raw) }
+    }
+
+    /// A call that blocks the calling thread for `durationMicroseconds` (0 ... 60,000,000), like a
+    /// connect or a synchronous query, then returns ``SDK/blockingResult(key:)``. Never call it on
+    /// the cooperative pool: it really blocks. Covered by the client's affinity.
+    ///
+    /// - Parameters:
+    ///   - key: Names the call for ``interrupt(key:)`` (keys need not be unique).
+    ///   - durationMicroseconds: How long it blocks unless interrupted.
+    /// - Returns: The call's result, derived from `key`.
+    /// - Throws: ``LegacySDKError/interrupted`` when ``interrupt(key:)`` or the client's destruction
+    ///   ended it early; ``LegacySDKError/outOfRange`` for a duration above 60 s;
+    ///   ``LegacySDKError/clientDestroyed``.
+    package func blockingCall(key: UInt64, durationMicroseconds: UInt32) throws(LegacySDKError) -> UInt64 {
+        var result: UInt64 = 0
+        let status = withExtendedLifetime(self) { lsdk_blocking_call(raw, key, durationMicroseconds, &result) }
+        guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
+        return result
+    }
+
+    /// Makes every call blocked in ``blockingCall(key:durationMicroseconds:)`` with `key` return at
+    /// once with ``LegacySDKError/interrupted``. Callable from any thread (not covered by affinity).
+    /// Not remembered: a call that has not started blocking yet is not affected.
+    ///
+    /// - Parameter key: The key of the calls to interrupt.
+    /// - Returns: Whether a call was blocked with that key (`false`: nothing was changed).
+    /// - Throws: ``LegacySDKError/clientDestroyed`` once the client's destroy began.
+    @discardableResult
+    package func interrupt(key: UInt64) throws(LegacySDKError) -> Bool {
+        let status = withExtendedLifetime(self) { lsdk_interrupt(raw, key) }
+        switch status {
+        case lsdk_status_t(LSDK_OK): return true
+        case lsdk_status_t(LSDK_ERR_NOT_BLOCKED): return false
+        default: throw LegacySDKError(rawValue: status)
+        }
     }
 
     /// Sets the session token. The SDK documents this call as not thread-safe; isolating it to
@@ -230,7 +347,9 @@ package final class SDKHandle: Sendable {
 
     /// Cancels the operation as its behaviour prescribes. Idempotent, thread-safe, callable from
     /// inside a callback of the same operation (a synchronous cancellation callback then runs
-    /// re-entrantly, inside this call), harmless after the operation finished.
+    /// re-entrantly, inside this call), harmless after the operation finished. With
+    /// ``SimulatedBehavior/CancelMode/waits`` it blocks until no callback of the operation is
+    /// running, and deadlocks (until the client is destroyed) when called from inside one.
     package func cancel() {
         let status = lsdk_cancel(raw)
         assert(status == lsdk_status_t(LSDK_OK), "lsdk_cancel failed: \(status)")
@@ -318,6 +437,37 @@ package enum SDK {
         return finishStart(status: status, context: context, handle: handle)
     }
 
+    /// Starts a pull-style download, like libcurl's write callback that can answer "pause".
+    ///
+    /// Same as ``startDownload(client:request:behavior:onEvent:onRelease:)``, except that `onEvent`
+    /// answers whether it took the event: `true` refuses it, and the stream pauses; the same event
+    /// (same sequence number, same data) comes again as the first one after
+    /// ``SDKHandle/resume()``. The answer is ignored for the end event, for the late callback after a
+    /// cancel and once the stream is cancelled. ``SDKHandle/pause()`` keeps working.
+    ///
+    /// - Returns: The operation's handle, or the SDK's error (no callback will come).
+    package static func startPullDownload(
+        client: SDKClient, request: DownloadRequest, behavior: SimulatedBehavior,
+        onEvent: @escaping @Sendable (RawDownloadEvent) -> Bool,
+        onRelease: (@Sendable () -> Void)? = nil
+    ) -> Result<SDKHandle, LegacySDKError> {
+        let box = SDKContextBox(callback: .pullEvent(onEvent), onRelease: onRelease)
+        let context = Unmanaged.passRetained(box).toOpaque()
+        var handle: lsdk_handle_t = 0
+        let status = withExtendedLifetime(client) {
+            withCBehavior(behavior) { cBehavior in
+                request.path.withCString { path in
+                    var cRequest = lsdk_download_request_t(
+                        path: path, total_bytes: UInt64(exactly: request.totalBytes) ?? .max)
+                    return lsdk_download_start_pull(
+                        client.raw, &cRequest, cBehavior, sdkPullEventTrampoline, context, sdkReleaseTrampoline,
+                        &handle)
+                }
+            }
+        }
+        return finishStart(status: status, context: context, handle: handle)
+    }
+
     private static func finishStart(
         status: lsdk_status_t, context: UnsafeMutableRawPointer, handle: lsdk_handle_t
     ) -> Result<SDKHandle, LegacySDKError> {
@@ -328,6 +478,9 @@ package enum SDK {
         }
         return .success(SDKHandle(raw: handle))
     }
+
+    /// What a blocking call with `key` returns when it completes (the SDK's `lsdk_blocking_result`).
+    package static func blockingResult(key: UInt64) -> UInt64 { lsdk_blocking_result(key) }
 
     /// The byte at `offset` of the content of request `requestID` (for verifying data).
     package static func contentByte(requestID: UInt64, offset: UInt64) -> UInt8 {
@@ -385,6 +538,12 @@ package enum SDK {
         c.pause_mode = behavior.pauseMode.rawValue
         c.error_status = behavior.errorStatus.rawValue
         c.seed = behavior.seed
+        c.first_sequence = behavior.firstSequence
+        c.sequence_bits = behavior.sequenceBits
+        c.sequence_jump_at = behavior.sequenceJumpAt
+        c.sequence_jump = behavior.sequenceJump
+        c.sequence_corrupt_at = behavior.sequenceCorruptAt
+        c.sequence_corrupt_value = behavior.sequenceCorruptValue
         guard let message = behavior.errorMessage else {
             c.error_message = nil
             return body(&c)
@@ -421,6 +580,12 @@ extension SimulatedBehavior {
             errorStatus: LegacySDKError(rawValue: c.error_status),
             errorMessage: c.error_message.map { String(cString: $0) },
             seed: c.seed)
+        firstSequence = c.first_sequence
+        sequenceBits = c.sequence_bits
+        sequenceJumpAt = c.sequence_jump_at
+        sequenceJump = c.sequence_jump
+        sequenceCorruptAt = c.sequence_corrupt_at
+        sequenceCorruptValue = c.sequence_corrupt_value
     }
 }
 
@@ -448,5 +613,15 @@ extension SDKCounters {
         handlesOutstanding = c.handles_outstanding
         threadsCreated = c.threads_created
         badCalls = c.bad_calls
+        callbacksLoop = c.callbacks_loop
+        loopJobs = c.loop_jobs
+        affinityViolations = c.affinity_violations
+        cancelsInsideCallback = c.cancels_inside_callback
+        cancelDeadlocks = c.cancel_deadlocks
+        streamPausesByCallback = c.stream_pauses_by_callback
+        blockingCalls = c.blocking_calls
+        blockingCallsInterrupted = c.blocking_calls_interrupted
+        blockingInFlight = c.blocking_in_flight
+        blockingInFlightPeak = c.blocking_in_flight_peak
     }
 }

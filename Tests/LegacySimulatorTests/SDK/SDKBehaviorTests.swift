@@ -10,14 +10,14 @@ struct SDKBehaviorTests {
     func enumConstants() {
         #expect(SimulatedBehavior.Delivery.allCases.map(\.rawValue) == [
             Int32(LSDK_DELIVERY_SYNC), Int32(LSDK_DELIVERY_WORKER), Int32(LSDK_DELIVERY_FRESH_THREAD),
-            Int32(LSDK_DELIVERY_MIXED),
+            Int32(LSDK_DELIVERY_MIXED), Int32(LSDK_DELIVERY_LOOP),
         ])
         #expect(SimulatedBehavior.Outcome.allCases.map(\.rawValue) == [
             Int32(LSDK_OUTCOME_SUCCESS), Int32(LSDK_OUTCOME_ERROR),
         ])
         #expect(SimulatedBehavior.CancelMode.allCases.map(\.rawValue) == [
             Int32(LSDK_CANCEL_CALLBACK_SYNC), Int32(LSDK_CANCEL_CALLBACK_ASYNC), Int32(LSDK_CANCEL_SILENT),
-            Int32(LSDK_CANCEL_IGNORED),
+            Int32(LSDK_CANCEL_IGNORED), Int32(LSDK_CANCEL_WAITS),
         ])
         #expect(SimulatedBehavior.StreamEnd.allCases.map(\.rawValue) == [
             Int32(LSDK_STREAM_END_SUCCESS), Int32(LSDK_STREAM_END_ERROR), Int32(LSDK_STREAM_END_NONE),
@@ -45,6 +45,11 @@ struct SDKBehaviorTests {
         #expect(swift.eventsAfterTerminal == c.events_after_terminal)
         #expect(swift.pauseMode.rawValue == c.pause_mode)
         #expect(swift.errorStatus == .remote && swift.errorMessage == nil && swift.seed == 0)
+        #expect(swift.firstSequence == c.first_sequence && swift.sequenceBits == c.sequence_bits)
+        #expect(swift.sequenceJumpAt == c.sequence_jump_at && swift.sequenceJump == c.sequence_jump)
+        #expect(swift.sequenceCorruptAt == c.sequence_corrupt_at)
+        #expect(swift.sequenceCorruptValue == c.sequence_corrupt_value)
+        #expect(c.sequence_bits == 64 && c.first_sequence == 0)
     }
 
     static let presets: [(String, SimulatedBehavior)] = [
@@ -73,6 +78,12 @@ struct SDKBehaviorTests {
             $0.errorStatus = LegacySDKError(rawValue: 99)
             $0.errorMessage = "message"
             $0.seed = 17
+            $0.firstSequence = 200
+            $0.sequenceBits = 8
+            $0.sequenceJumpAt = 18
+            $0.sequenceJump = 19
+            $0.sequenceCorruptAt = 20
+            $0.sequenceCorruptValue = .max
         }),
     ]
 

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the fuzz target (Fuzz/corpus/*.bin).
+
+Each seed is a small program in the layout fuzz_sdk.c decodes: per step one opcode byte, then a
+record of fixed size (96 bytes for a start, 16 for the others). Every seed exercises one part of
+the API on purpose, so the fuzzer starts from inputs that reach deep code (loop threads, pull
+streams, blocking calls, waiting cancels, hostile sequence numbers) instead of discovering the
+layout byte by byte. Run it again after changing the layout: python3 Fuzz/make_seeds.py
+"""
+import os
+import struct
+
+RECORD = 16
+START_RECORD = 96
+
+
+def u32(value):
+    return struct.pack(">I", value & 0xFFFFFFFF)
+
+
+def u64(value):
+    return struct.pack(">Q", value & 0xFFFFFFFFFFFFFFFF)
+
+
+def record(opcode, payload, size=RECORD):
+    assert len(payload) <= size, (opcode, len(payload))
+    return bytes([opcode]) + payload + bytes(size - len(payload))
+
+
+def create(client, workers2=False, loop=False, affinity=0, bad_workers=False, seed=7):
+    shape = (1 if workers2 else 0) | (2 if loop else 0) | ((affinity & 3) << 2)
+    if bad_workers:
+        shape |= 0x30
+    return record(0, bytes([client, shape]) + u32(seed))
+
+
+# Delivery values as the decoder maps them without raw knobs (value % 5).
+SYNC, WORKER, FRESH, MIXED, LOOP = 0, 1, 2, 3, 4
+CB_SYNC, CB_ASYNC, SILENT, IGNORED, WAITS = 0, 1, 2, 3, 4
+
+
+def behavior(knobs=0, delivery=WORKER, delay=0, jitter=0, count=1, outcomes=(0,) * 8, cancel=CB_ASYNC,
+             late=0, chunk_units=0, progress=1, interval=0, concurrency=1, end=0, duplicate=0, after=0,
+             pause=0, error=1, seed=11, bits=64, first=0, jump_at=0, jump=0, corrupt_at=0, corrupt=0):
+    """77 bytes, in fill_behavior's order. chunk_units: chunk = 1 + units * 16 (without raw knobs)."""
+    out = u32(knobs) + bytes([delivery]) + u32(delay) + u32(jitter) + bytes([count])
+    out += bytes(list(outcomes)[:8])
+    out += bytes([cancel & 0xFF, late]) + u32(chunk_units) + bytes([progress]) + u32(interval)
+    # concurrency without raw knob: 1 + value % 4
+    out += bytes([(concurrency - 1) & 0xFF if not (knobs & (1 << 8)) else concurrency])
+    out += bytes([end, duplicate, after, pause]) + u32(error) + u64(seed)
+    out += bytes([bits & 0xFF]) + u64(first) + bytes([jump_at]) + u64(jump) + bytes([corrupt_at]) + u64(corrupt)
+    assert len(out) == 77, len(out)
+    return out
+
+
+REQUEST, DOWNLOAD, PULL = 0, 1, 2
+ACT_NONE, ACT_CANCEL, ACT_PAUSE, ACT_RESUME, ACT_POST, ACT_BLOCK, ACT_DESTROY_OWN, ACT_TOKEN = range(8)
+
+
+def start(client, kind, b, action=ACT_NONE, every=1, refuse=0, response=16, chunks=8, extra=3,
+          total_kind=2, null_callback=False, null_behavior=False, drop_handle=False):
+    shape = kind
+    if null_callback:
+        shape |= 0xF0
+    if null_behavior:
+        shape |= 0x0C
+    elif drop_handle:
+        shape |= 0x08
+    payload = bytes([client, shape]) + b + bytes([action, (every - 1) & 0xFF, refuse])
+    payload += bytes([1]) + u32(response // 4)  # response_kind 1: size = (raw & 0xFF) * 4
+    payload += bytes([total_kind, chunks, extra])
+    return record(1, payload, START_RECORD)
+
+
+def handle_call(which, index=0, how=3, value=0):
+    """which: 0 cancel, 1 pause, 2 resume, 3 release. how % 6: 0 zero, 1 forged, 2 stale, else op `index`."""
+    return record(4, bytes([how]) + u64(value) + bytes([index, which]))
+
+
+def destroy(client):
+    return record(5, bytes([client]))
+
+
+def post(client, null_job=False):
+    return record(6, bytes([client, 0 if null_job else 1]))
+
+
+def blocking(client, key, how=2, raw=50):
+    """how % 4: 0 interrupt, 1 raw duration (often out of range), else (raw & 0xFF) * 4 us."""
+    return record(7, bytes([client, key, how]) + u32(raw))
+
+
+def token(client, how=1):
+    return record(8, bytes([client, how]))
+
+
+def helper(client, what, key=0, how=3, index=0):
+    """what % 5: 0 long blocking call, 1 token setter, 2 cancel/pause/resume a handle, 3 post, 4 interrupt."""
+    return record(9, bytes([client, what, key, how]) + u64(0) + bytes([index]))
+
+
+SEEDS = {
+    "basic": [
+        create(0),
+        start(0, REQUEST, behavior(count=3)),
+        start(0, DOWNLOAD, behavior(chunk_units=4)),
+        start(0, PULL, behavior(chunk_units=4), refuse=2),
+        handle_call(0, index=1),
+        handle_call(2, index=2),
+        handle_call(3, index=0),
+        destroy(0),
+    ],
+    "loop_thread": [
+        create(0, loop=True, affinity=2),
+        post(0), post(0), post(0, null_job=True),
+        start(0, DOWNLOAD, behavior(delivery=LOOP, concurrency=3), action=ACT_POST, every=2),
+        start(0, REQUEST, behavior(delivery=LOOP, count=2, cancel=CB_SYNC), action=ACT_CANCEL),
+        helper(0, 2, index=0),
+        handle_call(0, index=1),
+        destroy(0),
+        post(0),
+    ],
+    "affinity_and_helpers": [
+        create(0, affinity=1),
+        helper(0, 1),
+        helper(0, 0, key=5),
+        token(0, how=1),
+        blocking(0, 5, how=0),
+        start(0, REQUEST, behavior(), action=ACT_TOKEN),
+        helper(0, 4, key=5),
+        destroy(0),
+    ],
+    "blocking": [
+        create(1, workers2=True),
+        blocking(1, 9, how=2, raw=100),
+        helper(1, 0, key=3),
+        helper(1, 0, key=3),
+        blocking(1, 3, how=0),
+        blocking(1, 4, how=1, raw=0xFFFFFFFF),
+        start(1, REQUEST, behavior(count=2), action=ACT_BLOCK),
+        destroy(1),
+        blocking(1, 3, how=0),
+    ],
+    "cancel_waits": [
+        create(0, workers2=True),
+        start(0, DOWNLOAD, behavior(cancel=WAITS, concurrency=4, chunk_units=1), total_kind=1),
+        start(0, REQUEST, behavior(cancel=WAITS, count=0)),
+        helper(0, 2, index=0),
+        handle_call(0, index=0),
+        handle_call(0, index=1),
+        handle_call(3, index=0),
+        destroy(0),
+    ],
+    "sequences": [
+        create(2),
+        start(2, DOWNLOAD, behavior(knobs=1 << 14, bits=32, first=(1 << 32) - 3, jump_at=4, jump=1000,
+                                    corrupt_at=2, corrupt=0xFFFFFFFFFFFFFFFF, delivery=SYNC)),
+        start(2, PULL, behavior(knobs=1 << 15, bits=16, first=1, delivery=SYNC), refuse=3),
+        handle_call(2, index=1),
+        start(2, DOWNLOAD, behavior(knobs=1 << 14, bits=7)),
+        destroy(2),
+    ],
+    "bad_input": [
+        create(0, bad_workers=True),
+        create(0, loop=False, affinity=2),
+        create(0, affinity=3),
+        create(0),
+        start(0, REQUEST, behavior(knobs=0xFFFF, delay=20_000_000, chunk_units=0, error=0)),
+        start(0, DOWNLOAD, behavior(), null_callback=True),
+        start(0, DOWNLOAD, behavior(delivery=LOOP)),
+        start(0, REQUEST, behavior(), response=4096, null_behavior=True),
+        handle_call(0, how=1, value=0x1234),
+        handle_call(3, how=0),
+        handle_call(1, index=3),
+        post(0),
+        token(0, how=3),
+        destroy(0),
+        destroy(0),
+        start(0, REQUEST, behavior()),
+    ],
+    "pull_sync": [
+        create(0),
+        start(0, PULL, behavior(delivery=SYNC, concurrency=2, end=2, cancel=SILENT), refuse=2, chunks=5),
+        handle_call(2, index=0),
+        handle_call(2, index=0),
+        start(0, PULL, behavior(delivery=SYNC), refuse=255),
+        handle_call(0, index=0),
+        destroy(0),
+    ],
+    "three_clients": [
+        create(0), create(1, loop=True), create(2, affinity=1),
+        start(0, REQUEST, behavior(delivery=MIXED, count=4, late=1, cancel=CB_SYNC)),
+        start(1, DOWNLOAD, behavior(delivery=FRESH, pause=1, interval=0, duplicate=1, after=2)),
+        start(2, DOWNLOAD, behavior(delivery=WORKER, concurrency=4, end=1), action=ACT_DESTROY_OWN),
+        handle_call(1, index=1),
+        destroy(1),
+        handle_call(0, index=1),
+        handle_call(3, index=1),
+        handle_call(3, how=2, index=0),
+        helper(1, 3),
+        post(1),
+        handle_call(0, index=0),
+        destroy(0),
+        destroy(2),
+    ],
+}
+
+
+def main():
+    directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    os.makedirs(directory, exist_ok=True)
+    for name, steps in SEEDS.items():
+        with open(os.path.join(directory, f"seed-{name}.bin"), "wb") as f:
+            f.write(b"".join(steps))
+    print(f"wrote {len(SEEDS)} seeds to {directory}")
+
+
+if __name__ == "__main__":
+    main()
