@@ -309,6 +309,8 @@ struct OffloadPoolStateMachine<Job, Waiter> {
     var runningIDs: [OffloadJobID] { running.map(\.id) }
     /// The interrupt state of a running job.
     func interruptState(of id: OffloadJobID) -> InterruptState? { running.first { $0.id == id }?.interrupt }
+    /// The id of the last job accepted (0: none yet).
+    var lastAcceptedID: OffloadJobID { nextID - 1 }
     /// Shutdown waiters not yet handed back.
     var waitingForShutdown: Int { shutdownWaiters.count }
 }

@@ -149,6 +149,12 @@ public final class SDKThreadExecutor: SerialExecutor, Sendable {
         }
     }
 
+    /// The core of the dedicated kind (tests).
+    var dedicatedCore: OffloadPoolCore? {
+        if case .dedicated(let core) = self.backend { return core }
+        return nil
+    }
+
     /// Runs a closure on the executor's thread and returns its result, for work outside an actor
     /// (creating the SDK object on the thread that must own it, for example).
     ///

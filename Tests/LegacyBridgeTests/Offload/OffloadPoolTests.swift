@@ -56,6 +56,7 @@ struct OffloadPoolTests {
             return try await pool.run { ran.set() }
         }
         await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(pool.offloadSnapshot.lastAcceptedID == 0)  // nothing was submitted
         try await pool.run {}  // a later call runs after anything the first might have queued
         #expect(!ran.isSet)
         await pool.shutdown()
