@@ -79,10 +79,11 @@ void lsdk_behavior_init_chaos(lsdk_behavior_t *behavior, uint64_t seed) {
     behavior->seed = lsdk_mix64(seed + 0x5EEDu) | 1u;
 }
 
-lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *b) {
-    if (b->delivery < LSDK_DELIVERY_SYNC || b->delivery > LSDK_DELIVERY_MIXED) {
+lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *b, bool has_loop) {
+    if (b->delivery < LSDK_DELIVERY_SYNC || b->delivery > LSDK_DELIVERY_LOOP) {
         return LSDK_ERR_UNKNOWN_ENUM;
     }
+    if (b->delivery == LSDK_DELIVERY_LOOP && !has_loop) return LSDK_ERR_NO_LOOP_THREAD;
     if (b->delay_us > LSDK_MAX_DELAY_US || b->jitter_us > LSDK_MAX_DELAY_US) {
         return LSDK_ERR_OUT_OF_RANGE;
     }

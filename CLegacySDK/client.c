@@ -1,5 +1,6 @@
 /* The client: its shell (kept as a tombstone after destroy), worker pool, timer thread, fresh
- * callback threads, destroy handshake and session token. */
+ * callback threads, loop thread with its posted jobs, affinity, destroy handshake and session
+ * token. */
 #include "lsdk_internal.h"
 
 /* ------------------------------------------------------------------------ */
@@ -41,20 +42,68 @@ struct lsdk_runtime {
     pthread_cond_t fresh_cond;
     size_t fresh_running;
     lsdk_fresh_t *fresh_finished;
+
+    /* Loop thread (config.loop_thread): one FIFO of LOOP tasks and posted jobs. */
+    pthread_mutex_t loop_mutex;
+    pthread_cond_t loop_cond;
+    lsdk_task_t *loop_head;
+    lsdk_task_t *loop_tail;
+    bool loop_stop;
+    pthread_t loop;
 };
 
-/* The client whose worker/timer/fresh thread this is (NULL on other threads). */
+/* The client whose worker/timer/fresh/loop thread this is (NULL on other threads). */
 static _Thread_local const struct lsdk_client *tls_owner;
+/* The client whose loop thread this is (NULL on other threads). */
+static _Thread_local const struct lsdk_client *tls_loop_client;
 /* Callbacks of which clients this thread is currently inside of. */
 static _Thread_local lsdk_frame_t *tls_frames;
+/* This thread's identity for affinity checks (0 = not given yet). */
+static _Thread_local uint64_t tls_thread_id;
+static _Atomic uint64_t next_thread_id = 1;
 
-void lsdk_frame_push(lsdk_frame_t *frame, const struct lsdk_client *client) {
+void lsdk_frame_push(lsdk_frame_t *frame, const struct lsdk_client *client, const struct lsdk_op *op) {
     frame->client = client;
+    frame->op = op;
     frame->previous = tls_frames;
     tls_frames = frame;
 }
 
 void lsdk_frame_pop(lsdk_frame_t *frame) { tls_frames = frame->previous; }
+
+bool lsdk_in_callback_of(const struct lsdk_op *op) {
+    for (lsdk_frame_t *frame = tls_frames; frame != NULL; frame = frame->previous) {
+        if (frame->op == op) return true;
+    }
+    return false;
+}
+
+bool lsdk_in_client_frame(const struct lsdk_client *client) {
+    for (lsdk_frame_t *frame = tls_frames; frame != NULL; frame = frame->previous) {
+        if (frame->client == client) return true;
+    }
+    return false;
+}
+
+uint64_t lsdk_thread_id(void) {
+    /* pthread_t values are reused once a thread exited; these numbers never are. */
+    if (tls_thread_id == 0) tls_thread_id = atomic_fetch_add_explicit(&next_thread_id, 1, memory_order_relaxed);
+    return tls_thread_id;
+}
+
+void lsdk_affinity_check(struct lsdk_client *client) {
+    bool allowed;
+    switch (client->affinity) {
+    case LSDK_AFFINITY_CREATOR: allowed = lsdk_thread_id() == client->creator_id; break;
+    case LSDK_AFFINITY_LOOP: allowed = tls_loop_client == client; break;
+    default: return;
+    }
+    if (!allowed) lsdk_count(client, LSDK_COUNTER_affinity_violations, 1);
+}
+
+bool lsdk_client_is_loop_thread(const lsdk_client_t *client) {
+    return client != NULL && tls_loop_client == client;
+}
 
 static bool on_client_thread(const struct lsdk_client *client) {
     if (tls_owner == client) return true;
@@ -155,9 +204,55 @@ static void fresh_spawn(struct lsdk_client *client, lsdk_task_t *task) {
     worker_push(runtime, task);
 }
 
+static void loop_push(struct lsdk_runtime *runtime, lsdk_task_t *task) {
+    task->next = NULL;
+    lsdk_lock(&runtime->loop_mutex);
+    if (runtime->loop_tail != NULL) {
+        runtime->loop_tail->next = task;
+    } else {
+        runtime->loop_head = task;
+    }
+    runtime->loop_tail = task;
+    LSDK_CHECK(pthread_cond_signal(&runtime->loop_cond));
+    lsdk_unlock(&runtime->loop_mutex);
+}
+
+static void *loop_main(void *argument) {
+    struct lsdk_client *client = argument;
+    struct lsdk_runtime *runtime = client->runtime;
+    tls_owner = client;
+    tls_loop_client = client;
+    lsdk_lock(&runtime->loop_mutex);
+    for (;;) {
+        lsdk_task_t *task = runtime->loop_head;
+        if (task == NULL) {
+            /* Stops only when the queue is empty: jobs still queued at destroy are run. */
+            if (runtime->loop_stop) break;
+            LSDK_CHECK(pthread_cond_wait(&runtime->loop_cond, &runtime->loop_mutex));
+            continue;
+        }
+        runtime->loop_head = task->next;
+        if (runtime->loop_head == NULL) runtime->loop_tail = NULL;
+        lsdk_unlock(&runtime->loop_mutex);
+        if (task->kind == LSDK_TASK_JOB) {
+            lsdk_count(client, LSDK_COUNTER_loop_jobs, 1);
+            task->job(task->job_context);
+            free(task);
+        } else {
+            lsdk_task_run(task, LSDK_WHERE_LOOP);
+        }
+        lsdk_lock(&runtime->loop_mutex);
+    }
+    lsdk_unlock(&runtime->loop_mutex);
+    tls_loop_client = NULL;
+    return NULL;
+}
+
 static void route(struct lsdk_client *client, lsdk_task_t *task) {
     if (task->mode == LSDK_MODE_FRESH) {
         fresh_spawn(client, task);
+    } else if (task->mode == LSDK_MODE_LOOP) {
+        loop_push(client->runtime, task);
     } else {
         worker_push(client->runtime, task);
     }
@@ -230,7 +325,7 @@ static void *timer_main(void *argument) {
 
 void lsdk_dispatch(struct lsdk_client *client, lsdk_task_t *task, lsdk_mode_t mode, uint64_t delay_us) {
     struct lsdk_runtime *runtime = client->runtime;
-    task->mode = mode == LSDK_MODE_FRESH ? LSDK_MODE_FRESH : LSDK_MODE_WORKER;
+    task->mode = mode == LSDK_MODE_SYNC ? LSDK_MODE_WORKER : mode;
     if (delay_us > 0 && !atomic_load(&runtime->flushing)) {
         task->due_ns = lsdk_now_ns() + delay_us * 1000u;
         lsdk_lock(&runtime->timer_mutex);
@@ -251,11 +346,23 @@ static void runtime_free(struct lsdk_runtime *runtime) {
     lsdk_cond_destroy(&runtime->timer_cond);
     lsdk_mutex_destroy(&runtime->fresh_mutex);
     lsdk_cond_destroy(&runtime->fresh_cond);
+    lsdk_mutex_destroy(&runtime->loop_mutex);
+    lsdk_cond_destroy(&runtime->loop_cond);
     free(runtime);
 }
 
-/* Stops and joins every thread. Only called when no task exists any more. */
-static void runtime_stop(struct lsdk_runtime *runtime, uint32_t started_workers, bool timer_started) {
+/* Stops and joins every thread. Only called when no task exists any more (posted jobs may still
+   be queued: the loop thread runs them before it stops). */
+static void runtime_stop(struct lsdk_runtime *runtime, uint32_t started_workers, bool timer_started,
+                         bool loop_started) {
+    if (loop_started) {
+        lsdk_lock(&runtime->loop_mutex);
+        runtime->loop_stop = true;
+        LSDK_CHECK(pthread_cond_broadcast(&runtime->loop_cond));
+        lsdk_unlock(&runtime->loop_mutex);
+        LSDK_CHECK(pthread_join(runtime->loop, NULL));
+    }
+
     lsdk_lock(&runtime->queue_mutex);
     runtime->workers_stop = true;
     LSDK_CHECK(pthread_cond_broadcast(&runtime->queue_cond));
@@ -316,6 +423,8 @@ void lsdk_client_config_init(lsdk_client_config_t *config) {
     config->seed = 0;
     config->session_token_probe = NULL;
     config->probe_context = NULL;
+    config->loop_thread = false;
+    config->affinity = LSDK_AFFINITY_ANY;
 }
 
 lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client_t **out_client) {
@@ -324,6 +433,12 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
     lsdk_client_config_init(&defaults);
     if (config == NULL) config = &defaults;
     if (config->worker_threads == 0 || config->worker_threads > LSDK_MAX_WORKER_THREADS) {
+        return lsdk_bad_call(NULL, LSDK_ERR_OUT_OF_RANGE);
+    }
+    if (config->affinity < LSDK_AFFINITY_ANY || config->affinity > LSDK_AFFINITY_LOOP) {
+        return lsdk_bad_call(NULL, LSDK_ERR_UNKNOWN_ENUM);
+    }
+    if (config->affinity == LSDK_AFFINITY_LOOP && !config->loop_thread) {
         return lsdk_bad_call(NULL, LSDK_ERR_OUT_OF_RANGE);
     }
     pthread_once(&tombstones_once, tombstones_init);
@@ -346,6 +461,9 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
     client->seed = config->seed;
     client->probe = config->session_token_probe;
     client->probe_context = config->probe_context;
+    client->has_loop = config->loop_thread;
+    client->affinity = config->affinity;
+    client->creator_id = lsdk_thread_id();
     lsdk_mutex_init(&client->mutex);
     lsdk_cond_init(&client->cond);
     client->runtime = runtime;
@@ -356,12 +474,15 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
     lsdk_cond_init(&runtime->timer_cond);
     lsdk_mutex_init(&runtime->fresh_mutex);
     lsdk_cond_init(&runtime->fresh_cond);
+    lsdk_mutex_init(&runtime->loop_mutex);
+    lsdk_cond_init(&runtime->loop_cond);
     atomic_init(&runtime->flushing, false);
     runtime->workers = workers;
     runtime->worker_count = config->worker_threads;
 
     uint32_t started = 0;
     bool timer_started = false;
+    bool loop_started = false;
     bool failed = false;
     for (; started < runtime->worker_count; started++) {
         if (pthread_create(&workers[started], NULL, worker_main, client) != 0) {
@@ -373,8 +494,12 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
         timer_started = pthread_create(&runtime->timer, NULL, timer_main, client) == 0;
         failed = !timer_started;
     }
+    if (!failed && config->loop_thread) {
+        loop_started = pthread_create(&runtime->loop, NULL, loop_main, client) == 0;
+        failed = !loop_started;
+    }
     if (failed) {
-        runtime_stop(runtime, started, timer_started);
+        runtime_stop(runtime, started, timer_started, loop_started);
         runtime_free(runtime);
         lsdk_mutex_destroy(&client->mutex);
         lsdk_cond_destroy(&client->cond);
@@ -443,12 +568,17 @@ lsdk_status_t lsdk_client_destroy(lsdk_client_t *client) {
             lsdk_lock(&client->mutex);
             continue;
         }
-        if (client->live_count == 0 && atomic_load(&client->active_calls) == 0) break;
+        if (client->live_count == 0 && atomic_load(&client->active_calls) == 0) {
+            /* Decided under the mutex that lsdk_client_post takes to enter: no job is accepted
+               from here on, so the runtime can go. */
+            client->closed = true;
+            break;
+        }
         LSDK_CHECK(pthread_cond_wait(&client->cond, &client->mutex));
     }
     lsdk_unlock(&client->mutex);
 
-    runtime_stop(runtime, runtime->worker_count, true);
+    runtime_stop(runtime, runtime->worker_count, true, client->has_loop);
     runtime_free(runtime);
 
     lsdk_lock(&client->mutex);
@@ -522,11 +652,48 @@ void lsdk_client_live_remove(struct lsdk_client *client, struct lsdk_op *op) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Posted jobs                                                              */
+/* ------------------------------------------------------------------------ */
+
+lsdk_status_t lsdk_client_post(lsdk_client_t *client, void (*job)(void *), void *job_context) {
+    if (client == NULL || client->magic != LSDK_CLIENT_MAGIC) return lsdk_bad_call(NULL, LSDK_ERR_NULL_ARGUMENT);
+    /* Entered under the mutex destroy decides `closed` under, so the runtime outlives this call. */
+    lsdk_lock(&client->mutex);
+    bool closed = client->closed || atomic_load(&client->state) == LSDK_CLIENT_DESTROYED;
+    if (!closed) atomic_fetch_add(&client->active_calls, 1);
+    lsdk_unlock(&client->mutex);
+    if (closed) return lsdk_bad_call(client, LSDK_ERR_CLIENT_DESTROYED);
+    lsdk_status_t status = LSDK_OK;
+    if (job == NULL) {
+        status = LSDK_ERR_NULL_ARGUMENT;
+    } else if (!client->has_loop) {
+        status = LSDK_ERR_NO_LOOP_THREAD;
+    }
+    if (status != LSDK_OK) {
+        lsdk_client_leave(client);
+        return lsdk_bad_call(client, status);
+    }
+    lsdk_task_t *task = calloc(1, sizeof *task);
+    if (task == NULL) {
+        lsdk_client_leave(client);
+        return LSDK_ERR_RESOURCES;
+    }
+    task->kind = LSDK_TASK_JOB;
+    task->mode = LSDK_MODE_LOOP;
+    task->job = job;
+    task->job_context = job_context;
+    loop_push(client->runtime, task);
+    lsdk_client_leave(client);
+    return LSDK_OK;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Session token                                                            */
 /* ------------------------------------------------------------------------ */
 
 lsdk_status_t lsdk_client_set_session_token(lsdk_client_t *client, const char *token) {
     if (client == NULL) return lsdk_bad_call(NULL, LSDK_ERR_NULL_ARGUMENT);
+    lsdk_affinity_check(client);
     /* Documented as not thread-safe: a concurrent entry is detected, not serialised. */
     if (atomic_flag_test_and_set(&client->token_busy)) {
         return lsdk_bad_call(client, LSDK_ERR_BUSY);
@@ -537,7 +704,7 @@ lsdk_status_t lsdk_client_set_session_token(lsdk_client_t *client, const char *t
     }
     if (client->probe != NULL) {
         lsdk_frame_t frame;
-        lsdk_frame_push(&frame, client);
+        lsdk_frame_push(&frame, client, NULL);
         client->probe(client->probe_context);
         lsdk_frame_pop(&frame);
     }
@@ -549,6 +716,7 @@ lsdk_status_t lsdk_client_set_session_token(lsdk_client_t *client, const char *t
 }
 
 lsdk_status_t lsdk_client_get_session_token(lsdk_client_t *client, char *buffer, size_t capacity) {
+    if (client != NULL) lsdk_affinity_check(client);
     if (client == NULL || buffer == NULL) return lsdk_bad_call(client, LSDK_ERR_NULL_ARGUMENT);
     if (capacity == 0) return lsdk_bad_call(client, LSDK_ERR_OUT_OF_RANGE);
     if (atomic_load(&client->state) != LSDK_CLIENT_ALIVE) {

@@ -6,7 +6,8 @@
  *   behavior.c  behaviour defaults, chaos draws, validation
  *   counters.c  per-client and process-wide counters (C11 atomics)
  *   handles.c   process-wide handle table (slot + generation)
- *   client.c    client shell, worker pool, timer thread, fresh threads, destroy, session token
+ *   client.c    client shell, worker pool, timer thread, fresh threads, loop thread and posted
+ *               jobs, affinity, destroy, session token
  *   ops.c       operations: start, delivery, cancel, pause/resume, context release
  *
  * Lifetime rules (the heart of the SDK):
@@ -87,8 +88,9 @@ static inline uint8_t lsdk_content_byte_inline(uint64_t request_id, uint64_t off
 /* Behaviour (behavior.c)                                                   */
 /* ------------------------------------------------------------------------ */
 
-/** LSDK_OK or the first OUT_OF_RANGE / UNKNOWN_ENUM found, in field order. */
-lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior);
+/** LSDK_OK or the first OUT_OF_RANGE / UNKNOWN_ENUM / NO_LOOP_THREAD found, in field order.
+    `has_loop`: whether the client has a loop thread (LSDK_DELIVERY_LOOP needs one). */
+lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior, bool has_loop);
 
 /* ------------------------------------------------------------------------ */
 /* Counters (counters.c)                                                    */
@@ -115,7 +117,10 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior);
     X(handles_created)                                                                             \
     X(handles_released)                                                                            \
     X(threads_created)                                                                             \
-    X(bad_calls)
+    X(bad_calls)                                                                                   \
+    X(callbacks_loop)                                                                              \
+    X(loop_jobs)                                                                                   \
+    X(affinity_violations)
 
 typedef enum lsdk_counter_id {
 #define LSDK_COUNTER_ENUM(name) LSDK_COUNTER_##name,
@@ -145,6 +150,7 @@ typedef enum lsdk_mode {
     LSDK_MODE_SYNC = 0,   /* inline, on the thread that is inside the start function */
     LSDK_MODE_WORKER = 1, /* the client's worker pool */
     LSDK_MODE_FRESH = 2,  /* a freshly created pthread */
+    LSDK_MODE_LOOP = 3,   /* the client's loop thread */
 } lsdk_mode_t;
 
 /** Where a callback actually runs (decides which counter it moves). */
@@ -153,6 +159,7 @@ typedef enum lsdk_where {
     LSDK_WHERE_WORKER = 1, /* pool worker */
     LSDK_WHERE_FRESH = 2,  /* fresh thread */
     LSDK_WHERE_CANCEL = 3, /* cancelling thread inside lsdk_cancel (or lsdk_client_destroy) */
+    LSDK_WHERE_LOOP = 4,   /* the client's loop thread */
 } lsdk_where_t;
 
 typedef enum lsdk_task_kind {
@@ -161,6 +168,7 @@ typedef enum lsdk_task_kind {
     LSDK_TASK_LATE,        /* deliver the late callback after a cancel */
     LSDK_TASK_PRODUCE,     /* run a stream's producer */
     LSDK_TASK_EVENT,       /* deliver one already produced event of a concurrent stream */
+    LSDK_TASK_JOB,         /* a job posted with lsdk_client_post (allocated; op is NULL) */
 } lsdk_task_kind_t;
 
 /* Flags of an event or completion, decided when it is claimed. */
@@ -192,6 +200,8 @@ typedef struct lsdk_task {
     uint64_t due_ns;  /* timer heap key */
     uint64_t order;   /* timer heap tie break (FIFO) */
     lsdk_ev_t ev;     /* LSDK_TASK_EVENT only */
+    void (*job)(void *); /* LSDK_TASK_JOB only */
+    void *job_context;
 } lsdk_task_t;
 
 /** Runs a task on the current thread (ops.c). */
@@ -223,6 +233,11 @@ struct lsdk_client {
     uint64_t seed;
     void (*probe)(void *);
     void *probe_context;
+    /** Immutable configuration kept in the shell (readable after destroy). */
+    bool has_loop;
+    int32_t affinity;
+    /** lsdk_thread_id() of the creating thread. */
+    uint64_t creator_id;
 
     /** Guards token, the live lists and the destroy handshake. Never destroyed before exit. */
     pthread_mutex_t mutex;
@@ -232,6 +247,9 @@ struct lsdk_client {
     struct lsdk_op *live;
     struct lsdk_op *swept;
     size_t live_count;
+    /** Set by destroy (under mutex) once every operation finished and no call is inside: from then
+        on lsdk_client_post refuses jobs, and the runtime may be freed. */
+    bool closed;
 
     /** Threads and queues; valid while the client is not DESTROYED. */
     struct lsdk_runtime *runtime;
@@ -253,14 +271,26 @@ void lsdk_client_live_remove(struct lsdk_client *client, struct lsdk_op *op);
     destroyed (then delays are skipped). The task's inflight reference travels with it. */
 void lsdk_dispatch(struct lsdk_client *client, lsdk_task_t *task, lsdk_mode_t mode, uint64_t delay_us);
 
-/* Callback frames: which clients' callbacks the current thread is inside of. */
+/* Callback frames: which clients' callbacks (and of which operations) the current thread is
+   inside of. `op` is NULL for calls into user code that are not operation callbacks
+   (release_context, the session-token probe). */
 typedef struct lsdk_frame {
     const struct lsdk_client *client;
+    const struct lsdk_op *op;
     struct lsdk_frame *previous;
 } lsdk_frame_t;
 
-void lsdk_frame_push(lsdk_frame_t *frame, const struct lsdk_client *client);
+void lsdk_frame_push(lsdk_frame_t *frame, const struct lsdk_client *client, const struct lsdk_op *op);
 void lsdk_frame_pop(lsdk_frame_t *frame);
+/** Whether the current thread is inside a callback of `op`. */
+bool lsdk_in_callback_of(const struct lsdk_op *op);
+/** Whether the current thread is inside any call into user code made for `client`. */
+bool lsdk_in_client_frame(const struct lsdk_client *client);
+
+/** A small number naming the calling thread for the whole process lifetime (never reused, never 0). */
+uint64_t lsdk_thread_id(void);
+/** Counts an affinity violation if the calling thread may not call `client` (see LSDK_AFFINITY_*). */
+void lsdk_affinity_check(struct lsdk_client *client);
 
 /* ------------------------------------------------------------------------ */
 /* Operations (ops.c)                                                       */

@@ -99,7 +99,7 @@ static void op_finish(struct lsdk_op *op) {
     lsdk_count(client, LSDK_COUNTER_contexts_released, 1);
     if (op->release_context != NULL) {
         lsdk_frame_t frame;
-        lsdk_frame_push(&frame, client);
+        lsdk_frame_push(&frame, client, NULL);
         op->release_context(op->context);
         lsdk_frame_pop(&frame);
     }
@@ -127,10 +127,17 @@ static lsdk_mode_t draw_mode(struct lsdk_op *op, bool sync_allowed) {
     case LSDK_DELIVERY_SYNC: return sync_allowed ? LSDK_MODE_SYNC : LSDK_MODE_WORKER;
     case LSDK_DELIVERY_WORKER: return LSDK_MODE_WORKER;
     case LSDK_DELIVERY_FRESH_THREAD: return LSDK_MODE_FRESH;
+    case LSDK_DELIVERY_LOOP: return LSDK_MODE_LOOP;
     default:
         if (sync_allowed) return (lsdk_mode_t)lsdk_rng_below(&op->rng, 3);
         return lsdk_rng_below(&op->rng, 2) == 0 ? LSDK_MODE_WORKER : LSDK_MODE_FRESH;
     }
+}
+
+/** Where work that never runs inside a call goes (asynchronous cancellations, late callbacks):
+    the loop thread for LOOP delivery, a worker otherwise. */
+static lsdk_mode_t async_mode(const struct lsdk_op *op) {
+    return op->behavior.delivery == LSDK_DELIVERY_LOOP ? LSDK_MODE_LOOP : LSDK_MODE_WORKER;
 }
 
 static uint64_t draw_delay(struct lsdk_op *op) {
@@ -148,6 +155,7 @@ static const lsdk_counter_id_t where_counter[] = {
     [LSDK_WHERE_WORKER] = LSDK_COUNTER_callbacks_worker,
     [LSDK_WHERE_FRESH] = LSDK_COUNTER_callbacks_fresh_thread,
     [LSDK_WHERE_CANCEL] = LSDK_COUNTER_callbacks_reentrant_cancel,
+    [LSDK_WHERE_LOOP] = LSDK_COUNTER_callbacks_loop,
 };
 
 static void deliver_completion(struct lsdk_op *op, lsdk_where_t where, lsdk_status_t status,
@@ -180,7 +188,7 @@ static void deliver_completion(struct lsdk_op *op, lsdk_where_t where, lsdk_stat
     if (flags & LSDK_EV_AFTER_CANCEL) lsdk_count(client, LSDK_COUNTER_callbacks_after_cancel, 1);
 
     lsdk_frame_t frame;
-    lsdk_frame_push(&frame, client);
+    lsdk_frame_push(&frame, client, op);
     op->completion(op->context, status, &response);
     lsdk_frame_pop(&frame);
 
@@ -222,7 +230,7 @@ static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_
     }
 
     lsdk_frame_t frame;
-    lsdk_frame_push(&frame, client);
+    lsdk_frame_push(&frame, client, op);
     op->on_event(op->context, &event);
     lsdk_frame_pop(&frame);
 
@@ -360,7 +368,9 @@ static int producer_step(struct lsdk_op *op, lsdk_ev_t *ev) {
 static void run_produce_serial(lsdk_task_t *task, lsdk_where_t where) {
     struct lsdk_op *op = task->op;
     const lsdk_behavior_t *b = &op->behavior;
-    uint32_t quota = where == LSDK_WHERE_FRESH ? 1 : LSDK_PRODUCER_QUOTA;
+    /* A fresh thread delivers one event; the loop thread goes back to its queue after every
+       event (drops included), so jobs posted meanwhile run between them. */
+    uint32_t quota = where == LSDK_WHERE_FRESH || where == LSDK_WHERE_LOOP ? 1 : LSDK_PRODUCER_QUOTA;
     bool all_inline = where == LSDK_WHERE_SYNC && b->delivery == LSDK_DELIVERY_SYNC;
     for (;;) {
         lsdk_ev_t ev;
@@ -378,7 +388,8 @@ static void run_produce_serial(lsdk_task_t *task, lsdk_where_t where) {
             if (all_inline) continue;
             /* Without an interval, drops are produced as fast as possible, here; a worker still
                lets other work run after its quota. */
-            if (b->interval_us == 0 && (where != LSDK_WHERE_WORKER || --quota > 0)) continue;
+            bool counted = where == LSDK_WHERE_WORKER || where == LSDK_WHERE_LOOP;
+            if (b->interval_us == 0 && (!counted || --quota > 0)) continue;
         } else {
             deliver_event(op, where, &ev, op->producer_buffer);
             if (all_inline) continue;
@@ -513,7 +524,9 @@ static void run_produce_batch(lsdk_task_t *task, lsdk_where_t where) {
         if (stop == LSDK_STEP_STOP_HOLDING) return;
         /* Here every event of the batch was dropped (or delivered inline). Go on after the
            interval, or right away; a worker lets other work run now and then. */
-        bool yield = where == LSDK_WHERE_WORKER && ++empty_batches >= LSDK_PRODUCER_QUOTA / b->stream_concurrency;
+        bool yield = where == LSDK_WHERE_LOOP ||
+                     (where == LSDK_WHERE_WORKER &&
+                      ++empty_batches >= LSDK_PRODUCER_QUOTA / b->stream_concurrency);
         if (!all_inline && (b->interval_us > 0 || yield)) {
             lsdk_lock(&op->mutex);
             lsdk_mode_t mode = draw_mode(op, false);
@@ -646,7 +659,7 @@ static void run_cancel(lsdk_task_t *task, lsdk_where_t where) {
     uint64_t late_delay = op->late_delay_us;
     lsdk_unlock(&op->mutex);
     deliver_cancellation(op, where, &claimed);
-    if (late) lsdk_dispatch(op->client, &op->late_task, LSDK_MODE_WORKER, late_delay);
+    if (late) lsdk_dispatch(op->client, &op->late_task, async_mode(op), late_delay);
     inflight_drop(op);
 }
 
@@ -732,13 +745,13 @@ lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
     switch (mode) {
     case LSDK_CANCEL_CALLBACK_SYNC:
         deliver_cancellation(op, LSDK_WHERE_CANCEL, &claimed);
-        if (late) lsdk_dispatch(op->client, &op->late_task, LSDK_MODE_WORKER, late_delay);
+        if (late) lsdk_dispatch(op->client, &op->late_task, async_mode(op), late_delay);
         break;
     case LSDK_CANCEL_CALLBACK_ASYNC:
-        lsdk_dispatch(op->client, &op->cancel_task, LSDK_MODE_WORKER, cancel_delay);
+        lsdk_dispatch(op->client, &op->cancel_task, async_mode(op), cancel_delay);
         break;
     default:
-        if (late) lsdk_dispatch(op->client, &op->late_task, LSDK_MODE_WORKER, late_delay);
+        if (late) lsdk_dispatch(op->client, &op->late_task, async_mode(op), late_delay);
         break;
     }
     inflight_drop(op);
@@ -780,6 +793,7 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     if (client == NULL || client->magic != LSDK_CLIENT_MAGIC) {
         return lsdk_bad_call(NULL, LSDK_ERR_NULL_ARGUMENT);
     }
+    lsdk_affinity_check(client);
     if (!lsdk_client_enter(client)) return lsdk_bad_call(client, LSDK_ERR_CLIENT_DESTROYED);
 
     lsdk_behavior_t defaults;
@@ -789,7 +803,7 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     if (is_stream ? on_event == NULL : completion == NULL) {
         status = LSDK_ERR_NULL_ARGUMENT;
     } else {
-        status = lsdk_behavior_validate(behavior);
+        status = lsdk_behavior_validate(behavior, client->has_loop);
     }
     if (status == LSDK_OK && !is_stream && response_size > LSDK_MAX_CHUNK_SIZE) {
         status = LSDK_ERR_OUT_OF_RANGE;
@@ -919,6 +933,7 @@ lsdk_status_t lsdk_cancel(lsdk_handle_t handle) {
     struct lsdk_op *op = lsdk_handle_acquire(handle);
     if (op == NULL) return lsdk_bad_call(NULL, LSDK_ERR_INVALID_HANDLE);
     struct lsdk_client *client = op->client;
+    lsdk_affinity_check(client);
     lsdk_client_enter_any(client);
     lsdk_status_t status = lsdk_op_cancel(op, false);
     lsdk_client_leave(client);
@@ -930,6 +945,7 @@ lsdk_status_t lsdk_pause(lsdk_handle_t handle) {
     struct lsdk_op *op = lsdk_handle_acquire(handle);
     if (op == NULL) return lsdk_bad_call(NULL, LSDK_ERR_INVALID_HANDLE);
     struct lsdk_client *client = op->client;
+    lsdk_affinity_check(client);
     lsdk_status_t status = LSDK_OK;
     if (!op->is_stream) {
         status = lsdk_bad_call(client, LSDK_ERR_NOT_A_STREAM);
@@ -948,6 +964,7 @@ lsdk_status_t lsdk_resume(lsdk_handle_t handle) {
     struct lsdk_op *op = lsdk_handle_acquire(handle);
     if (op == NULL) return lsdk_bad_call(NULL, LSDK_ERR_INVALID_HANDLE);
     struct lsdk_client *client = op->client;
+    lsdk_affinity_check(client);
     lsdk_status_t status = LSDK_OK;
     if (!op->is_stream) {
         status = lsdk_bad_call(client, LSDK_ERR_NOT_A_STREAM);

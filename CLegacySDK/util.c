@@ -109,6 +109,9 @@ const char *lsdk_status_string(lsdk_status_t status) {
     case LSDK_ERR_WRONG_THREAD: return "called from one of the client's own threads";
     case LSDK_ERR_RESOURCES: return "out of memory or threads";
     case LSDK_ERR_NOT_A_STREAM: return "the operation is not a stream";
+    case LSDK_ERR_NO_LOOP_THREAD: return "the client has no loop thread";
+    case LSDK_ERR_INTERRUPTED: return "the blocking call was interrupted";
+    case LSDK_ERR_NOT_BLOCKED: return "no call is blocked with that key";
     default: return "unknown status";
     }
 }

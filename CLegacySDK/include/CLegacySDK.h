@@ -15,6 +15,14 @@
  * cancelling thread while another callback of the operation may be running,
  * and concurrent streams deliver from several threads at once.
  *
+ * Thread affinity (lsdk_client_config_t.affinity): a client can demand that
+ * every call naming it or one of its operations comes from one thread (the
+ * thread that created it, or its loop thread), as libcurl, c-ares, sqlite
+ * connections and GUI toolkits do. The SDK counts each call from another
+ * thread in affinity_violations and still performs it, memory-safely, so a
+ * test can prove an adapter never breaks the rule. See "Loop thread and
+ * affinity" below.
+ *
  * Ownership: on any status other than LSDK_OK a start function makes no
  * callback and does not call release_context: the context is still yours.
  * On LSDK_OK, release_context (if not NULL) is called exactly once, after
@@ -63,6 +71,13 @@ enum {
     LSDK_ERR_RESOURCES = 10,
     /** pause/resume on a handle that is not a stream. */
     LSDK_ERR_NOT_A_STREAM = 11,
+    /** lsdk_client_post or LSDK_DELIVERY_LOOP on a client created without a loop thread
+        (lsdk_client_config_t.loop_thread false). */
+    LSDK_ERR_NO_LOOP_THREAD = 12,
+    /** A blocking call was ended early by lsdk_interrupt (or by lsdk_client_destroy). */
+    LSDK_ERR_INTERRUPTED = 13,
+    /** lsdk_interrupt found no call blocked with that key (nothing was changed). */
+    LSDK_ERR_NOT_BLOCKED = 14,
 };
 
 /** A readable, static, never-NULL description of any status (unknown ones included). */
@@ -82,10 +97,21 @@ enum {
     LSDK_DELIVERY_WORKER = 1,
     /** On a freshly created pthread, one per callback. */
     LSDK_DELIVERY_FRESH_THREAD = 2,
-    /** Each callback draws one of the above from the operation's seed
+    /** Each callback draws one of SYNC, WORKER and FRESH_THREAD from the operation's seed
         (synchronous only for callbacks that can still happen inside start, and never for the
-        events of a stream with stream_concurrency > 1). */
+        events of a stream with stream_concurrency > 1). Never LOOP. */
     LSDK_DELIVERY_MIXED = 3,
+    /** On the client's loop thread (lsdk_client_config_t.loop_thread; a start on a client without
+        one fails with LSDK_ERR_NO_LOOP_THREAD). Every callback of the operation runs there,
+        asynchronous cancellations and late callbacks included, one at a time and never inside the
+        start function, interleaved in FIFO order with posted jobs (lsdk_client_post). Two
+        exceptions, as documented on them: a CALLBACK_SYNC cancellation runs on the cancelling
+        thread (the loop thread when the client's affinity is respected), and one made by
+        lsdk_client_destroy runs on the destroying thread. A stream goes back to the queue after
+        every event, so jobs posted meanwhile run between its events. With stream_concurrency > 1
+        the events of a batch are still shuffled (they arrive out of order, within
+        stream_concurrency), but one thread delivers them, so they never run concurrently. */
+    LSDK_DELIVERY_LOOP = 4,
 };
 
 /** Outcome of the i-th completion of a request (lsdk_behavior_t.outcomes). */
@@ -232,6 +258,37 @@ void lsdk_behavior_init_chaos(lsdk_behavior_t *behavior, uint64_t seed);
 
 typedef struct lsdk_client lsdk_client_t;
 
+/** Which threads may call a client (lsdk_client_config_t.affinity).
+ *
+ * Calls covered: lsdk_request_start, lsdk_download_start, lsdk_download_start_pull, lsdk_cancel,
+ * lsdk_pause, lsdk_resume (on handles of the client's operations), lsdk_client_set_session_token,
+ * lsdk_client_get_session_token and lsdk_blocking_call. A covered call from another thread is
+ * counted in affinity_violations (per client and process-wide), whatever it then returns, and is
+ * still performed as if it came from the right thread.
+ *
+ * Not covered, on purpose:
+ *  - lsdk_client_post: it is how other threads reach the loop thread (like a GUI toolkit's
+ *    "invoke later" or curl_multi_wakeup);
+ *  - lsdk_interrupt: the thread it must reach is the one blocked in the call;
+ *  - lsdk_client_destroy: it is refused on the client's own threads (WRONG_THREAD), and the
+ *    loop thread is one of them;
+ *  - lsdk_handle_release, lsdk_client_counters, lsdk_global_counters, lsdk_content_byte,
+ *    lsdk_blocking_result, lsdk_client_is_loop_thread: they touch no client state a single-threaded
+ *    SDK would guard (reference counts and atomics), so a wrapper may drop references and read
+ *    statistics from wherever it is (a Swift deinit runs on whatever thread drops the last
+ *    reference). */
+enum {
+    /** Any thread may call (default). */
+    LSDK_AFFINITY_ANY = 0,
+    /** Only the thread that called lsdk_client_create. Threads are told apart by an identity the
+        SDK gives each thread the first time it calls in, so a new thread that happens to reuse an
+        exited creator's pthread_t is still another thread. */
+    LSDK_AFFINITY_CREATOR = 1,
+    /** Only the client's loop thread (requires loop_thread; otherwise lsdk_client_create fails
+        with LSDK_ERR_OUT_OF_RANGE). Reach it with lsdk_client_post. */
+    LSDK_AFFINITY_LOOP = 2,
+};
+
 typedef struct lsdk_client_config {
     /** Pool worker threads, 1...LSDK_MAX_WORKER_THREADS. Default 4. */
     uint32_t worker_threads;
@@ -241,23 +298,36 @@ typedef struct lsdk_client_config {
         so a test can prove concurrent entry is detected without guessing a schedule. */
     void (*session_token_probe)(void *probe_context);
     void *probe_context;
+    /** The client runs one dedicated loop thread (like libcurl multi's or a GUI main loop):
+        jobs posted with lsdk_client_post and callbacks of LSDK_DELIVERY_LOOP operations run
+        there, in FIFO order. Default false. */
+    bool loop_thread;
+    /** LSDK_AFFINITY_*. Default LSDK_AFFINITY_ANY. */
+    int32_t affinity;
 } lsdk_client_config_t;
 
 /** Fills `config` with the defaults. NULL is ignored. */
 void lsdk_client_config_init(lsdk_client_config_t *config);
 
 /**
- * Creates a client with its worker pool and timer thread.
- * `config` may be NULL (defaults). Errors: NULL_ARGUMENT (out_client), OUT_OF_RANGE, RESOURCES.
+ * Creates a client with its worker pool, timer thread and (if configured) loop thread. The calling
+ * thread becomes the client's creator (LSDK_AFFINITY_CREATOR).
+ * `config` may be NULL (defaults). Errors: NULL_ARGUMENT (out_client), OUT_OF_RANGE (worker_threads,
+ * or LSDK_AFFINITY_LOOP without loop_thread), UNKNOWN_ENUM (affinity), RESOURCES.
  */
 lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client_t **out_client);
 
 /**
  * Destroys a client. Operations in flight are cancelled as by lsdk_cancel, except that a cancel
- * that would be IGNORED is treated as CALLBACK_ASYNC and all remaining delays are skipped; every
- * callback their behaviour prescribes (late ones included) is made and every context released
- * before this returns. Threads are joined. A CALLBACK_SYNC cancellation is delivered on the
- * calling thread, inside this function.
+ * that would be IGNORED is treated as CALLBACK_ASYNC, one that WAITS as SILENT (destroy waits for
+ * everything anyway), and all remaining delays are skipped; every callback their behaviour
+ * prescribes (late ones included) is made and every context released before this returns. Every
+ * blocked lsdk_blocking_call returns LSDK_ERR_INTERRUPTED at once, and every LSDK_CANCEL_WAITS
+ * cancel waiting on a thread that is inside one of the client's callbacks returns (the deadlock
+ * of a cancel that waits for its own callback ends here; see LSDK_CANCEL_WAITS). Jobs posted to
+ * the loop thread and still queued are run before this returns (a job posted while they run is
+ * refused with CLIENT_DESTROYED). Threads are joined. A CALLBACK_SYNC cancellation is delivered on
+ * the calling thread, inside this function.
  * The pointer stays safe to pass afterwards: every call then returns LSDK_ERR_CLIENT_DESTROYED,
  * except lsdk_client_counters, which keeps working. Handles of its operations stay valid until
  * released (and must still be released); cancel/pause/resume on them are harmless no-ops.
@@ -279,6 +349,27 @@ lsdk_status_t lsdk_client_set_session_token(lsdk_client_t *client, const char *t
     `buffer`. Thread-safe. Errors: NULL_ARGUMENT (client, buffer), OUT_OF_RANGE (capacity 0),
     CLIENT_DESTROYED. */
 lsdk_status_t lsdk_client_get_session_token(lsdk_client_t *client, char *buffer, size_t capacity);
+
+/* ------------------------------------------------------------------------ */
+/* Loop thread and affinity                                                 */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Runs job(job_context) on the client's loop thread, after every job and LOOP callback queued
+ * before it (FIFO), and never inside this call, also when it is called on the loop thread itself.
+ * Callable from any thread (not covered by affinity), inside callbacks and jobs included. On
+ * LSDK_OK the job runs exactly once: jobs still queued when the client is destroyed are run before
+ * lsdk_client_destroy returns, so a context a job holds is always released by it. Jobs are
+ * accepted until destroy has finished every operation; after that (and inside the jobs destroy
+ * drains) the call fails with CLIENT_DESTROYED. Counted in loop_jobs when the job starts.
+ * On any error the job is not run and job_context is still yours.
+ * Errors, in this order: NULL_ARGUMENT (client or job), CLIENT_DESTROYED, NO_LOOP_THREAD, RESOURCES.
+ */
+lsdk_status_t lsdk_client_post(lsdk_client_t *client, void (*job)(void *job_context), void *job_context);
+
+/** Whether the calling thread is `client`'s loop thread. False for NULL, for a client without a
+    loop thread, and after destroy returned. Not covered by affinity. */
+bool lsdk_client_is_loop_thread(const lsdk_client_t *client);
 
 /* ------------------------------------------------------------------------ */
 /* Handles                                                                  */
@@ -417,8 +508,8 @@ typedef struct lsdk_counters {
     /** Operations whose context was released (the SDK is done with them). */
     uint64_t operations_finished;
     /* Every callback (release_context excluded) moves exactly one of callbacks_sync,
-       callbacks_worker, callbacks_fresh_thread and callbacks_reentrant_cancel. Counters move
-       before the callback is called. */
+       callbacks_worker, callbacks_fresh_thread, callbacks_loop and callbacks_reentrant_cancel.
+       Counters move before the callback is called. */
     uint64_t callbacks_sync;          /* delivered on the caller's thread inside start */
     uint64_t callbacks_worker;        /* delivered on a pool worker */
     uint64_t callbacks_fresh_thread;  /* delivered on a freshly created pthread */
@@ -445,6 +536,12 @@ typedef struct lsdk_counters {
     /** Calls that returned an argument/handle/state error (per client when the client is known:
         a NULL client and an invalid handle count process-wide only). */
     uint64_t bad_calls;
+    /** Callbacks delivered on the client's loop thread (LSDK_DELIVERY_LOOP). */
+    uint64_t callbacks_loop;
+    /** Jobs posted with lsdk_client_post that started running. */
+    uint64_t loop_jobs;
+    /** Covered calls made from a thread the client's affinity forbids (see LSDK_AFFINITY_*). */
+    uint64_t affinity_violations;
 } lsdk_counters_t;
 
 /** Counters of one client (valid also after destroy). Errors: NULL_ARGUMENT. */

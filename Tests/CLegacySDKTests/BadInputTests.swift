@@ -13,7 +13,10 @@ struct BadInputTests {
     }
 
     static let behaviourCases: [Case] = [
-        Case(name: "delivery 4", expected: Status.unknownEnum) { $0.delivery = 4 },
+        Case(name: "delivery 5", expected: Status.unknownEnum) { $0.delivery = 5 },
+        Case(name: "LOOP delivery without a loop thread", expected: Status.noLoopThread) {
+            $0.delivery = Int32(LSDK_DELIVERY_LOOP)
+        },
         Case(name: "delivery -1", expected: Status.unknownEnum) { $0.delivery = -1 },
         Case(name: "delay too long", expected: Status.outOfRange) { $0.delay_us = LSDK_MAX_DELAY_US + 1 },
         Case(name: "jitter too long", expected: Status.outOfRange) { $0.jitter_us = LSDK_MAX_DELAY_US + 1 },
@@ -161,10 +164,10 @@ struct BadInputTests {
 
     @Test("Every status has a description; unknown ones too")
     func statusStrings() {
-        let known = (0...11).map { String(cString: lsdk_status_string(lsdk_status_t($0))) }
-        #expect(Set(known).count == 12)
+        let known = (0...14).map { String(cString: lsdk_status_string(lsdk_status_t($0))) }
+        #expect(Set(known).count == 15)
         #expect(known.allSatisfy { !$0.isEmpty && $0 != "unknown status" })
-        #expect(String(cString: lsdk_status_string(12)) == "unknown status")
+        #expect(String(cString: lsdk_status_string(15)) == "unknown status")
         #expect(String(cString: lsdk_status_string(-1)) == "unknown status")
         #expect(String(cString: lsdk_status_string(Int32.max)) == "unknown status")
     }

@@ -22,6 +22,9 @@ enum Status {
     static let wrongThread = lsdk_status_t(LSDK_ERR_WRONG_THREAD)
     static let resources = lsdk_status_t(LSDK_ERR_RESOURCES)
     static let notAStream = lsdk_status_t(LSDK_ERR_NOT_A_STREAM)
+    static let noLoopThread = lsdk_status_t(LSDK_ERR_NO_LOOP_THREAD)
+    static let interrupted = lsdk_status_t(LSDK_ERR_INTERRUPTED)
+    static let notBlocked = lsdk_status_t(LSDK_ERR_NOT_BLOCKED)
 }
 
 extension lsdk_behavior_t {
@@ -274,15 +277,18 @@ func recorderRelease(_ context: UnsafeMutableRawPointer?) {
 
 // MARK: - Client and starts
 
-/// Creates a client, runs `body`, destroys it (expecting success).
+/// Creates a client (on the calling thread: its creator), runs `body`, destroys it (expecting success).
 func withClient<R>(
-    workers: UInt32 = 4, seed: UInt64 = 0, probe: (@convention(c) (UnsafeMutableRawPointer?) -> Void)? = nil,
+    workers: UInt32 = 4, seed: UInt64 = 0, loopThread: Bool = false, affinity: Int = LSDK_AFFINITY_ANY,
+    probe: (@convention(c) (UnsafeMutableRawPointer?) -> Void)? = nil,
     probeContext: UnsafeMutableRawPointer? = nil, _ body: (OpaquePointer) throws -> R
 ) rethrows -> R {
     var config = lsdk_client_config_t()
     lsdk_client_config_init(&config)
     config.worker_threads = workers
     config.seed = seed
+    config.loop_thread = loopThread
+    config.affinity = Int32(affinity)
     config.session_token_probe = probe
     config.probe_context = probeContext
     var client: OpaquePointer?
@@ -364,3 +370,92 @@ func expectContractKept(_ recorder: Recorder, sourceLocation: SourceLocation = #
 }
 
 func isSameThread(_ a: pthread_t, _ b: pthread_t) -> Bool { pthread_equal(a, b) != 0 }
+
+// MARK: - Posted jobs and other threads
+
+/// A job for lsdk_client_post: the closure runs once on the loop thread; the box's retain is given
+/// up by the trampoline (or by `dropRefused` when the post failed). `runs` and `releases` prove it.
+final class PostedJob: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _runs = 0
+    private var _onLoop: [Bool] = []
+    private let body: @Sendable () -> Void
+    private let client: OpaquePointer
+    private let lifetime: JobLifetime?
+
+    init(client: OpaquePointer, lifetime: JobLifetime? = nil, _ body: @escaping @Sendable () -> Void = {}) {
+        self.client = client
+        self.body = body
+        self.lifetime = lifetime
+        lifetime?.created()
+    }
+
+    deinit { lifetime?.released() }
+
+    var runs: Int { lock.withLock { _runs } }
+    /// Whether lsdk_client_is_loop_thread held on each run.
+    var ranOnLoop: [Bool] { lock.withLock { _onLoop } }
+
+    fileprivate func run() {
+        let onLoop = lsdk_client_is_loop_thread(client)
+        lock.withLock {
+            _runs += 1
+            _onLoop.append(onLoop)
+        }
+        body()
+    }
+
+    /// Posts the job; on failure the retain is dropped at once (the SDK never runs it).
+    @discardableResult
+    func post(to client: OpaquePointer? = nil) -> lsdk_status_t {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let status = lsdk_client_post(client ?? self.client, postedJobTrampoline, context)
+        if status != Status.ok { Unmanaged<PostedJob>.fromOpaque(context).release() }
+        return status
+    }
+}
+
+/// Counts job boxes created and freed (a leak or a double release shows as a mismatch).
+final class JobLifetime: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _created = 0
+    private var _released = 0
+    func created() { lock.withLock { _created += 1 } }
+    func released() { lock.withLock { _released += 1 } }
+    var counts: (created: Int, released: Int) { lock.withLock { (_created, _released) } }
+}
+
+func postedJobTrampoline(_ context: UnsafeMutableRawPointer?) {
+    Unmanaged<PostedJob>.fromOpaque(context!).takeRetainedValue().run()
+}
+
+/// Runs `body` on a new thread (not one of the SDK's) and waits for it (bounded).
+func onOtherThread<R: Sendable>(_ body: @escaping @Sendable () -> R) -> R? {
+    let box = LockedList<R>()
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        box.append(body())
+        done.signal()
+    }
+    thread.start()
+    guard done.wait(timeout: .now() + testHangBoundSeconds) == .success else { return nil }
+    return box.values.first
+}
+
+/// A client pointer that may cross into @Sendable closures (the SDK's functions are thread-safe;
+/// the test keeps the client alive while other threads use it).
+struct ClientRef: @unchecked Sendable {
+    let raw: OpaquePointer
+    init(_ raw: OpaquePointer) { self.raw = raw }
+}
+
+/// A behaviour that may cross into @Sendable closures (its error_message, if any, must outlive them).
+struct SendableBehavior: @unchecked Sendable {
+    let value: lsdk_behavior_t
+    init(_ value: lsdk_behavior_t) { self.value = value }
+}
+
+/// The NUL-terminated string in a C buffer.
+func cString(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}

@@ -54,6 +54,12 @@ public struct LegacySDKError: Error, RawRepresentable, Hashable, CustomStringCon
     public static let resources = LegacySDKError(rawValue: 10)
     /// Pause or resume was called on an operation that is not a stream.
     public static let notAStream = LegacySDKError(rawValue: 11)
+    /// A job was posted, or loop-thread delivery asked for, on a client without a loop thread.
+    public static let noLoopThread = LegacySDKError(rawValue: 12)
+    /// A blocking call was ended early by an interrupt (or by the client's destruction).
+    public static let interrupted = LegacySDKError(rawValue: 13)
+    /// An interrupt found no call blocked with its key; nothing was changed.
+    public static let notBlocked = LegacySDKError(rawValue: 14)
 
     /// The SDK's description of the status, followed by its message when there is one.
     public var description: String {

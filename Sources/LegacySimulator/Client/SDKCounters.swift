@@ -47,6 +47,12 @@ public struct SDKCounters: Sendable, Hashable {
     public var threadsCreated: UInt64 = 0
     /// Calls the SDK rejected with an argument, handle or state error.
     public var badCalls: UInt64 = 0
+    /// Callbacks on the client's loop thread.
+    public var callbacksLoop: UInt64 = 0
+    /// Jobs posted to the client's loop thread that started running.
+    public var loopJobs: UInt64 = 0
+    /// Calls made from a thread the client's affinity forbids (each was still performed).
+    public var affinityViolations: UInt64 = 0
 
     /// All zero.
     public init() {}

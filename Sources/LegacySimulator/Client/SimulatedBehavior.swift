@@ -16,8 +16,14 @@ public struct SimulatedBehavior: Sendable, Hashable {
         case worker = 1
         /// On a freshly created thread, one per callback.
         case freshThread = 2
-        /// Each callback draws one of the others from the operation's seed.
+        /// Each callback draws synchronous, worker or fresh thread from the operation's seed
+        /// (never the loop thread).
         case mixed = 3
+        /// On the client's loop thread, one callback at a time, in FIFO order with posted jobs
+        /// (asynchronous cancellations and late callbacks included). The client must have a loop
+        /// thread; otherwise the start fails with ``LegacySDKError/noLoopThread``. A concurrent
+        /// stream's batches still arrive shuffled, but one at a time.
+        case loop = 4
     }
 
     /// The outcome of one completion of a request.

@@ -65,6 +65,13 @@ private final class SDKContextBox: Sendable {
     }
 }
 
+/// A job posted to a client's loop thread: retained for the SDK, released by the job trampoline
+/// (the SDK runs every accepted job exactly once) or at once when the post fails.
+private final class SDKJobBox: Sendable {
+    let job: @Sendable () -> Void
+    init(_ job: @escaping @Sendable () -> Void) { self.job = job }
+}
+
 /// The session-token probe of a client (tests only).
 private final class SDKProbeBox: Sendable {
     let probe: @Sendable () -> Void
@@ -114,6 +121,11 @@ private func sdkReleaseTrampoline(_ context: UnsafeMutableRawPointer?) {
     box.onRelease?()
 }
 
+private func sdkJobTrampoline(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    Unmanaged<SDKJobBox>.fromOpaque(context).takeRetainedValue().job()
+}
+
 private func sdkProbeTrampoline(_ context: UnsafeMutableRawPointer?) {
     guard let context else { return }
     Unmanaged<SDKProbeBox>.fromOpaque(context).takeUnretainedValue().probe()
@@ -134,20 +146,49 @@ package final class SDKClient: @unchecked Sendable {
     let raw: OpaquePointer
     private let probe: SDKProbeBox?
 
-    /// Creates an SDK client with its worker pool.
+    /// Which threads may call a client (the SDK's `LSDK_AFFINITY_*`).
+    ///
+    /// Covered: starts, cancel, pause, resume, the session token and blocking calls. A covered
+    /// call from another thread is counted in ``SDKCounters/affinityViolations`` and still
+    /// performed. Not covered: ``SDKClient/post(_:)``, ``SDKClient/interrupt(key:)``, releasing
+    /// handles, counters, and destroying the client.
+    package enum Affinity: Int32, Sendable, Hashable, CaseIterable {
+        /// Any thread may call.
+        case any = 0
+        /// Only the thread that created the client.
+        case creator = 1
+        /// Only the client's loop thread (the client needs one).
+        case loop = 2
+    }
+
+    /// Whether the client runs a loop thread.
+    package let hasLoopThread: Bool
+    /// Which threads may call the client.
+    package let affinity: Affinity
+
+    /// Creates an SDK client with its worker pool. The calling thread becomes the client's
+    /// creator (``Affinity/creator``).
     ///
     /// - Parameters:
     ///   - workerThreads: Pool threads, 1 ... 64.
     ///   - seed: Seed from which per-operation seeds are derived.
+    ///   - loopThread: The client runs one dedicated loop thread: jobs posted with
+    ///     ``post(_:)`` and callbacks of ``SimulatedBehavior/Delivery/loop`` operations run there.
+    ///   - affinity: Which threads may call the client; ``Affinity/loop`` needs `loopThread`.
     ///   - sessionTokenProbe: Called (on the setter's thread) while the session-token setter is
     ///     entered; for tests that prove concurrent entry.
+    /// - Throws: ``LegacySDKError/outOfRange`` for a worker count outside 1 ... 64 or a loop
+    ///   affinity without a loop thread.
     package init(
-        workerThreads: Int = 4, seed: UInt64 = 0, sessionTokenProbe: (@Sendable () -> Void)? = nil
+        workerThreads: Int = 4, seed: UInt64 = 0, loopThread: Bool = false, affinity: Affinity = .any,
+        sessionTokenProbe: (@Sendable () -> Void)? = nil
     ) throws(LegacySDKError) {
         var config = lsdk_client_config_t()
         lsdk_client_config_init(&config)
         config.worker_threads = UInt32(exactly: workerThreads) ?? .max
         config.seed = seed
+        config.loop_thread = loopThread
+        config.affinity = affinity.rawValue
         let probe = sessionTokenProbe.map(SDKProbeBox.init)
         if let probe {
             config.session_token_probe = sdkProbeTrampoline
@@ -158,6 +199,8 @@ package final class SDKClient: @unchecked Sendable {
         guard status == lsdk_status_t(LSDK_OK), let client else { throw LegacySDKError(rawValue: status) }
         self.raw = client
         self.probe = probe
+        self.hasLoopThread = loopThread
+        self.affinity = affinity
     }
 
     deinit {
@@ -174,6 +217,30 @@ package final class SDKClient: @unchecked Sendable {
         let status = withExtendedLifetime(self) { lsdk_client_counters(raw, &out) }
         precondition(status == lsdk_status_t(LSDK_OK), "lsdk_client_counters failed: \(status)")
         return SDKCounters(out)
+    }
+
+    /// Runs `job` on the client's loop thread, after everything queued there before it (FIFO),
+    /// never inside this call. Callable from any thread, the loop thread and SDK callbacks
+    /// included. An accepted job runs exactly once: jobs still queued when the client is
+    /// destroyed run before the destroy returns. `job` is released right after it ran, or at once
+    /// when the post fails.
+    ///
+    /// - Parameter job: The work to run on the loop thread.
+    /// - Throws: ``LegacySDKError/noLoopThread`` for a client without a loop thread;
+    ///   ``LegacySDKError/clientDestroyed`` once the client's destroy finished its operations.
+    package func post(_ job: @escaping @Sendable () -> Void) throws(LegacySDKError) {
+        let context = Unmanaged.passRetained(SDKJobBox(job)).toOpaque()
+        let status = withExtendedLifetime(self) { lsdk_client_post(raw, sdkJobTrampoline, context) }
+        guard status == lsdk_status_t(LSDK_OK) else {
+            // A refused job is never run: the retain is still ours.
+            Unmanaged<SDKJobBox>.fromOpaque(context).release()
+            throw LegacySDKError(rawValue: status)
+        }
+    }
+
+    /// Whether the calling thread is this client's loop thread.
+    package var isLoopThread: Bool {
+        withExtendedLifetime(self) { lsdk_client_is_loop_thread(raw) }
     }
 
     /// Sets the session token. The SDK documents this call as not thread-safe; isolating it to
@@ -448,5 +515,8 @@ extension SDKCounters {
         handlesOutstanding = c.handles_outstanding
         threadsCreated = c.threads_created
         badCalls = c.bad_calls
+        callbacksLoop = c.callbacks_loop
+        loopJobs = c.loop_jobs
+        affinityViolations = c.affinity_violations
     }
 }

@@ -71,6 +71,7 @@ struct ClientDownloadTests {
         case .worker: #expect(counters.callbacksWorker == events)
         case .freshThread: #expect(counters.callbacksFreshThread == events)
         case .mixed: #expect(counters.callbacksWorker + counters.callbacksFreshThread > 0)
+        case .loop: #expect(counters.callbacksLoop == events)
         }
         #expect(counters.cancels == 0)
         #expect(counters.contextsCreated == 1 && counters.contextsReleased == 1)

@@ -144,7 +144,7 @@ var clientTestUnderThreadSanitizer: Bool { dlsym(nil, "__tsan_init") != nil }
 /// Callbacks the SDK made, of every kind.
 extension SDKCounters {
     var clientTestAllCallbacks: UInt64 {
-        callbacksSync + callbacksWorker + callbacksFreshThread + callbacksReentrantCancel
+        callbacksSync + callbacksWorker + callbacksFreshThread + callbacksLoop + callbacksReentrantCancel
     }
 }
 

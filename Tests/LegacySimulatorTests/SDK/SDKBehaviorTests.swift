@@ -10,7 +10,7 @@ struct SDKBehaviorTests {
     func enumConstants() {
         #expect(SimulatedBehavior.Delivery.allCases.map(\.rawValue) == [
             Int32(LSDK_DELIVERY_SYNC), Int32(LSDK_DELIVERY_WORKER), Int32(LSDK_DELIVERY_FRESH_THREAD),
-            Int32(LSDK_DELIVERY_MIXED),
+            Int32(LSDK_DELIVERY_MIXED), Int32(LSDK_DELIVERY_LOOP),
         ])
         #expect(SimulatedBehavior.Outcome.allCases.map(\.rawValue) == [
             Int32(LSDK_OUTCOME_SUCCESS), Int32(LSDK_OUTCOME_ERROR),

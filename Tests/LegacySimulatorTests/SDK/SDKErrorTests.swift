@@ -14,6 +14,8 @@ struct SDKErrorTests {
             (.invalidHandle, LSDK_ERR_INVALID_HANDLE), (.cancelled, LSDK_ERR_CANCELLED),
             (.remote, LSDK_ERR_REMOTE), (.busy, LSDK_ERR_BUSY), (.wrongThread, LSDK_ERR_WRONG_THREAD),
             (.resources, LSDK_ERR_RESOURCES), (.notAStream, LSDK_ERR_NOT_A_STREAM),
+            (.noLoopThread, LSDK_ERR_NO_LOOP_THREAD), (.interrupted, LSDK_ERR_INTERRUPTED),
+            (.notBlocked, LSDK_ERR_NOT_BLOCKED),
         ]
         for (error, code) in members { #expect(error.rawValue == Int32(code)) }
         #expect(Set(members.map(\.0)).count == members.count)
@@ -27,6 +29,9 @@ struct SDKErrorTests {
         #expect(withMessage.description == "\(sdkText) (7): refused by peer")
         #expect(LegacySDKError(rawValue: 4242).description == "unknown status (4242)")
         #expect(LegacySDKError.cancelled.description.contains("cancelled"))
+        #expect(LegacySDKError.noLoopThread.description == "the client has no loop thread (12)")
+        #expect(LegacySDKError.interrupted.description == "the blocking call was interrupted (13)")
+        #expect(LegacySDKError.notBlocked.description == "no call is blocked with that key (14)")
     }
 
     @Test("Equality and hashing use the status code only")
