@@ -42,6 +42,8 @@ public enum ConformanceSuite {
             return OneShotScenarios.all.map { ($0.name, $0.summary) }
         case .stream:
             return StreamScenarios<NeverStreamAdapter>.all.map { ($0.name, $0.summary) }
+        case .threadAffine:
+            return ThreadAffineScenarios.all.map { ($0.name, $0.summary) }
         }
     }
 

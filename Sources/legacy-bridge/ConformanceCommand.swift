@@ -65,7 +65,7 @@ enum ConformanceCommand {
             return .clean
         }
         if parsed.flag("list-scenarios") {
-            for kind in [AdapterKind.oneShot, .stream] {
+            for kind in AdapterKind.allCases {
                 for scenario in ConformanceSuite.scenarios(for: kind) { print("\(kind.rawValue) \(scenario.name) \(scenario.summary)") }
             }
             return .clean
