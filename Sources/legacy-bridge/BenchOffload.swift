@@ -1,0 +1,149 @@
+import Foundation
+import LegacyBridge
+
+// The offload pool and the SDK-thread executor: a round trip through each against the same work
+// handed to a dedicated pthread by hand, and a burst of blocking calls that must finish near the
+// ideal time while the cooperative pool stays free.
+
+enum BenchOffload {
+    // MARK: Round trip
+
+    /// Floor: a bare continuation resumed by a dedicated pthread the work was handed to.
+    static func floor(_ n: Int, worker: BenchThread) async -> Double {
+        var sum = 0
+        let ns = await benchTimePerOperation(n) {
+            for i in 0..<n {
+                sum &+= await withUnsafeContinuation { worker.submit(.resume($0, i)) }
+            }
+        }
+        benchConsume(sum)
+        return ns
+    }
+
+    /// `OffloadPool.run` on a one-thread pool: the same hand-off, through the pool's queue and gate.
+    static func offload(_ n: Int, pool: OffloadPool) async throws -> Double {
+        var sum = 0
+        let ns = try await benchTimePerOperation(n) {
+            for i in 0..<n {
+                sum &+= try await pool.run { i }
+            }
+        }
+        benchConsume(sum)
+        return ns
+    }
+
+    static func roundTripVariants(worker: BenchThread, pool: OffloadPool) -> [BenchBatchVariant] {
+        [
+            BenchBatchVariant(name: "floor") { await floor($0, worker: worker) },
+            BenchBatchVariant(name: "offload") { try await offload($0, pool: pool) },
+        ]
+    }
+
+    // MARK: SDK-thread executor
+
+    /// Floor: the same work (one counter on the thread) posted to the executor's thread by hand,
+    /// a bare continuation resumed there.
+    static func executorFloor(_ n: Int, executor: SDKThreadExecutor, state: BenchThreadState) async -> Double {
+        var sum = 0
+        let ns = await benchTimePerOperation(n) {
+            for i in 0..<n {
+                sum &+= await withUnsafeContinuation { continuation in
+                    executor.execute { continuation.resume(returning: state.add(i)) }
+                }
+            }
+        }
+        benchConsume(sum)
+        return ns
+    }
+
+    /// A call into an actor whose executor is the SDK thread, from a nonisolated task.
+    static func executorActor(_ n: Int, actor: BenchExecutorActor) async -> Double {
+        var sum = 0
+        let ns = await benchTimePerOperation(n) {
+            for i in 0..<n {
+                sum &+= await actor.work(i)
+            }
+        }
+        benchConsume(sum)
+        return ns
+    }
+
+    static func executorVariants(executor: SDKThreadExecutor, actor: BenchExecutorActor) -> [BenchBatchVariant] {
+        let state = BenchThreadState()
+        return [
+            BenchBatchVariant(name: "executor floor") { await executorFloor($0, executor: executor, state: state) },
+            BenchBatchVariant(name: "executor actor") { await executorActor($0, actor: actor) },
+        ]
+    }
+
+    // MARK: Burst
+
+    struct BurstResult {
+        var milliseconds: Double
+        /// Longest time an unrelated task waited to start while the burst ran.
+        var poolDelayMaxNs: Double
+        var probes: Int
+    }
+
+    /// `calls` concurrent calls, each blocking its pool thread for `blockMicroseconds`, on `pool`;
+    /// meanwhile a probe starts a fresh task every millisecond and records how long each waited
+    /// before it ran.
+    static func burst(calls: Int, blockMicroseconds: Int, pool: OffloadPool) async throws -> BurstResult {
+        let probe = Task { () -> (Double, Int) in
+            var worst = 0.0
+            var count = 0
+            while !Task.isCancelled {
+                let asked = ContinuousClock.now
+                let started = await Task { ContinuousClock.now }.value
+                worst = max(worst, (started - asked).benchNanoseconds)
+                count += 1
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+            return (worst, count)
+        }
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<calls {
+                group.addTask {
+                    try await pool.run { benchBlock(microseconds: blockMicroseconds) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = ContinuousClock.now - start
+        probe.cancel()
+        let (worst, count) = await probe.value
+        return BurstResult(milliseconds: elapsed.benchNanoseconds / 1e6, poolDelayMaxNs: worst, probes: count)
+    }
+}
+
+/// Blocks the calling thread for `microseconds` (a stand-in for a blocking C call).
+func benchBlock(microseconds: Int) {
+    var request = timespec(tv_sec: microseconds / 1_000_000, tv_nsec: (microseconds % 1_000_000) * 1_000)
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0 { request = remaining }
+}
+
+/// An actor running on an SDK-thread executor, whose one method updates its state. (A method
+/// that touches no actor state lets the optimizer drop the hop altogether: there would be nothing
+/// to measure.)
+actor BenchExecutorActor {
+    let executor: SDKThreadExecutor
+    private var total = 0
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    init(executor: SDKThreadExecutor) { self.executor = executor }
+    func work(_ value: Int) -> Int {
+        total &+= value
+        return total
+    }
+}
+
+/// The floor's counterpart of the actor's state: touched only on the executor's thread.
+final class BenchThreadState: @unchecked Sendable {
+    // @unchecked Sendable: `total` is read and written only by jobs on the one executor thread.
+    private var total = 0
+    func add(_ value: Int) -> Int {
+        total &+= value
+        return total
+    }
+}
