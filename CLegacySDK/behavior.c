@@ -93,7 +93,7 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *b, bool has_loop) {
             return LSDK_ERR_UNKNOWN_ENUM;
         }
     }
-    if (b->cancel_mode < LSDK_CANCEL_CALLBACK_SYNC || b->cancel_mode > LSDK_CANCEL_IGNORED) {
+    if (b->cancel_mode < LSDK_CANCEL_CALLBACK_SYNC || b->cancel_mode > LSDK_CANCEL_WAITS) {
         return LSDK_ERR_UNKNOWN_ENUM;
     }
     if (b->chunk_size == 0 || b->chunk_size > LSDK_MAX_CHUNK_SIZE) return LSDK_ERR_OUT_OF_RANGE;

@@ -402,6 +402,7 @@ static void tombstones_free(void) {
         struct lsdk_client *next = client->tombstone_next;
         lsdk_mutex_destroy(&client->mutex);
         lsdk_cond_destroy(&client->cond);
+        lsdk_cond_destroy(&client->wait_cond);
         free(client);
         client = next;
     }
@@ -466,6 +467,7 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
     client->creator_id = lsdk_thread_id();
     lsdk_mutex_init(&client->mutex);
     lsdk_cond_init(&client->cond);
+    lsdk_cond_init(&client->wait_cond);
     client->runtime = runtime;
 
     lsdk_mutex_init(&runtime->queue_mutex);
@@ -503,6 +505,7 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
         runtime_free(runtime);
         lsdk_mutex_destroy(&client->mutex);
         lsdk_cond_destroy(&client->cond);
+        lsdk_cond_destroy(&client->wait_cond);
         free(client);
         return LSDK_ERR_RESOURCES;
     }
@@ -539,6 +542,8 @@ lsdk_status_t lsdk_client_destroy(lsdk_client_t *client) {
         return lsdk_bad_call(client, LSDK_ERR_CLIENT_DESTROYED);
     }
     atomic_store(&client->state, LSDK_CLIENT_DESTROYING);
+    /* A WAITS cancel blocked inside one of our callbacks can only end now (see LSDK_CANCEL_WAITS). */
+    LSDK_CHECK(pthread_cond_broadcast(&client->wait_cond));
     lsdk_unlock(&client->mutex);
 
     /* Cancel every live operation (including ones whose start is still running), skip every

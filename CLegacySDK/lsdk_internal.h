@@ -120,7 +120,9 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior, bool has_l
     X(bad_calls)                                                                                   \
     X(callbacks_loop)                                                                              \
     X(loop_jobs)                                                                                   \
-    X(affinity_violations)
+    X(affinity_violations)                                                                         \
+    X(cancels_inside_callback)                                                                     \
+    X(cancel_deadlocks)
 
 typedef enum lsdk_counter_id {
 #define LSDK_COUNTER_ENUM(name) LSDK_COUNTER_##name,
@@ -242,6 +244,9 @@ struct lsdk_client {
     /** Guards token, the live lists and the destroy handshake. Never destroyed before exit. */
     pthread_mutex_t mutex;
     pthread_cond_t cond;
+    /** LSDK_CANCEL_WAITS cancels wait here (with mutex) for their operation's callbacks to return,
+        or for destroy to begin. */
+    pthread_cond_t wait_cond;
     char token[256];
     /** Unfinished operations not yet cancelled by destroy / already cancelled by destroy. */
     struct lsdk_op *live;

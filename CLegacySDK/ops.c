@@ -40,6 +40,10 @@ struct lsdk_op {
     /** Data buffer of the (single) producer of a stream. */
     uint8_t *producer_buffer;
 
+    /* LSDK_CANCEL_WAITS only: callbacks running now, and cancels waiting for them to return. */
+    _Atomic uint32_t running;
+    _Atomic uint32_t waiters;
+
     /* Guarded by mutex. */
     uint64_t rng;
     uint32_t inflight;
@@ -147,6 +151,52 @@ static uint64_t draw_delay(struct lsdk_op *op) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Running callbacks (LSDK_CANCEL_WAITS)                                    */
+/* ------------------------------------------------------------------------ */
+
+/** Whether the callback about to be made may run. For a WAITS operation it counts as running from
+    here, decided under the mutex its cancel sets `cancelled` under: either the cancel sees it
+    running (and waits for it), or it sees the cancel and is dropped. Other modes deliver what was
+    claimed before a cancel and do not track running callbacks. */
+static bool callback_begin(struct lsdk_op *op) {
+    if (op->behavior.cancel_mode != LSDK_CANCEL_WAITS) return true;
+    lsdk_lock(&op->mutex);
+    bool allowed = !op->cancelled;
+    if (allowed) atomic_fetch_add(&op->running, 1);
+    lsdk_unlock(&op->mutex);
+    return allowed;
+}
+
+static void callback_end(struct lsdk_op *op) {
+    if (op->behavior.cancel_mode != LSDK_CANCEL_WAITS) return;
+    /* Sequentially consistent with wait_for_callbacks: either the waiter sees running == 0, or we
+       see its registration and wake it under the mutex it checks under. */
+    if (atomic_fetch_sub(&op->running, 1) == 1 && atomic_load(&op->waiters) > 0) {
+        struct lsdk_client *client = op->client;
+        lsdk_lock(&client->mutex);
+        LSDK_CHECK(pthread_cond_broadcast(&client->wait_cond));
+        lsdk_unlock(&client->mutex);
+    }
+}
+
+/** A WAITS cancel: blocks until no callback of `op` runs. On a thread inside one of the client's
+    callbacks (its own operation's: a deadlock, counted) it also ends when destroy begins. */
+static void wait_for_callbacks(struct lsdk_op *op) {
+    struct lsdk_client *client = op->client;
+    bool deadlock = lsdk_in_callback_of(op);
+    if (deadlock) lsdk_count(client, LSDK_COUNTER_cancel_deadlocks, 1);
+    bool inside = deadlock || lsdk_in_client_frame(client);
+    lsdk_lock(&client->mutex);
+    atomic_fetch_add(&op->waiters, 1);
+    while (atomic_load(&op->running) > 0) {
+        if (inside && atomic_load(&client->state) != LSDK_CLIENT_ALIVE) break;
+        LSDK_CHECK(pthread_cond_wait(&client->wait_cond, &client->mutex));
+    }
+    atomic_fetch_sub(&op->waiters, 1);
+    lsdk_unlock(&client->mutex);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Delivery                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -160,6 +210,7 @@ static const lsdk_counter_id_t where_counter[] = {
 
 static void deliver_completion(struct lsdk_op *op, lsdk_where_t where, lsdk_status_t status,
                                uint32_t attempt, uint32_t flags) {
+    if (!callback_begin(op)) return;
     struct lsdk_client *client = op->client;
     uint8_t *body = NULL;
     size_t length = 0;
@@ -197,10 +248,12 @@ static void deliver_completion(struct lsdk_op *op, lsdk_where_t where, lsdk_stat
         memset(body, 0xDD, length);
         free(body);
     }
+    callback_end(op);
 }
 
 static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_t *ev,
                           uint8_t *buffer) {
+    if (!callback_begin(op)) return;
     struct lsdk_client *client = op->client;
     lsdk_event_t event = {
         .kind = ev->kind,
@@ -235,6 +288,7 @@ static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_
     lsdk_frame_pop(&frame);
 
     if (ev->kind == LSDK_EVENT_DATA) memset(buffer, 0xDD, ev->length);
+    callback_end(op);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -691,6 +745,9 @@ static void run_late(lsdk_task_t *task, lsdk_where_t where) {
 
 lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
     const lsdk_behavior_t *b = &op->behavior;
+    /* Every user cancel of a WAITS operation waits, whether or not it takes effect. Destroy's
+       does not: destroy waits for everything anyway. */
+    bool waits = !from_destroy && b->cancel_mode == LSDK_CANCEL_WAITS;
     lsdk_lock(&op->mutex);
     if (op->finished) {
         lsdk_unlock(&op->mutex);
@@ -699,16 +756,20 @@ lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
     if (!from_destroy) {
         if (op->cancel_called) {
             lsdk_unlock(&op->mutex);
+            if (waits) wait_for_callbacks(op);
             return LSDK_OK;
         }
         op->cancel_called = true;
     }
     if (op->cancelled || !has_work_left(op)) {
         lsdk_unlock(&op->mutex);
+        if (waits) wait_for_callbacks(op);
         return LSDK_OK;
     }
     int32_t mode = b->cancel_mode;
     if (from_destroy && mode == LSDK_CANCEL_IGNORED) mode = LSDK_CANCEL_CALLBACK_ASYNC;
+    /* WAITS stops like SILENT; the wait comes after. */
+    if (mode == LSDK_CANCEL_WAITS) mode = LSDK_CANCEL_SILENT;
     bool count = !op->cancel_counted;
     op->cancel_counted = true;
     if (mode == LSDK_CANCEL_IGNORED) {
@@ -723,7 +784,7 @@ lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
         op->hold = LSDK_HOLD_NONE;
         op->inflight--;
     }
-    bool late = b->late_callback_after_cancel;
+    bool late = b->late_callback_after_cancel && b->cancel_mode != LSDK_CANCEL_WAITS;
     uint64_t late_delay = 0;
     if (late) {
         op->late_reserved = true;
@@ -755,6 +816,8 @@ lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
         break;
     }
     inflight_drop(op);
+    /* The caller owns a memory reference: the operation outlives the wait. */
+    if (waits) wait_for_callbacks(op);
     return LSDK_OK;
 }
 
@@ -825,6 +888,8 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     lsdk_mutex_init(&op->mutex);
     op->client = client;
     atomic_init(&op->refs, 1); /* the live list's reference */
+    atomic_init(&op->running, 0);
+    atomic_init(&op->waiters, 0);
     op->is_stream = is_stream;
     op->behavior = *behavior;
     lsdk_copy_string(op->path, path);
@@ -934,6 +999,7 @@ lsdk_status_t lsdk_cancel(lsdk_handle_t handle) {
     if (op == NULL) return lsdk_bad_call(NULL, LSDK_ERR_INVALID_HANDLE);
     struct lsdk_client *client = op->client;
     lsdk_affinity_check(client);
+    if (lsdk_in_callback_of(op)) lsdk_count(client, LSDK_COUNTER_cancels_inside_callback, 1);
     lsdk_client_enter_any(client);
     lsdk_status_t status = lsdk_op_cancel(op, false);
     lsdk_client_leave(client);

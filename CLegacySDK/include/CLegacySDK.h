@@ -138,6 +138,19 @@ enum {
         callbacks_after_cancel; no late callback). An operation that never completes by itself
         then only ends when its client is destroyed. */
     LSDK_CANCEL_IGNORED = 3,
+    /** The common strict contract "after cancel returns, no callback runs": the operation stops and
+        delivers nothing more (not even a callback already claimed but not yet started: it is
+        dropped; late_callback_after_cancel does not apply), and lsdk_cancel blocks until no callback
+        of the operation is running on any thread, then returns. Every call waits, not only the one
+        that took effect (a second cancel also returns only once the callbacks have returned).
+        Called from inside one of the operation's own callbacks it deadlocks, as a real SDK would:
+        the call is counted in cancel_deadlocks and blocks until the client's destroy begins
+        (lsdk_client_destroy wakes every waiting cancel on a thread that is inside one of its
+        callbacks, so it can finish the operation and join its threads; it then returns LSDK_OK).
+        A waiting cancel on a thread outside the client's callbacks keeps waiting until the
+        callbacks have returned, also during destroy. lsdk_behavior_init_chaos never draws it: a
+        chaos run would otherwise deadlock whenever an adapter cancels from a callback. */
+    LSDK_CANCEL_WAITS = 4,
 };
 
 /** How a stream ends (lsdk_behavior_t.stream_end). */
@@ -245,7 +258,7 @@ void lsdk_behavior_init(lsdk_behavior_t *behavior);
 
 /** Fills `behavior` with every knob drawn from `seed` (delivery, delays up to 2 ms, repeats,
     outcomes, cancel mode, late callbacks, stream shape and concurrency). Always valid input for
-    both start functions. The same seed gives the same behaviour. NULL is ignored.
+    both start functions on any client: delivery is never LOOP, cancel_mode never WAITS. The same seed gives the same behaviour. NULL is ignored.
     Chaos keeps operations short: delay + jitter <= 2 ms, intervals <= 100 us, chunks of
     1...16 KiB (so a 64 KiB download is at most 64 data events), and an operation that never ends
     by itself (completion_count 0 or STREAM_END_NONE) never has LSDK_CANCEL_IGNORED, so a cancel
@@ -381,8 +394,9 @@ typedef uint64_t lsdk_handle_t;
 
 /**
  * Cancels the operation. Idempotent (only the first call takes effect), thread-safe, callable from
- * inside any callback of the same operation; harmless after the operation finished (returns LSDK_OK).
- * What happens depends on the behaviour's cancel_mode. Errors: INVALID_HANDLE.
+ * inside any callback of the same operation (counted in cancels_inside_callback; with
+ * LSDK_CANCEL_WAITS that deadlocks, see there); harmless after the operation finished (returns
+ * LSDK_OK). What happens depends on the behaviour's cancel_mode. Errors: INVALID_HANDLE.
  * Bad calls on handles (INVALID_HANDLE) are counted in the process-wide bad_calls only.
  */
 lsdk_status_t lsdk_cancel(lsdk_handle_t handle);
@@ -542,6 +556,12 @@ typedef struct lsdk_counters {
     uint64_t loop_jobs;
     /** Covered calls made from a thread the client's affinity forbids (see LSDK_AFFINITY_*). */
     uint64_t affinity_violations;
+    /** lsdk_cancel calls made on a thread that was running a callback of the same operation
+       (any cancel mode, repeated calls included). */
+    uint64_t cancels_inside_callback;
+    /** LSDK_CANCEL_WAITS cancels made from inside a callback of their own operation: each blocks
+        until the client's destroy begins. */
+    uint64_t cancel_deadlocks;
 } lsdk_counters_t;
 
 /** Counters of one client (valid also after destroy). Errors: NULL_ARGUMENT. */

@@ -22,7 +22,7 @@ struct BadInputTests {
         Case(name: "jitter too long", expected: Status.outOfRange) { $0.jitter_us = LSDK_MAX_DELAY_US + 1 },
         Case(name: "9 completions", expected: Status.outOfRange) { $0.completion_count = 9 },
         Case(name: "unknown outcome", expected: Status.unknownEnum) { $0.outcomeList = [7] },
-        Case(name: "cancel mode 4", expected: Status.unknownEnum) { $0.cancel_mode = 4 },
+        Case(name: "cancel mode 5", expected: Status.unknownEnum) { $0.cancel_mode = 5 },
         Case(name: "chunk 0", expected: Status.outOfRange) { $0.chunk_size = 0 },
         Case(name: "chunk too big", expected: Status.outOfRange) { $0.chunk_size = LSDK_MAX_CHUNK_SIZE + 1 },
         Case(name: "interval too long", expected: Status.outOfRange) { $0.interval_us = LSDK_MAX_DELAY_US + 1 },

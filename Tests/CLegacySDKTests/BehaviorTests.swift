@@ -50,7 +50,9 @@ struct BehaviorTests {
             pauses.insert(behavior.pause_mode)
         }
         #expect(deliveries.count == 4)
+        #expect(!deliveries.contains(Int32(LSDK_DELIVERY_LOOP)))  // valid on clients without a loop thread
         #expect(modes.count == 4)
+        #expect(!modes.contains(Int32(LSDK_CANCEL_WAITS)))  // chaos runs must not deadlock by design
         #expect(counts.count >= 5)
         #expect(ends.count == 3)
         #expect(concurrencies.count >= 3)

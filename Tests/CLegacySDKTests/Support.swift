@@ -158,6 +158,8 @@ final class Recorder: @unchecked Sendable {
     var releases: Int { lock.withLock { _releases } }
     var violations: [String] { lock.withLock { _violations } }
     var maxConcurrent: Int { lock.withLock { _maxConcurrent } }
+    /// Callbacks of this operation running right now (inside the recorder's hook).
+    var runningNow: Int { lock.withLock { _running } }
     var isReleased: Bool { releases > 0 }
 
     /// The handle as published by the test after start returned (0 before).

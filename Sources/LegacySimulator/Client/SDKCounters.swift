@@ -53,6 +53,11 @@ public struct SDKCounters: Sendable, Hashable {
     public var loopJobs: UInt64 = 0
     /// Calls made from a thread the client's affinity forbids (each was still performed).
     public var affinityViolations: UInt64 = 0
+    /// Cancels called on a thread that was running a callback of the same operation.
+    public var cancelsInsideCallback: UInt64 = 0
+    /// Waiting cancels called from inside their own operation's callback: each deadlocked until
+    /// the client was destroyed.
+    public var cancelDeadlocks: UInt64 = 0
 
     /// All zero.
     public init() {}

@@ -45,6 +45,11 @@ public struct SimulatedBehavior: Sendable, Hashable {
         case silent = 2
         /// The cancel is ignored; the operation completes normally.
         case ignored = 3
+        /// "After cancel returns, no callback runs": the operation stops and calls back no more,
+        /// and the cancel call blocks until no callback of the operation is running. Called from
+        /// inside one of the operation's own callbacks it deadlocks (counted in
+        /// ``SDKCounters/cancelDeadlocks``) until the client is destroyed. Chaos never draws it.
+        case waits = 4
     }
 
     /// How a stream ends.

@@ -297,7 +297,9 @@ package final class SDKHandle: Sendable {
 
     /// Cancels the operation as its behaviour prescribes. Idempotent, thread-safe, callable from
     /// inside a callback of the same operation (a synchronous cancellation callback then runs
-    /// re-entrantly, inside this call), harmless after the operation finished.
+    /// re-entrantly, inside this call), harmless after the operation finished. With
+    /// ``SimulatedBehavior/CancelMode/waits`` it blocks until no callback of the operation is
+    /// running, and deadlocks (until the client is destroyed) when called from inside one.
     package func cancel() {
         let status = lsdk_cancel(raw)
         assert(status == lsdk_status_t(LSDK_OK), "lsdk_cancel failed: \(status)")
@@ -518,5 +520,7 @@ extension SDKCounters {
         callbacksLoop = c.callbacks_loop
         loopJobs = c.loop_jobs
         affinityViolations = c.affinity_violations
+        cancelsInsideCallback = c.cancels_inside_callback
+        cancelDeadlocks = c.cancel_deadlocks
     }
 }

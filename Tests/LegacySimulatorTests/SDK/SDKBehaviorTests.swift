@@ -17,7 +17,7 @@ struct SDKBehaviorTests {
         ])
         #expect(SimulatedBehavior.CancelMode.allCases.map(\.rawValue) == [
             Int32(LSDK_CANCEL_CALLBACK_SYNC), Int32(LSDK_CANCEL_CALLBACK_ASYNC), Int32(LSDK_CANCEL_SILENT),
-            Int32(LSDK_CANCEL_IGNORED),
+            Int32(LSDK_CANCEL_IGNORED), Int32(LSDK_CANCEL_WAITS),
         ])
         #expect(SimulatedBehavior.StreamEnd.allCases.map(\.rawValue) == [
             Int32(LSDK_STREAM_END_SUCCESS), Int32(LSDK_STREAM_END_ERROR), Int32(LSDK_STREAM_END_NONE),
