@@ -38,6 +38,15 @@ public enum AdapterCatalog {
             runner = { await ConformanceSuite.run(adapter, options: $0) }
         }
 
+        init<Adapter: BlockingAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = []) {
+            name = adapter.name
+            summary = adapter.summary
+            kind = .blocking
+            isGallery = gallery
+            self.flaggedBy = flaggedBy
+            runner = { await ConformanceSuite.run(adapter, options: $0) }
+        }
+
         init<Adapter: ThreadAffineAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = []) {
             name = adapter.name
             summary = adapter.summary
@@ -66,6 +75,7 @@ public enum AdapterCatalog {
         Entry(WithCallbackContextAdapter(), gallery: false),
         Entry(CallbackStreamAdapter(), gallery: false),
         Entry(SDKThreadExecutorAdapter(), gallery: false),
+        Entry(OffloadPoolAdapter(), gallery: false),
         Entry(NaiveContinuationAdapter(), gallery: true,
               flaggedBy: ["repeated-callback-same-outcome", "repeated-callback-success-then-error", "repeated-callback-error-then-success", "never-calls-back-then-cancel"]),
         Entry(LockHeldGateAdapter(), gallery: true, flaggedBy: ["reentrant-cancel"]),
@@ -76,6 +86,8 @@ public enum AdapterCatalog {
               flaggedBy: ["consumer-cancel-stops-producer", "break-stops-producer"]),
         Entry(UnboundedAsyncStreamAdapter(), gallery: true, flaggedBy: ["slow-consumer-backpressure"]),
         Entry(NoReorderingStreamAdapter(), gallery: true, flaggedBy: ["out-of-order-restored"]),
+        Entry(DispatchSemaphoreBlockingAdapter(), gallery: true,
+              flaggedBy: ["blocking-leaves-pool-free", "blocking-cancel-interrupts"]),
         Entry(PlainActorAffineAdapter(), gallery: true,
               flaggedBy: ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"]),
     ]

@@ -44,6 +44,8 @@ public enum ConformanceSuite {
             return StreamScenarios<NeverStreamAdapter>.all.map { ($0.name, $0.summary) }
         case .threadAffine:
             return ThreadAffineScenarios.all.map { ($0.name, $0.summary) }
+        case .blocking:
+            return BlockingScenarios.all.map { ($0.name, $0.summary) }
         }
     }
 

@@ -46,6 +46,8 @@ public enum AdapterKind: String, Sendable, Hashable, Codable, CaseIterable {
     case stream
     /// Wraps an SDK that must only be called from one thread.
     case threadAffine
+    /// Bridges a blocking call to an async call that does not block its caller.
+    case blocking
 }
 
 /// Everything one conformance run found out about one adapter.

@@ -14,10 +14,42 @@ struct OffloadConformanceTests {
         #expect(report.failures.isEmpty, "\(report.rendered)")
     }
 
+    @Test("the OffloadPool adapter passes every blocking scenario")
+    func offloadAdapterPasses() async {
+        let report = await ConformanceSuite.run(OffloadPoolAdapter(), options: Self.patient)
+        #expect(report.results.count == ConformanceSuite.scenarios(for: .blocking).count)
+        #expect(report.failures.isEmpty, "\(report.rendered)")
+    }
+
+    @Test("DispatchQueue.global plus a semaphore is flagged: the pool is blocked and a cancelled caller stays blocked")
+    func semaphoreAdapterIsFlagged() async {
+        let report = await ConformanceSuite.run(DispatchSemaphoreBlockingAdapter(), options: Self.patient)
+        #expect(report.failures.map(\.name).sorted() == ["blocking-cancel-interrupts", "blocking-leaves-pool-free"], "\(report.rendered)")
+        #expect(report.results.first { $0.name == "blocking-value-and-error" }?.passed == true)
+    }
+
+    @Test("an adapter that offloads but never interrupts is caught by blocking-cancel-interrupts only")
+    func noInterruptIsCaught() async {
+        let report = await ConformanceSuite.run(NoInterruptAdapter(), options: Self.patient)
+        #expect(report.failures.map(\.name) == ["blocking-cancel-interrupts"], "\(report.rendered)")
+        #expect(report.failures.first?.detail.contains("never interrupted") == true)
+    }
+
     @Test("a plain actor around a thread-affine SDK is flagged by both thread-affine scenarios")
     func plainActorIsFlagged() async {
         let report = await ConformanceSuite.run(PlainActorAffineAdapter(), options: Self.patient)
         #expect(report.failures.map(\.name).sorted() == ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"])
         #expect(report.failures.allSatisfy { $0.verdict == .failed && $0.detail.contains("thread") }, "\(report.rendered)")
+    }
+}
+
+/// Runs the call on an OffloadPool but passes no interrupt: a cancelled caller is let go, and its
+/// call keeps a pool thread for its whole duration.
+private struct NoInterruptAdapter: BlockingAdapter {
+    static let pool = Result { try OffloadPool(threads: 16) }
+    var name: String { "test-no-interrupt" }
+    var summary: String { "OffloadPool.run without the call's interrupt" }
+    func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        try await Self.pool.get().run(isolation: isolation) { try call.perform() }
     }
 }

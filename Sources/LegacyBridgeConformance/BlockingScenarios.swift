@@ -1,0 +1,219 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+import LegacyBridge
+import LegacySimulator
+
+extension ConformanceSuite {
+    /// Runs every blocking-call scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: BlockingAdapter>(_ adapter: Adapter, options: ConformanceOptions = .init()) async -> ConformanceReport {
+        var results: [ScenarioResult] = []
+        for (index, scenario) in BlockingScenarios.all.enumerated() where options.only?.contains(scenario.name) ?? true {
+            results.append(await execute(scenario, on: adapter as any BlockingAdapter, options: options, index: index))
+        }
+        return ConformanceReport(adapter: adapter.name, kind: .blocking, results: results)
+    }
+}
+
+/// The blocking-call contract: a blocking SDK call never occupies the cooperative pool, and a
+/// cancelled caller is let go at once while its call is interrupted.
+///
+/// The verdicts are taken on Dispatch threads, never in a task: an adapter that blocks the
+/// cooperative pool would otherwise stall the scenario that is checking it.
+enum BlockingScenarios {
+    static let all: [Scenario<any BlockingAdapter>] = [valueAndError, leavesPoolFree, cancelInterrupts]
+
+    /// How long an unrelated task, or a cancelled caller, may take before the adapter is blamed.
+    /// Generous: a task starts in microseconds when a cooperative thread is free.
+    static let promptly: Duration = .seconds(2)
+
+    static let valueAndError = Scenario<any BlockingAdapter>(
+        name: "blocking-value-and-error",
+        summary: "a blocking call's value reaches the caller, and a failing call's error is thrown"
+    ) { adapter, context in
+        let lab = BlockingLab()
+        let good = await Task { await Result { try await adapter.value(of: lab.call(7, duration: .milliseconds(1)), isolation: nil) } }.value
+        guard case .success(let payload) = good, payload.requestID == 7 else {
+            return .fail("expected the payload of call 7, got \(describe(good))")
+        }
+        let bad = await Task {
+            await Result { try await adapter.value(of: lab.call(8, duration: .milliseconds(1), failing: .remote), isolation: nil) }
+        }.value
+        guard case .failure(let error) = bad, (error as? LegacySDKError) == .remote else {
+            return .fail("expected the SDK's error, got \(describe(bad))")
+        }
+        return .pass
+    }
+
+    static let leavesPoolFree = Scenario<any BlockingAdapter>(
+        name: "blocking-leaves-pool-free",
+        summary: "with 2 × cores + 2 blocking calls in flight, an unrelated task still starts within 2 s"
+    ) { adapter, context in
+        let lab = BlockingLab()
+        let cores = activeProcessorCount()
+        let count = 2 * cores + 2
+        let calls = (0..<count).map { index in
+            Task { await Result { try await adapter.value(of: lab.call(UInt64(index), duration: .seconds(60)), isolation: nil) } }
+        }
+        let verdict = FirstResultLatch<String?>()
+        DispatchQueue.global().async {
+            // Let the calls get going (they need not all be blocked: a pool may queue some).
+            _ = waitOnThisThread(upTo: .seconds(1)) { lab.entered >= min(count, cores + 1) }
+            let started = LockedBox(false)
+            let probe = Task { started.withLock { $0 = true } }
+            let startedPromptly = waitOnThisThread(upTo: promptly) { started.withLock { $0 } }
+            let entered = lab.entered
+            lab.releaseAll()
+            _ = probe
+            verdict.offer(startedPromptly ? nil : "an unrelated task did not start within \(promptly) while \(count) blocking calls were in flight (\(entered) of them blocked, \(cores) cores): the adapter blocks cooperative threads")
+        }
+        let problem = await verdict.value()
+        var wrong: String?
+        for (index, call) in calls.enumerated() {
+            let result = await call.value
+            switch result {
+            case .success(let payload) where payload.requestID == UInt64(index): continue
+            case .failure(let error) where (error as? LegacySDKError) == .interrupted: continue
+            default: wrong = wrong ?? "call \(index): \(describe(result))"
+            }
+        }
+        if let problem { return .fail(problem) }
+        if let wrong { return .fail("a call was lost or answered wrongly: \(wrong)") }
+        return .pass
+    }
+
+    static let cancelInterrupts = Scenario<any BlockingAdapter>(
+        name: "blocking-cancel-interrupts",
+        summary: "cancelling a caller whose call is blocked: CancellationError within 2 s, and the call is interrupted"
+    ) { adapter, context in
+        let lab = BlockingLab()
+        let ended = LockedBox<Result<LegacyPayload, any Error>?>(nil)
+        let task = Task {
+            let result = await Result { try await adapter.value(of: lab.call(1, duration: .seconds(60)), isolation: nil) }
+            ended.withLock { $0 = result }
+        }
+        let verdict = FirstResultLatch<String?>()
+        DispatchQueue.global().async {
+            guard waitOnThisThread(upTo: .seconds(10), { lab.entered == 1 }) else {
+                lab.releaseAll()
+                verdict.offer("the blocking call never started")
+                return
+            }
+            task.cancel()
+            let resumed = waitOnThisThread(upTo: promptly) { ended.withLock { $0 != nil } }
+            let interrupted = waitOnThisThread(upTo: promptly) { lab.interrupted == 1 }
+            lab.releaseAll()
+            if !resumed {
+                verdict.offer("the cancelled caller was not resumed within \(promptly) while its call stayed blocked")
+            } else if !interrupted {
+                verdict.offer("the caller was resumed, but its blocked call was never interrupted: it keeps a thread for its whole duration")
+            } else {
+                verdict.offer(nil)
+            }
+        }
+        if let problem = await verdict.value() { return .fail(problem) }
+        _ = await task.value
+        let result = ended.withLock { $0 }
+        guard case .failure(let error)? = result, error is CancellationError else {
+            return .fail("expected CancellationError, got \(result.map(describe) ?? "nothing")")
+        }
+        return .pass
+    }
+}
+
+/// Blocking calls that block for real (the calling thread waits on a semaphore) until their set
+/// duration passes or they are interrupted, with counters the scenarios read.
+final class BlockingLab: Sendable {
+    private struct State {
+        var entered = 0
+        var interrupted = 0
+        var released = false
+        var blocked: [UInt64: DispatchSemaphore] = [:]
+    }
+    private let state = LockedBox(State())
+
+    /// Calls that entered `perform`.
+    var entered: Int { state.withLock { $0.entered } }
+    /// Calls that an `interrupt` ended early.
+    var interrupted: Int { state.withLock { $0.interrupted } }
+
+    /// A call numbered `number` that blocks for `duration`, or fails with `failing` after it.
+    func call(_ number: UInt64, duration: Duration, failing: LegacySDKError? = nil) -> LegacyBlockingCall {
+        LegacyBlockingCall(
+            number: number,
+            perform: { try self.perform(number, duration: duration, failing: failing) },
+            interrupt: { self.interrupt(number) })
+    }
+
+    /// Ends every blocked call and lets later ones return at once (so a scenario never leaves
+    /// threads blocked behind it).
+    func releaseAll() {
+        let semaphores = state.withLock { state -> [DispatchSemaphore] in
+            state.released = true
+            return Array(state.blocked.values)
+        }
+        for semaphore in semaphores { semaphore.signal() }
+    }
+
+    private func perform(_ number: UInt64, duration: Duration, failing: LegacySDKError?) throws -> LegacyPayload {
+        let semaphore = DispatchSemaphore(value: 0)
+        let released = state.withLock { state -> Bool in
+            state.entered += 1
+            if !state.released { state.blocked[number] = semaphore }
+            return state.released
+        }
+        if released { throw LegacySDKError.interrupted }
+        let ended = semaphore.wait(timeout: .now() + .nanoseconds(Int(duration.nanosecondsClamped)))
+        state.withLock { _ = $0.blocked.removeValue(forKey: number) }
+        if ended == .success { throw LegacySDKError.interrupted }
+        if let failing { throw failing }
+        return LegacyPayload(requestID: number, attempt: 1)
+    }
+
+    private func interrupt(_ number: UInt64) {
+        let semaphore = state.withLock { state -> DispatchSemaphore? in
+            guard let semaphore = state.blocked[number] else { return nil }
+            state.interrupted += 1
+            return semaphore
+        }
+        semaphore?.signal()
+    }
+}
+
+/// Polls `condition` on the calling (Dispatch) thread until it holds or `bound` passes.
+func waitOnThisThread(upTo bound: Duration, _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + bound
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleepOnThisThread(1_000)
+    }
+    return condition()
+}
+
+/// Sleeps the calling thread (a Dispatch thread of the lab, never a cooperative one).
+private func usleepOnThisThread(_ microseconds: Int) {
+    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .microseconds(microseconds))
+}
+
+/// The number of processors the system has online.
+func activeProcessorCount() -> Int {
+    max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+}
+
+extension Result where Failure == any Error {
+    /// The result of an async throwing body.
+    init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}
