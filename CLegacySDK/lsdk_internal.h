@@ -122,7 +122,8 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior, bool has_l
     X(loop_jobs)                                                                                   \
     X(affinity_violations)                                                                         \
     X(cancels_inside_callback)                                                                     \
-    X(cancel_deadlocks)
+    X(cancel_deadlocks)                                                                            \
+    X(stream_pauses_by_callback)
 
 typedef enum lsdk_counter_id {
 #define LSDK_COUNTER_ENUM(name) LSDK_COUNTER_##name,
@@ -183,6 +184,8 @@ enum {
 typedef struct lsdk_ev {
     int32_t kind;
     lsdk_status_t status;
+    /** Production index (0, 1, 2, ... over every numbered event); orders refused pull events. */
+    uint64_t index;
     uint64_t sequence;
     uint64_t bytes_done; /* DATA: offset */
     uint64_t bytes_total;

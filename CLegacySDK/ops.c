@@ -35,6 +35,7 @@ struct lsdk_op {
     uint64_t data_count;
     lsdk_completion_fn completion;
     lsdk_event_fn on_event;
+    lsdk_pull_event_fn pull_event; /* pull-style streams: instead of on_event */
     void *context;
     lsdk_release_fn release_context;
     /** Data buffer of the (single) producer of a stream. */
@@ -60,7 +61,7 @@ struct lsdk_op {
     /* streams */
     int phase;
     uint64_t data_index;
-    uint64_t next_sequence;
+    uint64_t next_index; /* production index of the next numbered event */
     uint64_t bytes_produced;
     uint64_t after_offset;
     uint32_t after_left;
@@ -69,6 +70,9 @@ struct lsdk_op {
     bool paused;
     bool producer_active;
     uint32_t batch_outstanding;
+    /** Events a pull callback refused, in production order; delivered first after the resume. */
+    lsdk_ev_t pending[LSDK_MAX_STREAM_CONCURRENCY];
+    uint32_t pending_count;
 
     lsdk_task_t request_task;
     lsdk_task_t produce_task;
@@ -251,6 +255,26 @@ static void deliver_completion(struct lsdk_op *op, lsdk_where_t where, lsdk_stat
     callback_end(op);
 }
 
+/** A pull callback refused `ev` (mutex held): keep it for the resume and pause the stream. Returns
+    whether the refusal was honoured (see lsdk_download_start_pull). */
+static bool refuse_locked(struct lsdk_op *op, const lsdk_ev_t *ev) {
+    if (op->cancelled || ev->kind == LSDK_EVENT_END || (ev->flags & LSDK_EV_AFTER_CANCEL)) return false;
+    /* At most one batch is outstanding, and a batch holds at most stream_concurrency events. */
+    LSDK_ASSERT(op->pending_count < LSDK_MAX_STREAM_CONCURRENCY);
+    uint32_t at = op->pending_count;
+    while (at > 0 && op->pending[at - 1].index > ev->index) {
+        op->pending[at] = op->pending[at - 1];
+        at--;
+    }
+    op->pending[at] = *ev;
+    op->pending_count++;
+    op->paused = true;
+    /* A silent stream (STREAM_END_NONE) whose producer already went idle: the refused event needs
+       the producer back on resume, so the idle hold becomes a parked one. */
+    if (op->hold == LSDK_HOLD_HANG) op->hold = LSDK_HOLD_PARKED;
+    return true;
+}
+
 static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_t *ev,
                           uint8_t *buffer) {
     if (!callback_begin(op)) return;
@@ -284,10 +308,23 @@ static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_
 
     lsdk_frame_t frame;
     lsdk_frame_push(&frame, client, op);
-    op->on_event(op->context, &event);
+    int32_t answer = LSDK_PULL_CONTINUE;
+    if (op->pull_event != NULL) {
+        answer = op->pull_event(op->context, &event);
+    } else {
+        op->on_event(op->context, &event);
+    }
     lsdk_frame_pop(&frame);
 
     if (ev->kind == LSDK_EVENT_DATA) memset(buffer, 0xDD, ev->length);
+    if (answer == LSDK_PULL_PAUSE) {
+        lsdk_lock(&op->mutex);
+        bool honoured = refuse_locked(op, ev);
+        lsdk_unlock(&op->mutex);
+        if (honoured) lsdk_count(client, LSDK_COUNTER_stream_pauses_by_callback, 1);
+    } else if (answer != LSDK_PULL_CONTINUE) {
+        lsdk_bad_call(client, LSDK_ERR_OUT_OF_RANGE);
+    }
     callback_end(op);
 }
 
@@ -295,8 +332,14 @@ static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_
 /* Stream production (mutex held)                                           */
 /* ------------------------------------------------------------------------ */
 
+/** Numbers the next event in production order (mutex held). */
+static void take_sequence(struct lsdk_op *op, lsdk_ev_t *ev) {
+    ev->index = op->next_index++;
+    ev->sequence = ev->index;
+}
+
 static bool has_work_left(const struct lsdk_op *op) {
-    if (op->is_stream) return op->phase != LSDK_PHASE_DONE;
+    if (op->is_stream) return op->phase != LSDK_PHASE_DONE || op->pending_count > 0;
     return op->behavior.completion_count == 0 || op->next_completion < op->behavior.completion_count;
 }
 
@@ -366,7 +409,7 @@ static int stream_claim(struct lsdk_op *op, lsdk_ev_t *ev) {
     case LSDK_PHASE_SILENT: return LSDK_CLAIM_HANG;
     default: return LSDK_CLAIM_DONE;
     }
-    ev->sequence = op->next_sequence++;
+    take_sequence(op, ev);
     if (op->cancel_called) ev->flags |= LSDK_EV_AFTER_CANCEL;
     return LSDK_CLAIM_EVENT;
 }
@@ -378,14 +421,17 @@ static bool droppable(const struct lsdk_op *op, const lsdk_ev_t *ev) {
            !(ev->flags & LSDK_EV_AFTER_TERMINAL);
 }
 
-static bool paused_stops(const struct lsdk_op *op) {
-    return op->paused && op->behavior.pause_mode == LSDK_PAUSE_STOPS;
+/** Whether a paused stream's producer parks: PAUSE_STOPS, or a refused pull event waits (nothing
+    may overtake it, whatever the pause mode). */
+static bool must_park(const struct lsdk_op *op) {
+    return op->paused && (op->behavior.pause_mode == LSDK_PAUSE_STOPS || op->pending_count > 0);
 }
 
 /** Whether the producer must stop at its next step (cancelled, done, silent or parked). */
 static bool producer_must_stop(const struct lsdk_op *op) {
-    return op->cancelled || op->phase == LSDK_PHASE_DONE || op->phase == LSDK_PHASE_SILENT ||
-           paused_stops(op);
+    bool idle = op->pending_count == 0 &&
+                (op->phase == LSDK_PHASE_DONE || op->phase == LSDK_PHASE_SILENT);
+    return op->cancelled || idle || must_park(op);
 }
 
 enum {
@@ -397,11 +443,23 @@ enum {
 
 /** One step of a stream producer (mutex held). */
 static int producer_step(struct lsdk_op *op, lsdk_ev_t *ev) {
-    if (op->cancelled || op->phase == LSDK_PHASE_DONE) {
+    if (op->cancelled || (op->phase == LSDK_PHASE_DONE && op->pending_count == 0)) {
         op->producer_active = false;
         return LSDK_STEP_STOP;
     }
-    if (paused_stops(op) && op->phase != LSDK_PHASE_SILENT) {
+    if (op->pending_count > 0) {
+        if (op->paused) {
+            op->producer_active = false;
+            op->hold = LSDK_HOLD_PARKED;
+            return LSDK_STEP_STOP_HOLDING;
+        }
+        /* A refused event goes again, first, as it was (same sequence, same bytes). */
+        *ev = op->pending[0];
+        op->pending_count--;
+        memmove(&op->pending[0], &op->pending[1], op->pending_count * sizeof op->pending[0]);
+        return LSDK_STEP_DELIVER;
+    }
+    if (must_park(op) && op->phase != LSDK_PHASE_SILENT) {
         op->producer_active = false;
         op->hold = LSDK_HOLD_PARKED;
         return LSDK_STEP_STOP_HOLDING;
@@ -484,6 +542,7 @@ static void shuffle(struct lsdk_op *op, uint32_t *order, uint32_t count) {
 
 /** Whether the producer's next claim is a terminal event (mutex held). */
 static bool next_is_terminal(const struct lsdk_op *op) {
+    if (op->pending_count > 0) return false;
     switch (op->phase) {
     case LSDK_PHASE_DATA:
         return !op->progress_pending && op->data_index >= op->data_count &&
@@ -610,9 +669,11 @@ static void run_event(lsdk_task_t *task, lsdk_where_t where) {
     lsdk_mode_t mode = LSDK_MODE_WORKER;
     lsdk_lock(&op->mutex);
     LSDK_ASSERT(op->batch_outstanding > 0);
-    if (--op->batch_outstanding == 0 && !op->cancelled && op->phase != LSDK_PHASE_DONE &&
-        op->phase != LSDK_PHASE_SILENT && op->hold == LSDK_HOLD_NONE && !op->producer_active) {
-        if (paused_stops(op)) {
+    bool producer_work = op->pending_count > 0 ||
+                         (op->phase != LSDK_PHASE_DONE && op->phase != LSDK_PHASE_SILENT);
+    if (--op->batch_outstanding == 0 && !op->cancelled && producer_work &&
+        op->hold == LSDK_HOLD_NONE && !op->producer_active) {
+        if (must_park(op)) {
             op->hold = LSDK_HOLD_PARKED;
             parked = true;
         } else {
@@ -689,7 +750,7 @@ static void claim_cancellation(struct lsdk_op *op, lsdk_claimed_t *claimed) {
     }
     claimed->ev.kind = LSDK_EVENT_END;
     claimed->ev.status = LSDK_ERR_CANCELLED;
-    claimed->ev.sequence = op->next_sequence++;
+    take_sequence(op, &claimed->ev);
     claimed->ev.bytes_done = op->bytes_produced;
     claimed->ev.bytes_total = op->total_bytes;
     if (op->ended) claimed->ev.flags |= LSDK_EV_AFTER_TERMINAL;
@@ -724,7 +785,7 @@ static void run_late(lsdk_task_t *task, lsdk_where_t where) {
     lsdk_lock(&op->mutex);
     if (op->is_stream) {
         claimed.ev.kind = LSDK_EVENT_DATA;
-        claimed.ev.sequence = op->next_sequence++;
+        take_sequence(op, &claimed.ev);
         claimed.ev.bytes_done = op->bytes_produced;
         claimed.ev.bytes_total = op->total_bytes;
         claimed.ev.length = op->behavior.chunk_size;
@@ -851,8 +912,9 @@ static void init_task(lsdk_task_t *task, struct lsdk_op *op, lsdk_task_kind_t ki
 static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream, const char *path,
                                      uint32_t response_size, uint64_t total_bytes,
                                      const lsdk_behavior_t *behavior, lsdk_completion_fn completion,
-                                     lsdk_event_fn on_event, void *context,
-                                     lsdk_release_fn release_context, lsdk_handle_t *out_handle) {
+                                     lsdk_event_fn on_event, lsdk_pull_event_fn pull_event,
+                                     void *context, lsdk_release_fn release_context,
+                                     lsdk_handle_t *out_handle) {
     if (client == NULL || client->magic != LSDK_CLIENT_MAGIC) {
         return lsdk_bad_call(NULL, LSDK_ERR_NULL_ARGUMENT);
     }
@@ -863,7 +925,7 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     lsdk_behavior_init(&defaults);
     if (behavior == NULL) behavior = &defaults;
     lsdk_status_t status = LSDK_OK;
-    if (is_stream ? on_event == NULL : completion == NULL) {
+    if (is_stream ? on_event == NULL && pull_event == NULL : completion == NULL) {
         status = LSDK_ERR_NULL_ARGUMENT;
     } else {
         status = lsdk_behavior_validate(behavior, client->has_loop);
@@ -901,6 +963,7 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     op->data_count = is_stream ? (total_bytes + behavior->chunk_size - 1) / behavior->chunk_size : 0;
     op->completion = completion;
     op->on_event = on_event;
+    op->pull_event = pull_event;
     op->context = context;
     op->release_context = release_context;
     op->producer_buffer = buffer;
@@ -977,7 +1040,7 @@ lsdk_status_t lsdk_request_start(lsdk_client_t *client, const lsdk_request_t *re
     lsdk_request_t defaults = {.path = NULL, .response_size = 0};
     if (request == NULL) request = &defaults;
     return start_operation(client, false, request->path, request->response_size, 0, behavior,
-                           completion, NULL, context, release_context, out_handle);
+                           completion, NULL, NULL, context, release_context, out_handle);
 }
 
 lsdk_status_t lsdk_download_start(lsdk_client_t *client, const lsdk_download_request_t *request,
@@ -987,7 +1050,17 @@ lsdk_status_t lsdk_download_start(lsdk_client_t *client, const lsdk_download_req
     lsdk_download_request_t defaults = {.path = NULL, .total_bytes = 0};
     if (request == NULL) request = &defaults;
     return start_operation(client, true, request->path, 0, request->total_bytes, behavior, NULL,
-                           on_event, context, release_context, out_handle);
+                           on_event, NULL, context, release_context, out_handle);
+}
+
+lsdk_status_t lsdk_download_start_pull(lsdk_client_t *client, const lsdk_download_request_t *request,
+                                       const lsdk_behavior_t *behavior, lsdk_pull_event_fn on_event,
+                                       void *context, lsdk_release_fn release_context,
+                                       lsdk_handle_t *out_handle) {
+    lsdk_download_request_t defaults = {.path = NULL, .total_bytes = 0};
+    if (request == NULL) request = &defaults;
+    return start_operation(client, true, request->path, 0, request->total_bytes, behavior, NULL,
+                           NULL, on_event, context, release_context, out_handle);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -509,6 +509,42 @@ lsdk_status_t lsdk_download_start(lsdk_client_t *client, const lsdk_download_req
                                   void *context, lsdk_release_fn release_context,
                                   lsdk_handle_t *out_handle);
 
+/** What a pull-style event callback answers (lsdk_download_start_pull), like libcurl's write
+    callback returning CURL_WRITEFUNC_PAUSE. */
+enum {
+    /** The event was taken; the stream goes on. */
+    LSDK_PULL_CONTINUE = 0,
+    /** The event was NOT taken: the stream pauses (as by lsdk_pause; counted in
+        stream_pauses_by_callback, not in stream_pauses), and the same event (same sequence
+        number, same data) is delivered again as the first event after lsdk_resume. */
+    LSDK_PULL_PAUSE = 1,
+};
+
+/** A pull-style event callback: returns LSDK_PULL_CONTINUE or LSDK_PULL_PAUSE. */
+typedef int32_t (*lsdk_pull_event_fn)(void *context, const lsdk_event_t *event);
+
+/**
+ * Starts a pull-style download: the same as lsdk_download_start, except that the event callback
+ * answers whether it took the event (see LSDK_PULL_*). lsdk_pause and lsdk_resume keep working.
+ *
+ * The answer is honoured for data and progress events (after-terminal data included) of a stream
+ * that is not cancelled. It is ignored for an END (the stream has ended), for the late callback
+ * after a cancel, and for any event of a cancelled stream (a cancel made while the event was being
+ * delivered included). Any value other than CONTINUE and PAUSE is treated as CONTINUE and counted
+ * in the client's bad_calls.
+ *
+ * While a refused event waits, the stream produces nothing else, whatever its pause_mode (a live
+ * source's events must not overtake it; its END could otherwise come first). Each delivery calls
+ * the callback and counts in stream_events, so a refused event counts again when redelivered.
+ * With stream_concurrency > 1 every refused event of a batch is kept; after the resume they are
+ * redelivered first, in production order, in the next batch (shuffled with it, as batches are).
+ * A cancel discards refused events. Same ownership and error rules as lsdk_request_start.
+ */
+lsdk_status_t lsdk_download_start_pull(lsdk_client_t *client, const lsdk_download_request_t *request,
+                                       const lsdk_behavior_t *behavior, lsdk_pull_event_fn on_event,
+                                       void *context, lsdk_release_fn release_context,
+                                       lsdk_handle_t *out_handle);
+
 /** The content byte at `offset` of the request numbered `request_id` (for verifying data). Defined
     for every offset, including those past the end of a download. */
 uint8_t lsdk_content_byte(uint64_t request_id, uint64_t offset);
@@ -562,6 +598,8 @@ typedef struct lsdk_counters {
     /** LSDK_CANCEL_WAITS cancels made from inside a callback of their own operation: each blocks
         until the client's destroy begins. */
     uint64_t cancel_deadlocks;
+    /** Events refused by a pull-style callback (LSDK_PULL_PAUSE honoured): each paused its stream. */
+    uint64_t stream_pauses_by_callback;
 } lsdk_counters_t;
 
 /** Counters of one client (valid also after destroy). Errors: NULL_ARGUMENT. */

@@ -140,6 +140,8 @@ struct Entry: Sendable {
 /// callback is running are all counted as violations.
 final class Recorder: @unchecked Sendable {
     typealias Hook = @Sendable (Recorder, Entry) -> Void
+    /// Pull streams: the answer to each event (LSDK_PULL_*), asked after the hook ran.
+    typealias Answer = @Sendable (Recorder, Entry) -> Int32
 
     private let lock = NSLock()
     private var _entries: [Entry] = []
@@ -150,9 +152,13 @@ final class Recorder: @unchecked Sendable {
     private var _maxConcurrent = 0
     private var nesting: [pthread_t: Int] = [:]
     private let hook: Hook?
+    private let answer: Answer?
     private let releaseSemaphore = DispatchSemaphore(value: 0)
 
-    init(hook: Hook? = nil) { self.hook = hook }
+    init(hook: Hook? = nil, answer: Answer? = nil) {
+        self.hook = hook
+        self.answer = answer
+    }
 
     var entries: [Entry] { lock.withLock { _entries } }
     var releases: Int { lock.withLock { _releases } }
@@ -189,7 +195,8 @@ final class Recorder: @unchecked Sendable {
         Unmanaged<Recorder>.fromOpaque(context).release()
     }
 
-    fileprivate func record(_ make: (Int, Int) -> Entry) {
+    @discardableResult
+    fileprivate func record(_ make: (Int, Int) -> Entry) -> Int32 {
         let me = pthread_self()
         var entry: Entry
         lock.lock()
@@ -203,11 +210,13 @@ final class Recorder: @unchecked Sendable {
         lock.unlock()
 
         hook?(self, entry)
+        let answered = answer?(self, entry) ?? Int32(LSDK_PULL_CONTINUE)
 
         lock.lock()
         _running -= 1
         nesting[me] = depth - 1
         lock.unlock()
+        return answered
     }
 
     fileprivate func recordRelease() {
@@ -244,6 +253,10 @@ func recorderCompletion(
 }
 
 func recorderEvent(_ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<lsdk_event_t>?) {
+    _ = recorderPullEvent(context, event)
+}
+
+func recorderPullEvent(_ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<lsdk_event_t>?) -> Int32 {
     let recorder = Unmanaged<Recorder>.fromOpaque(context!).takeUnretainedValue()
     let event = event!.pointee
     let kind: Entry.Kind
@@ -265,7 +278,7 @@ func recorderEvent(_ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<l
     }
     let message = String(cString: event.message)
     let thread = pthread_self()
-    recorder.record { depth, concurrent in
+    return recorder.record { depth, concurrent in
         Entry(
             kind: kind, status: event.status, sequence: event.sequence, bytesDone: event.bytes_done,
             bytesTotal: event.bytes_total, length: event.length, bytesValid: valid, message: message,
@@ -327,6 +340,19 @@ func startDownload(
         cPath, behavior, context, out in
         var request = lsdk_download_request_t(path: cPath, total_bytes: totalBytes)
         return lsdk_download_start(client, &request, behavior, recorderEvent, context, recorderRelease, out)
+    }
+}
+
+/// Starts a pull-style download recorded by `recorder` (its `answer` decides; same rules as `startRequest`).
+@discardableResult
+func startPullDownload(
+    _ client: OpaquePointer?, _ behavior: lsdk_behavior_t, recorder: Recorder, totalBytes: UInt64,
+    path: String = "/pull", keepHandle: Bool = true
+) -> (status: lsdk_status_t, handle: lsdk_handle_t) {
+    startRecorded(behavior, recorder: recorder, path: path, errorMessage: nil, keepHandle: keepHandle) {
+        cPath, behavior, context, out in
+        var request = lsdk_download_request_t(path: cPath, total_bytes: totalBytes)
+        return lsdk_download_start_pull(client, &request, behavior, recorderPullEvent, context, recorderRelease, out)
     }
 }
 

@@ -58,6 +58,8 @@ public struct SDKCounters: Sendable, Hashable {
     /// Waiting cancels called from inside their own operation's callback: each deadlocked until
     /// the client was destroyed.
     public var cancelDeadlocks: UInt64 = 0
+    /// Stream events a pull-style callback refused (each paused its stream).
+    public var streamPausesByCallback: UInt64 = 0
 
     /// All zero.
     public init() {}

@@ -54,6 +54,8 @@ private final class SDKContextBox: Sendable {
     enum Callback: Sendable {
         case completion(@Sendable (Result<FetchResponse, LegacySDKError>) -> Void)
         case event(@Sendable (RawDownloadEvent) -> Void)
+        /// Pull style: returns `true` to refuse the event and pause the stream.
+        case pullEvent(@Sendable (RawDownloadEvent) -> Bool)
     }
 
     let callback: Callback
@@ -95,11 +97,8 @@ private func sdkCompletionTrampoline(
     }
 }
 
-private func sdkEventTrampoline(_ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<lsdk_event_t>?) {
-    guard let context, let event else { return }
-    let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeUnretainedValue()
-    guard case .event(let onEvent) = box.callback else { return }
-    let payload = event.pointee
+/// Copies a C event (valid only during its callback) into a Swift value.
+private func sdkRawEvent(_ payload: lsdk_event_t) -> RawDownloadEvent {
     let kind: RawDownloadEvent.Kind
     switch Int(payload.kind) {
     case LSDK_EVENT_PROGRESS: kind = .progress
@@ -109,10 +108,26 @@ private func sdkEventTrampoline(_ context: UnsafeMutableRawPointer?, _ event: Un
     let data = kind == .data
         ? payload.data.map { Array(UnsafeBufferPointer(start: $0, count: payload.length)) } ?? []
         : []
-    onEvent(RawDownloadEvent(
+    return RawDownloadEvent(
         kind: kind, sequence: payload.sequence, bytesDone: payload.bytes_done, bytesTotal: payload.bytes_total,
         data: data, status: payload.status, message: payload.message.map { String(cString: $0) } ?? "",
-        requestID: payload.request_id))
+        requestID: payload.request_id)
+}
+
+private func sdkEventTrampoline(_ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<lsdk_event_t>?) {
+    guard let context, let event else { return }
+    let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeUnretainedValue()
+    guard case .event(let onEvent) = box.callback else { return }
+    onEvent(sdkRawEvent(event.pointee))
+}
+
+private func sdkPullEventTrampoline(
+    _ context: UnsafeMutableRawPointer?, _ event: UnsafePointer<lsdk_event_t>?
+) -> Int32 {
+    guard let context, let event else { return Int32(LSDK_PULL_CONTINUE) }
+    let box = Unmanaged<SDKContextBox>.fromOpaque(context).takeUnretainedValue()
+    guard case .pullEvent(let onEvent) = box.callback else { return Int32(LSDK_PULL_CONTINUE) }
+    return onEvent(sdkRawEvent(event.pointee)) ? Int32(LSDK_PULL_PAUSE) : Int32(LSDK_PULL_CONTINUE)
 }
 
 private func sdkReleaseTrampoline(_ context: UnsafeMutableRawPointer?) {
@@ -387,6 +402,37 @@ package enum SDK {
         return finishStart(status: status, context: context, handle: handle)
     }
 
+    /// Starts a pull-style download, like libcurl's write callback that can answer "pause".
+    ///
+    /// Same as ``startDownload(client:request:behavior:onEvent:onRelease:)``, except that `onEvent`
+    /// answers whether it took the event: `true` refuses it, and the stream pauses; the same event
+    /// (same sequence number, same data) comes again as the first one after
+    /// ``SDKHandle/resume()``. The answer is ignored for the end event, for the late callback after a
+    /// cancel and once the stream is cancelled. ``SDKHandle/pause()`` keeps working.
+    ///
+    /// - Returns: The operation's handle, or the SDK's error (no callback will come).
+    package static func startPullDownload(
+        client: SDKClient, request: DownloadRequest, behavior: SimulatedBehavior,
+        onEvent: @escaping @Sendable (RawDownloadEvent) -> Bool,
+        onRelease: (@Sendable () -> Void)? = nil
+    ) -> Result<SDKHandle, LegacySDKError> {
+        let box = SDKContextBox(callback: .pullEvent(onEvent), onRelease: onRelease)
+        let context = Unmanaged.passRetained(box).toOpaque()
+        var handle: lsdk_handle_t = 0
+        let status = withExtendedLifetime(client) {
+            withCBehavior(behavior) { cBehavior in
+                request.path.withCString { path in
+                    var cRequest = lsdk_download_request_t(
+                        path: path, total_bytes: UInt64(exactly: request.totalBytes) ?? .max)
+                    return lsdk_download_start_pull(
+                        client.raw, &cRequest, cBehavior, sdkPullEventTrampoline, context, sdkReleaseTrampoline,
+                        &handle)
+                }
+            }
+        }
+        return finishStart(status: status, context: context, handle: handle)
+    }
+
     private static func finishStart(
         status: lsdk_status_t, context: UnsafeMutableRawPointer, handle: lsdk_handle_t
     ) -> Result<SDKHandle, LegacySDKError> {
@@ -522,5 +568,6 @@ extension SDKCounters {
         affinityViolations = c.affinity_violations
         cancelsInsideCallback = c.cancels_inside_callback
         cancelDeadlocks = c.cancel_deadlocks
+        streamPausesByCallback = c.stream_pauses_by_callback
     }
 }
