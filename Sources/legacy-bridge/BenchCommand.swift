@@ -292,7 +292,7 @@ struct BenchRunner {
     }
 
     private func offload(_ report: inout BenchReport) async throws {
-        let worker = BenchThread()
+        let worker = BenchHandoffThread()
         defer { worker.stop() }
         let single = try OffloadPool(threads: 1, name: "bench-offload")
         let roundTrip = try await benchInterleaved(

@@ -8,12 +8,13 @@ import LegacyBridge
 enum BenchOffload {
     // MARK: Round trip
 
-    /// Floor: a bare continuation resumed by a dedicated pthread the work was handed to.
-    static func floor(_ n: Int, worker: BenchThread) async -> Double {
+    /// Floor: a bare continuation resumed by a dedicated pthread the work was handed to (one lock,
+    /// the signal sent after unlocking, nothing else).
+    static func floor(_ n: Int, worker: BenchHandoffThread) async -> Double {
         var sum = 0
         let ns = await benchTimePerOperation(n) {
             for i in 0..<n {
-                sum &+= await withUnsafeContinuation { worker.submit(.resume($0, i)) }
+                sum &+= await withUnsafeContinuation { worker.hand($0, i) }
             }
         }
         benchConsume(sum)
@@ -32,7 +33,7 @@ enum BenchOffload {
         return ns
     }
 
-    static func roundTripVariants(worker: BenchThread, pool: OffloadPool) -> [BenchBatchVariant] {
+    static func roundTripVariants(worker: BenchHandoffThread, pool: OffloadPool) -> [BenchBatchVariant] {
         [
             BenchBatchVariant(name: "floor") { await floor($0, worker: worker) },
             BenchBatchVariant(name: "offload") { try await offload($0, pool: pool) },
@@ -145,5 +146,59 @@ final class BenchThreadState: @unchecked Sendable {
     func add(_ value: Int) -> Int {
         total &+= value
         return total
+    }
+}
+
+/// The leanest hand-off to a dedicated thread: a one-slot mailbox behind a condition, the thread
+/// woken after the lock is released (so it never wakes only to wait for the lock), the
+/// continuation resumed with the lock released.
+final class BenchHandoffThread: @unchecked Sendable {
+    // @unchecked Sendable: `slot` and `stopping` are touched only while `condition` is locked.
+    private let condition = NSCondition()
+    private var slot: (UnsafeContinuation<Int, Never>, Int)?
+    private var stopping = false
+    private let stopped = DispatchSemaphore(value: 0)
+
+    init() {
+        let thread = Thread { [self] in self.loop() }
+        thread.name = "bench-handoff"
+        thread.start()
+    }
+
+    /// Hands one continuation and its value to the thread. One at a time.
+    func hand(_ continuation: UnsafeContinuation<Int, Never>, _ value: Int) {
+        condition.lock()
+        precondition(slot == nil, "BenchHandoffThread: one hand-off at a time")
+        slot = (continuation, value)
+        condition.unlock()
+        condition.signal()
+    }
+
+    /// Ends the thread and waits until it has left its loop (called from the benchmark's driver
+    /// after the last hand-off was resumed).
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.unlock()
+        condition.signal()
+        stopped.wait()
+    }
+
+    private func loop() {
+        condition.lock()
+        while true {
+            if let (continuation, value) = slot {
+                slot = nil
+                condition.unlock()
+                continuation.resume(returning: value)
+                condition.lock()
+            } else if stopping {
+                break
+            } else {
+                condition.wait()
+            }
+        }
+        condition.unlock()
+        stopped.signal()
     }
 }
