@@ -22,6 +22,12 @@ void lsdk_behavior_init(lsdk_behavior_t *behavior) {
     behavior->error_status = LSDK_ERR_REMOTE;
     behavior->error_message = NULL;
     behavior->seed = 0;
+    behavior->first_sequence = 0;
+    behavior->sequence_bits = 64;
+    behavior->sequence_jump_at = 0;
+    behavior->sequence_jump = 0;
+    behavior->sequence_corrupt_at = 0;
+    behavior->sequence_corrupt_value = 0;
 }
 
 void lsdk_behavior_init_chaos(lsdk_behavior_t *behavior, uint64_t seed) {
@@ -111,5 +117,8 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *b, bool has_loop) {
     if (b->error_status == LSDK_OK || b->error_status == LSDK_ERR_CANCELLED) {
         return LSDK_ERR_OUT_OF_RANGE;
     }
+    /* sequence_bits first: first_sequence is checked against it. */
+    if (b->sequence_bits < 8 || b->sequence_bits > 64) return LSDK_ERR_OUT_OF_RANGE;
+    if (b->first_sequence > lsdk_sequence_mask(b->sequence_bits)) return LSDK_ERR_OUT_OF_RANGE;
     return LSDK_OK;
 }

@@ -403,6 +403,7 @@ static void tombstones_free(void) {
         lsdk_mutex_destroy(&client->mutex);
         lsdk_cond_destroy(&client->cond);
         lsdk_cond_destroy(&client->wait_cond);
+        lsdk_cond_destroy(&client->blocking_cond);
         free(client);
         client = next;
     }
@@ -416,6 +417,9 @@ static void tombstones_init(void) {
 /* ------------------------------------------------------------------------ */
 /* Create / destroy                                                         */
 /* ------------------------------------------------------------------------ */
+
+/** Interrupts every blocked call (client->mutex held); see "Blocking calls" below. */
+static void interrupt_all_locked(struct lsdk_client *client);
 
 void lsdk_client_config_init(lsdk_client_config_t *config) {
     if (config == NULL) return;
@@ -468,6 +472,7 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
     lsdk_mutex_init(&client->mutex);
     lsdk_cond_init(&client->cond);
     lsdk_cond_init(&client->wait_cond);
+    lsdk_cond_init(&client->blocking_cond);
     client->runtime = runtime;
 
     lsdk_mutex_init(&runtime->queue_mutex);
@@ -506,6 +511,7 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
         lsdk_mutex_destroy(&client->mutex);
         lsdk_cond_destroy(&client->cond);
         lsdk_cond_destroy(&client->wait_cond);
+        lsdk_cond_destroy(&client->blocking_cond);
         free(client);
         return LSDK_ERR_RESOURCES;
     }
@@ -544,6 +550,8 @@ lsdk_status_t lsdk_client_destroy(lsdk_client_t *client) {
     atomic_store(&client->state, LSDK_CLIENT_DESTROYING);
     /* A WAITS cancel blocked inside one of our callbacks can only end now (see LSDK_CANCEL_WAITS). */
     LSDK_CHECK(pthread_cond_broadcast(&client->wait_cond));
+    /* Every blocked call returns INTERRUPTED; none can start blocking from now on. */
+    interrupt_all_locked(client);
     lsdk_unlock(&client->mutex);
 
     /* Cancel every live operation (including ones whose start is still running), skip every
@@ -654,6 +662,91 @@ void lsdk_client_live_remove(struct lsdk_client *client, struct lsdk_op *op) {
         LSDK_CHECK(pthread_cond_broadcast(&client->cond));
     }
     lsdk_unlock(&client->mutex);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blocking calls                                                           */
+/* ------------------------------------------------------------------------ */
+
+/** One blocked lsdk_blocking_call (on its caller's stack), linked under client->mutex. */
+struct lsdk_blocked {
+    uint64_t key;
+    bool interrupted;
+    struct lsdk_blocked *next;
+};
+
+static void interrupt_all_locked(struct lsdk_client *client) {
+    for (struct lsdk_blocked *call = client->blocked; call != NULL; call = call->next) call->interrupted = true;
+    LSDK_CHECK(pthread_cond_broadcast(&client->blocking_cond));
+}
+
+lsdk_status_t lsdk_blocking_call(lsdk_client_t *client, uint64_t call_key, uint32_t duration_us,
+                                 uint64_t *out_result) {
+    if (client == NULL || client->magic != LSDK_CLIENT_MAGIC) return lsdk_bad_call(NULL, LSDK_ERR_NULL_ARGUMENT);
+    lsdk_affinity_check(client);
+    if (!lsdk_client_enter(client)) return lsdk_bad_call(client, LSDK_ERR_CLIENT_DESTROYED);
+    lsdk_status_t status = LSDK_OK;
+    if (out_result == NULL) {
+        status = LSDK_ERR_NULL_ARGUMENT;
+    } else if (duration_us > LSDK_MAX_BLOCKING_US) {
+        status = LSDK_ERR_OUT_OF_RANGE;
+    }
+    if (status != LSDK_OK) {
+        lsdk_client_leave(client);
+        return lsdk_bad_call(client, status);
+    }
+
+    struct lsdk_blocked call = {.key = call_key, .interrupted = false, .next = NULL};
+    uint64_t deadline = lsdk_now_ns() + (uint64_t)duration_us * 1000u;
+    lsdk_lock(&client->mutex);
+    /* Registered under the mutex destroy interrupts under: either destroy sees this call, or this
+       call sees that destroy began. */
+    if (atomic_load(&client->state) != LSDK_CLIENT_ALIVE) {
+        lsdk_unlock(&client->mutex);
+        lsdk_client_leave(client);
+        return lsdk_bad_call(client, LSDK_ERR_CLIENT_DESTROYED);
+    }
+    call.next = client->blocked;
+    client->blocked = &call;
+    lsdk_count(client, LSDK_COUNTER_blocking_calls, 1);
+    lsdk_gauge_up(client);
+    while (!call.interrupted && lsdk_now_ns() < deadline) {
+        lsdk_cond_wait_until(&client->blocking_cond, &client->mutex, deadline);
+    }
+    struct lsdk_blocked **link = &client->blocked;
+    while (*link != &call) link = &(*link)->next;
+    *link = call.next;
+    bool interrupted = call.interrupted;
+    lsdk_unlock(&client->mutex);
+
+    lsdk_gauge_down(client);
+    if (interrupted) {
+        lsdk_count(client, LSDK_COUNTER_blocking_calls_interrupted, 1);
+        status = LSDK_ERR_INTERRUPTED;
+    } else {
+        *out_result = lsdk_blocking_result(call_key);
+    }
+    lsdk_client_leave(client);
+    return status;
+}
+
+lsdk_status_t lsdk_interrupt(lsdk_client_t *client, uint64_t call_key) {
+    if (client == NULL || client->magic != LSDK_CLIENT_MAGIC) return lsdk_bad_call(NULL, LSDK_ERR_NULL_ARGUMENT);
+    lsdk_lock(&client->mutex);
+    if (atomic_load(&client->state) != LSDK_CLIENT_ALIVE) {
+        lsdk_unlock(&client->mutex);
+        return lsdk_bad_call(client, LSDK_ERR_CLIENT_DESTROYED);
+    }
+    bool found = false;
+    for (struct lsdk_blocked *call = client->blocked; call != NULL; call = call->next) {
+        if (call->key == call_key) {
+            call->interrupted = true;
+            found = true;
+        }
+    }
+    if (found) LSDK_CHECK(pthread_cond_broadcast(&client->blocking_cond));
+    lsdk_unlock(&client->mutex);
+    return found ? LSDK_OK : LSDK_ERR_NOT_BLOCKED;
 }
 
 /* ------------------------------------------------------------------------ */

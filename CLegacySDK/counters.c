@@ -11,6 +11,24 @@ void lsdk_count(struct lsdk_client *client, lsdk_counter_id_t id, uint64_t amoun
     atomic_fetch_add_explicit(&global_counters.value[id], amount, memory_order_relaxed);
 }
 
+static void gauge_up(lsdk_atomic_counters_t *counters) {
+    uint64_t now = atomic_fetch_add(&counters->value[LSDK_COUNTER_blocking_in_flight], 1) + 1;
+    uint64_t peak = atomic_load(&counters->value[LSDK_COUNTER_blocking_in_flight_peak]);
+    while (now > peak &&
+           !atomic_compare_exchange_weak(&counters->value[LSDK_COUNTER_blocking_in_flight_peak], &peak, now)) {
+    }
+}
+
+void lsdk_gauge_up(struct lsdk_client *client) {
+    if (client != NULL) gauge_up(&client->counters);
+    gauge_up(&global_counters);
+}
+
+void lsdk_gauge_down(struct lsdk_client *client) {
+    if (client != NULL) atomic_fetch_sub(&client->counters.value[LSDK_COUNTER_blocking_in_flight], 1);
+    atomic_fetch_sub(&global_counters.value[LSDK_COUNTER_blocking_in_flight], 1);
+}
+
 lsdk_status_t lsdk_bad_call(struct lsdk_client *client, lsdk_status_t status) {
     lsdk_count(client, LSDK_COUNTER_bad_calls, 1);
     return status;

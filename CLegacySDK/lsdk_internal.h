@@ -88,6 +88,13 @@ static inline uint8_t lsdk_content_byte_inline(uint64_t request_id, uint64_t off
 /* Behaviour (behavior.c)                                                   */
 /* ------------------------------------------------------------------------ */
 
+/** 2^bits - 1 (all ones for 64 and above; bits below 8 are treated as 8 here, validation rejects them). */
+static inline uint64_t lsdk_sequence_mask(uint32_t bits) {
+    if (bits >= 64) return UINT64_MAX;
+    if (bits < 8) bits = 8;
+    return (UINT64_C(1) << bits) - 1;
+}
+
 /** LSDK_OK or the first OUT_OF_RANGE / UNKNOWN_ENUM / NO_LOOP_THREAD found, in field order.
     `has_loop`: whether the client has a loop thread (LSDK_DELIVERY_LOOP needs one). */
 lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior, bool has_loop);
@@ -123,7 +130,11 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior, bool has_l
     X(affinity_violations)                                                                         \
     X(cancels_inside_callback)                                                                     \
     X(cancel_deadlocks)                                                                            \
-    X(stream_pauses_by_callback)
+    X(stream_pauses_by_callback)                                                                   \
+    X(blocking_calls)                                                                              \
+    X(blocking_calls_interrupted)                                                                  \
+    X(blocking_in_flight)                                                                          \
+    X(blocking_in_flight_peak)
 
 typedef enum lsdk_counter_id {
 #define LSDK_COUNTER_ENUM(name) LSDK_COUNTER_##name,
@@ -140,6 +151,9 @@ struct lsdk_client;
 
 /** Adds `amount` to a counter of `client` (may be NULL) and to the process-wide one. */
 void lsdk_count(struct lsdk_client *client, lsdk_counter_id_t id, uint64_t amount);
+/** blocking_in_flight up by one (and its peak) / down by one, per client and process-wide. */
+void lsdk_gauge_up(struct lsdk_client *client);
+void lsdk_gauge_down(struct lsdk_client *client);
 /** Counts a bad call and returns `status` (for `return lsdk_bad_call(client, status);`). */
 lsdk_status_t lsdk_bad_call(struct lsdk_client *client, lsdk_status_t status);
 void lsdk_counters_read(const lsdk_atomic_counters_t *counters, lsdk_counters_t *out);
@@ -250,6 +264,10 @@ struct lsdk_client {
     /** LSDK_CANCEL_WAITS cancels wait here (with mutex) for their operation's callbacks to return,
         or for destroy to begin. */
     pthread_cond_t wait_cond;
+    /** Blocking calls wait here (with mutex) until their deadline or an interrupt. */
+    pthread_cond_t blocking_cond;
+    /** Blocking calls blocked now (stack nodes, guarded by mutex). */
+    struct lsdk_blocked *blocked;
     char token[256];
     /** Unfinished operations not yet cancelled by destroy / already cancelled by destroy. */
     struct lsdk_op *live;

@@ -332,10 +332,21 @@ static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_
 /* Stream production (mutex held)                                           */
 /* ------------------------------------------------------------------------ */
 
-/** Numbers the next event in production order (mutex held). */
-static void take_sequence(struct lsdk_op *op, lsdk_ev_t *ev) {
+/** Numbers the next event in production order (mutex held): the behaviour's sequence knobs
+    applied to its 1-based production index. `data_chunk` is the 1-based number of a content data
+    event, 0 for any other event. Unsigned arithmetic wraps modulo 2^64, so masking the low bits
+    gives the value modulo 2^sequence_bits. */
+static void take_sequence(struct lsdk_op *op, lsdk_ev_t *ev, uint64_t data_chunk) {
+    const lsdk_behavior_t *b = &op->behavior;
     ev->index = op->next_index++;
-    ev->sequence = ev->index;
+    uint64_t i = ev->index + 1;
+    if (data_chunk != 0 && data_chunk == b->sequence_corrupt_at) {
+        ev->sequence = b->sequence_corrupt_value;
+        return;
+    }
+    uint64_t number = b->first_sequence + (i - 1);
+    if (b->sequence_jump_at != 0 && i > b->sequence_jump_at) number += b->sequence_jump;
+    ev->sequence = number & lsdk_sequence_mask(b->sequence_bits);
 }
 
 static bool has_work_left(const struct lsdk_op *op) {
@@ -409,7 +420,7 @@ static int stream_claim(struct lsdk_op *op, lsdk_ev_t *ev) {
     case LSDK_PHASE_SILENT: return LSDK_CLAIM_HANG;
     default: return LSDK_CLAIM_DONE;
     }
-    take_sequence(op, ev);
+    take_sequence(op, ev, ev->kind == LSDK_EVENT_DATA && !(ev->flags & LSDK_EV_AFTER_TERMINAL) ? op->data_index : 0);
     if (op->cancel_called) ev->flags |= LSDK_EV_AFTER_CANCEL;
     return LSDK_CLAIM_EVENT;
 }
@@ -750,7 +761,7 @@ static void claim_cancellation(struct lsdk_op *op, lsdk_claimed_t *claimed) {
     }
     claimed->ev.kind = LSDK_EVENT_END;
     claimed->ev.status = LSDK_ERR_CANCELLED;
-    take_sequence(op, &claimed->ev);
+    take_sequence(op, &claimed->ev, 0);
     claimed->ev.bytes_done = op->bytes_produced;
     claimed->ev.bytes_total = op->total_bytes;
     if (op->ended) claimed->ev.flags |= LSDK_EV_AFTER_TERMINAL;
@@ -785,7 +796,7 @@ static void run_late(lsdk_task_t *task, lsdk_where_t where) {
     lsdk_lock(&op->mutex);
     if (op->is_stream) {
         claimed.ev.kind = LSDK_EVENT_DATA;
-        take_sequence(op, &claimed.ev);
+        take_sequence(op, &claimed.ev, 0);
         claimed.ev.bytes_done = op->bytes_produced;
         claimed.ev.bytes_total = op->total_bytes;
         claimed.ev.length = op->behavior.chunk_size;

@@ -91,6 +91,8 @@ uint32_t lsdk_rng_below(uint64_t *state, uint32_t bound) {
     return (uint32_t)(((lsdk_rng_next(state) >> 32) * (uint64_t)bound) >> 32);
 }
 
+uint64_t lsdk_blocking_result(uint64_t call_key) { return lsdk_mix64(call_key ^ 0x424C4F434B494E47ull); }
+
 uint8_t lsdk_content_byte(uint64_t request_id, uint64_t offset) {
     return lsdk_content_byte_inline(request_id, offset);
 }

@@ -180,6 +180,7 @@ enum {
 #define LSDK_MAX_STREAM_CONCURRENCY 8u
 #define LSDK_MAX_EVENTS_AFTER_TERMINAL 16u
 #define LSDK_MAX_WORKER_THREADS 64u
+#define LSDK_MAX_BLOCKING_US 60000000u    /* 60 s */
 
 /**
  * Per-operation behaviour. Always start from lsdk_behavior_init (or
@@ -251,6 +252,36 @@ typedef struct lsdk_behavior {
     /** Seed for every random choice of the operation; 0 = derived from the client's seed and
         the operation's number, so a whole run is reproducible from the client's seed. */
     uint64_t seed;
+
+    /* Hostile sequence numbers (streams). Every event of a stream (every kind, dropped ones, the
+       cancellation END and the late callback included) has a production index i = 1, 2, 3, ...
+       Its sequence number is
+           (first_sequence + (i - 1) + (sequence_jump_at != 0 && i > sequence_jump_at ? sequence_jump : 0))
+           modulo 2^sequence_bits,
+       except the corrupted data event below. The defaults give today's 0, 1, 2, ... Offsets
+       (bytes_done) and data always stay truthful, so a consumer can still verify every byte.
+       lsdk_behavior_init_chaos leaves all of these at their defaults: a consumer has to opt in to
+       a numbering rule, and chaos runs are shared by adapters that assume plain numbering. */
+    /** Number of the first event; must be < 2^sequence_bits (OUT_OF_RANGE, checked after
+        sequence_bits itself). Default 0. A start near
+        the top wraps through the largest value to 0 (UINT64_MAX, then 0 with 64 bits). */
+    uint64_t first_sequence;
+    /** Width of the sender's counter, 8...64 (OUT_OF_RANGE). Default 64. A 32-bit counter carried
+        in the 64-bit field wraps to 0 after 2^32 - 1. */
+    uint32_t sequence_bits;
+    /** After the event with index sequence_jump_at (1-based; 0 = never), numbering jumps ahead by
+        sequence_jump (modulo 2^sequence_bits): a real discontinuity, later events continue from
+        there. Any values. Defaults 0. */
+    uint64_t sequence_jump_at;
+    uint64_t sequence_jump;
+    /** The sequence_corrupt_at-th data chunk (1-based, counting the content's data events in
+        production order; not after-terminal or late data; 0 = none) carries
+        sequence_corrupt_value instead of its number, as it is (not reduced to sequence_bits), e.g.
+        UINT64_MAX (the usual (uint64_t)-1 sentinel) or a far-ahead number. It still uses up its
+        index: numbering continues normally after it. If it is dropped (PAUSE_DROPS) the garbage is
+        dropped with it. Any values. Defaults 0. */
+    uint64_t sequence_corrupt_at;
+    uint64_t sequence_corrupt_value;
 } lsdk_behavior_t;
 
 /** Fills `behavior` with the defaults documented on each field. NULL is ignored. */
@@ -385,6 +416,43 @@ lsdk_status_t lsdk_client_post(lsdk_client_t *client, void (*job)(void *job_cont
 bool lsdk_client_is_loop_thread(const lsdk_client_t *client);
 
 /* ------------------------------------------------------------------------ */
+/* Blocking calls                                                           */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A call that blocks the calling thread, like a connect, an open, a flush or a synchronous query.
+ * Blocks for duration_us (0...LSDK_MAX_BLOCKING_US; 0 returns at once), then writes
+ * lsdk_blocking_result(call_key) to *out_result and returns LSDK_OK. lsdk_interrupt with the same
+ * key makes it return at once with LSDK_ERR_INTERRUPTED, and so does lsdk_client_destroy; then
+ * *out_result is not written. Keys need not be unique: an interrupt ends every call blocked with
+ * its key. Callable from any thread, inside callbacks and jobs included (it then blocks that SDK
+ * thread, as a real SDK would). Covered by affinity. Counted in blocking_calls (when it starts
+ * blocking), blocking_in_flight / blocking_in_flight_peak while it blocks, and
+ * blocking_calls_interrupted.
+ * Errors, in this order: NULL_ARGUMENT (client), CLIENT_DESTROYED (also when destroy began before
+ * the call could block), NULL_ARGUMENT (out_result), OUT_OF_RANGE (duration), INTERRUPTED.
+ */
+lsdk_status_t lsdk_blocking_call(lsdk_client_t *client, uint64_t call_key, uint32_t duration_us,
+                                 uint64_t *out_result);
+
+/**
+ * Makes every lsdk_blocking_call currently blocked on `client` with `call_key` return at once with
+ * LSDK_ERR_INTERRUPTED. Not covered by affinity (the thread it must reach is the blocked one).
+ * An interrupt is not remembered: one that finds no call blocked with its key (the call has not
+ * started blocking yet, or already returned) changes nothing and returns LSDK_ERR_NOT_BLOCKED,
+ * which is not counted as a bad call (it is the ordinary race of an interrupt with the end of the
+ * call). A call that was already interrupted but has not yet returned still counts as blocked.
+ * Errors: NULL_ARGUMENT, CLIENT_DESTROYED (destroy began: it interrupts every call itself),
+ * NOT_BLOCKED.
+ */
+lsdk_status_t lsdk_interrupt(lsdk_client_t *client, uint64_t call_key);
+
+/** The result of a completed blocking call with `call_key`: the splitmix64 finaliser of
+    (call_key XOR 0x424C4F434B494E47), that is, with x = call_key ^ 0x424C4F434B494E47:
+    x ^= x >> 30; x *= 0xBF58476D1CE4E5B9; x ^= x >> 27; x *= 0x94D049BB133111EB; x ^= x >> 31. */
+uint64_t lsdk_blocking_result(uint64_t call_key);
+
+/* ------------------------------------------------------------------------ */
 /* Handles                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -474,7 +542,8 @@ enum {
 /** Valid only during the callback. */
 typedef struct lsdk_event {
     int32_t kind;
-    /** Per-operation sequence number: 0, 1, 2, ... in production order, over every kind. */
+    /** Per-operation sequence number: 0, 1, 2, ... in production order, over every kind (unless the
+        behaviour's sequence knobs make it start elsewhere, wrap, jump or carry garbage). */
     uint64_t sequence;
     /** PROGRESS: bytes produced so far (dropped ones included); DATA: offset of the first byte;
         END: bytes produced before it. */
@@ -600,6 +669,14 @@ typedef struct lsdk_counters {
     uint64_t cancel_deadlocks;
     /** Events refused by a pull-style callback (LSDK_PULL_PAUSE honoured): each paused its stream. */
     uint64_t stream_pauses_by_callback;
+    /** Blocking calls that started blocking. */
+    uint64_t blocking_calls;
+    /** Blocking calls ended early by lsdk_interrupt or by destroy. */
+    uint64_t blocking_calls_interrupted;
+    /** Blocking calls blocked right now (a gauge, not a running total). */
+    uint64_t blocking_in_flight;
+    /** The most blocking calls ever blocked at once. */
+    uint64_t blocking_in_flight_peak;
 } lsdk_counters_t;
 
 /** Counters of one client (valid also after destroy). Errors: NULL_ARGUMENT. */

@@ -33,6 +33,17 @@ struct BadInputTests {
         Case(name: "pause mode 2", expected: Status.unknownEnum) { $0.pause_mode = 2 },
         Case(name: "error status OK", expected: Status.outOfRange) { $0.error_status = Status.ok },
         Case(name: "error status CANCELLED", expected: Status.outOfRange) { $0.error_status = Status.cancelled },
+        Case(name: "sequence bits 7", expected: Status.outOfRange) { $0.sequence_bits = 7 },
+        Case(name: "sequence bits 65", expected: Status.outOfRange) { $0.sequence_bits = 65 },
+        Case(name: "sequence bits 0", expected: Status.outOfRange) { $0.sequence_bits = 0 },
+        Case(name: "first sequence 256 with 8 bits", expected: Status.outOfRange) {
+            $0.sequence_bits = 8
+            $0.first_sequence = 256
+        },
+        Case(name: "first sequence 2^32 with 32 bits", expected: Status.outOfRange) {
+            $0.sequence_bits = 32
+            $0.first_sequence = 1 << 32
+        },
     ]
 
     @Test("An invalid behaviour field is rejected by both start functions", arguments: behaviourCases)

@@ -38,6 +38,9 @@ struct BehaviorTests {
             #expect(behavior.chunk_size >= 1024 && behavior.chunk_size <= 16_384)
             #expect(behavior.completion_count <= 8)
             #expect(behavior.seed != 0)
+            // Numbering stays plain under chaos: a consumer must opt in to hostile numbers.
+            #expect(behavior.first_sequence == 0 && behavior.sequence_bits == 64)
+            #expect(behavior.sequence_jump_at == 0 && behavior.sequence_corrupt_at == 0)
             if behavior.completion_count == 0 || behavior.stream_end == Int32(LSDK_STREAM_END_NONE) {
                 #expect(behavior.cancel_mode != Int32(LSDK_CANCEL_IGNORED))
             }

@@ -60,6 +60,14 @@ public struct SDKCounters: Sendable, Hashable {
     public var cancelDeadlocks: UInt64 = 0
     /// Stream events a pull-style callback refused (each paused its stream).
     public var streamPausesByCallback: UInt64 = 0
+    /// Blocking calls that started blocking.
+    public var blockingCalls: UInt64 = 0
+    /// Blocking calls ended early by an interrupt or by the client's destruction.
+    public var blockingCallsInterrupted: UInt64 = 0
+    /// Blocking calls blocked right now (a gauge, not a running total).
+    public var blockingInFlight: UInt64 = 0
+    /// The most blocking calls ever blocked at once.
+    public var blockingInFlightPeak: UInt64 = 0
 
     /// All zero.
     public init() {}

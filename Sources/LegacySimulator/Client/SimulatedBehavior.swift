@@ -105,6 +105,26 @@ public struct SimulatedBehavior: Sendable, Hashable {
     /// Seed of every random choice of the operation; 0 = derived from the client's seed.
     public var seed: UInt64
 
+    // Hostile sequence numbers (streams). Each event has a production index i = 1, 2, ... over
+    // every kind; its sequence number is (firstSequence + i - 1, plus sequenceJump once i passes
+    // sequenceJumpAt) modulo 2^sequenceBits, except one corrupted data event. Offsets and data stay
+    // truthful. The defaults number 0, 1, 2, ...; chaos never changes them.
+
+    /// Streams: number of the first event (below 2^``sequenceBits``); near the top it wraps to 0.
+    public var firstSequence: UInt64 = 0
+    /// Streams: width of the SDK's counter, 8 ... 64 bits (a 32-bit counter wraps after 2^32 - 1).
+    public var sequenceBits: UInt32 = 64
+    /// Streams: after the event with this 1-based index, numbering jumps ahead by
+    /// ``sequenceJump`` (0 = never).
+    public var sequenceJumpAt: UInt64 = 0
+    /// Streams: how far numbering jumps after ``sequenceJumpAt``.
+    public var sequenceJump: UInt64 = 0
+    /// Streams: the 1-based number of one content data event whose sequence number is replaced by
+    /// ``sequenceCorruptValue`` (0 = none); numbering continues normally after it.
+    public var sequenceCorruptAt: UInt64 = 0
+    /// Streams: the garbage number, delivered as it is (for example `UInt64.max`).
+    public var sequenceCorruptValue: UInt64 = 0
+
     /// The SDK's documented defaults: worker delivery, no delay, one successful completion,
     /// asynchronous cancellation, 4 KiB chunks with progress, an in-order stream ending well.
     public init() {

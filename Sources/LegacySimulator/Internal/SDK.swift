@@ -258,6 +258,41 @@ package final class SDKClient: @unchecked Sendable {
         withExtendedLifetime(self) { lsdk_client_is_loop_thread(raw) }
     }
 
+    /// A call that blocks the calling thread for `durationMicroseconds` (0 ... 60,000,000), like a
+    /// connect or a synchronous query, then returns ``SDK/blockingResult(key:)``. Never call it on
+    /// the cooperative pool: it really blocks. Covered by the client's affinity.
+    ///
+    /// - Parameters:
+    ///   - key: Names the call for ``interrupt(key:)`` (keys need not be unique).
+    ///   - durationMicroseconds: How long it blocks unless interrupted.
+    /// - Returns: The call's result, derived from `key`.
+    /// - Throws: ``LegacySDKError/interrupted`` when ``interrupt(key:)`` or the client's destruction
+    ///   ended it early; ``LegacySDKError/outOfRange`` for a duration above 60 s;
+    ///   ``LegacySDKError/clientDestroyed``.
+    package func blockingCall(key: UInt64, durationMicroseconds: UInt32) throws(LegacySDKError) -> UInt64 {
+        var result: UInt64 = 0
+        let status = withExtendedLifetime(self) { lsdk_blocking_call(raw, key, durationMicroseconds, &result) }
+        guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
+        return result
+    }
+
+    /// Makes every call blocked in ``blockingCall(key:durationMicroseconds:)`` with `key` return at
+    /// once with ``LegacySDKError/interrupted``. Callable from any thread (not covered by affinity).
+    /// Not remembered: a call that has not started blocking yet is not affected.
+    ///
+    /// - Parameter key: The key of the calls to interrupt.
+    /// - Returns: Whether a call was blocked with that key (`false`: nothing was changed).
+    /// - Throws: ``LegacySDKError/clientDestroyed`` once the client's destroy began.
+    @discardableResult
+    package func interrupt(key: UInt64) throws(LegacySDKError) -> Bool {
+        let status = withExtendedLifetime(self) { lsdk_interrupt(raw, key) }
+        switch status {
+        case lsdk_status_t(LSDK_OK): return true
+        case lsdk_status_t(LSDK_ERR_NOT_BLOCKED): return false
+        default: throw LegacySDKError(rawValue: status)
+        }
+    }
+
     /// Sets the session token. The SDK documents this call as not thread-safe; isolating it to
     /// ``LegacySDKActor`` serialises every call.
     ///
@@ -444,6 +479,9 @@ package enum SDK {
         return .success(SDKHandle(raw: handle))
     }
 
+    /// What a blocking call with `key` returns when it completes (the SDK's `lsdk_blocking_result`).
+    package static func blockingResult(key: UInt64) -> UInt64 { lsdk_blocking_result(key) }
+
     /// The byte at `offset` of the content of request `requestID` (for verifying data).
     package static func contentByte(requestID: UInt64, offset: UInt64) -> UInt8 {
         lsdk_content_byte(requestID, offset)
@@ -500,6 +538,12 @@ package enum SDK {
         c.pause_mode = behavior.pauseMode.rawValue
         c.error_status = behavior.errorStatus.rawValue
         c.seed = behavior.seed
+        c.first_sequence = behavior.firstSequence
+        c.sequence_bits = behavior.sequenceBits
+        c.sequence_jump_at = behavior.sequenceJumpAt
+        c.sequence_jump = behavior.sequenceJump
+        c.sequence_corrupt_at = behavior.sequenceCorruptAt
+        c.sequence_corrupt_value = behavior.sequenceCorruptValue
         guard let message = behavior.errorMessage else {
             c.error_message = nil
             return body(&c)
@@ -536,6 +580,12 @@ extension SimulatedBehavior {
             errorStatus: LegacySDKError(rawValue: c.error_status),
             errorMessage: c.error_message.map { String(cString: $0) },
             seed: c.seed)
+        firstSequence = c.first_sequence
+        sequenceBits = c.sequence_bits
+        sequenceJumpAt = c.sequence_jump_at
+        sequenceJump = c.sequence_jump
+        sequenceCorruptAt = c.sequence_corrupt_at
+        sequenceCorruptValue = c.sequence_corrupt_value
     }
 }
 
@@ -569,5 +619,9 @@ extension SDKCounters {
         cancelsInsideCallback = c.cancels_inside_callback
         cancelDeadlocks = c.cancel_deadlocks
         streamPausesByCallback = c.stream_pauses_by_callback
+        blockingCalls = c.blocking_calls
+        blockingCallsInterrupted = c.blocking_calls_interrupted
+        blockingInFlight = c.blocking_in_flight
+        blockingInFlightPeak = c.blocking_in_flight_peak
     }
 }

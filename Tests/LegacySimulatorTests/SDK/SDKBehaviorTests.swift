@@ -45,6 +45,11 @@ struct SDKBehaviorTests {
         #expect(swift.eventsAfterTerminal == c.events_after_terminal)
         #expect(swift.pauseMode.rawValue == c.pause_mode)
         #expect(swift.errorStatus == .remote && swift.errorMessage == nil && swift.seed == 0)
+        #expect(swift.firstSequence == c.first_sequence && swift.sequenceBits == c.sequence_bits)
+        #expect(swift.sequenceJumpAt == c.sequence_jump_at && swift.sequenceJump == c.sequence_jump)
+        #expect(swift.sequenceCorruptAt == c.sequence_corrupt_at)
+        #expect(swift.sequenceCorruptValue == c.sequence_corrupt_value)
+        #expect(c.sequence_bits == 64 && c.first_sequence == 0)
     }
 
     static let presets: [(String, SimulatedBehavior)] = [
@@ -73,6 +78,12 @@ struct SDKBehaviorTests {
             $0.errorStatus = LegacySDKError(rawValue: 99)
             $0.errorMessage = "message"
             $0.seed = 17
+            $0.firstSequence = 200
+            $0.sequenceBits = 8
+            $0.sequenceJumpAt = 18
+            $0.sequenceJump = 19
+            $0.sequenceCorruptAt = 20
+            $0.sequenceCorruptValue = .max
         }),
     ]
 
