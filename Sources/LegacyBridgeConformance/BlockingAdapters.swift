@@ -1,13 +1,15 @@
 import LegacyBridge
 import LegacySimulator
 
-/// A simulated blocking SDK call, as a blocking scenario hands it to an adapter.
+/// A simulated blocking SDK call (the simulator's `lsdk_blocking_call`), as a blocking scenario
+/// hands it to an adapter.
 ///
 /// ``perform()`` blocks the calling thread for the call's set duration (or until it is
-/// interrupted), like a synchronous connect, open or query; ``interrupt()`` asks a blocked
-/// `perform` to return early with ``LegacySDKError/interrupted``, like `sqlite3_interrupt` or
-/// closing the socket under a blocked `connect`. Neither may be assumed to run on any particular
-/// thread.
+/// interrupted), like a synchronous connect, open or query; ``interrupt()`` makes a blocked
+/// `perform` return early with ``LegacySDKError/interrupted``, like `sqlite3_interrupt` or
+/// closing the socket under a blocked `connect`. Like the SDK's, the interrupt is not
+/// remembered: one that comes before the call has begun to block changes nothing. Both may be
+/// called from any thread.
 public struct LegacyBlockingCall: Sendable {
     /// The call's number; its payload carries it back as `requestID`.
     public let number: UInt64
@@ -29,7 +31,8 @@ public struct LegacyBlockingCall: Sendable {
         try performer()
     }
 
-    /// Asks a blocked ``perform()`` to return early. Harmless when the call is not blocked.
+    /// Makes a blocked ``perform()`` return early. Harmless, and without effect, when the call is
+    /// not blocked (not yet, or any more).
     public func interrupt() {
         interrupter()
     }

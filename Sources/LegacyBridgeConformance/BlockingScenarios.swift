@@ -40,7 +40,7 @@ enum BlockingScenarios {
         name: "blocking-value-and-error",
         summary: "a blocking call's value reaches the caller, and a failing call's error is thrown"
     ) { adapter, context in
-        let lab = BlockingLab()
+        let lab = BlockingLab(sdk: context.lab.sdk)
         let good = await Task { await Result { try await adapter.value(of: lab.call(7, duration: .milliseconds(1)), isolation: nil) } }.value
         guard case .success(let payload) = good, payload.requestID == 7 else {
             return .fail("expected the payload of call 7, got \(describe(good))")
@@ -58,7 +58,7 @@ enum BlockingScenarios {
         name: "blocking-leaves-pool-free",
         summary: "with 2 × cores + 2 blocking calls in flight, an unrelated task still starts promptly (within 2 s)"
     ) { adapter, context in
-        let lab = BlockingLab()
+        let lab = BlockingLab(sdk: context.lab.sdk)
         let promptly = promptly
         let cores = activeProcessorCount()
         let count = 2 * cores + 2
@@ -96,7 +96,7 @@ enum BlockingScenarios {
         name: "blocking-cancel-interrupts",
         summary: "cancelling a caller whose call is blocked: CancellationError promptly (within 2 s), and the call is interrupted"
     ) { adapter, context in
-        let lab = BlockingLab()
+        let lab = BlockingLab(sdk: context.lab.sdk)
         let promptly = promptly
         let patience = Patience.bound
         let ended = LockedBox<Result<LegacyPayload, any Error>?>(nil)
@@ -133,66 +133,70 @@ enum BlockingScenarios {
     }
 }
 
-/// Blocking calls that block for real (the calling thread waits on a semaphore) until their set
-/// duration passes or they are interrupted, with counters the scenarios read.
+/// Blocking calls of the simulated SDK (`lsdk_blocking_call`): each really blocks the thread that
+/// makes it until its set duration passes or `lsdk_interrupt` ends it. The SDK's counters say how
+/// many started blocking and how many were interrupted.
 final class BlockingLab: Sendable {
     private struct State {
-        var entered = 0
-        var interrupted = 0
         var released = false
-        var blocked: [UInt64: DispatchSemaphore] = [:]
+        var active: [UInt64: Int] = [:]
     }
+    private let sdk: SDKClient
     private let state = LockedBox(State())
+    /// Keys of this lab's calls: far from any other client's, though keys are per client anyway.
+    private static let keyBase: UInt64 = 0xB10C_0000
 
-    /// Calls that entered `perform`.
-    var entered: Int { state.withLock { $0.entered } }
-    /// Calls that an `interrupt` ended early.
-    var interrupted: Int { state.withLock { $0.interrupted } }
+    init(sdk: SDKClient) { self.sdk = sdk }
 
-    /// A call numbered `number` that blocks for `duration`, or fails with `failing` after it.
+    /// Calls that started blocking in the SDK.
+    var entered: Int { Int(sdk.counters.blockingCalls) }
+    /// Calls that an interrupt ended early.
+    var interrupted: Int { Int(sdk.counters.blockingCallsInterrupted) }
+
+    /// A call numbered `number` that blocks for `duration` (at most 60 s), or throws `failing`
+    /// after it.
     func call(_ number: UInt64, duration: Duration, failing: LegacySDKError? = nil) -> LegacyBlockingCall {
-        LegacyBlockingCall(
+        let key = Self.keyBase + number
+        let sdk = self.sdk
+        return LegacyBlockingCall(
             number: number,
-            perform: { try self.perform(number, duration: duration, failing: failing) },
-            interrupt: { self.interrupt(number) })
+            perform: { try self.perform(number, key: key, duration: duration, failing: failing) },
+            interrupt: { _ = try? sdk.interrupt(key: key) })  // not remembered, as the SDK documents
     }
 
-    /// Ends every blocked call and lets later ones return at once (so a scenario never leaves
-    /// threads blocked behind it).
+    /// Ends every blocked call and lets later ones return at once, so that a scenario never leaves
+    /// threads blocked behind it. An interrupt is not remembered, so calls about to block are
+    /// interrupted again until none is left (bounded).
     func releaseAll() {
-        let semaphores = state.withLock { state -> [DispatchSemaphore] in
-            state.released = true
-            return Array(state.blocked.values)
+        state.withLock { $0.released = true }
+        _ = waitOnThisThread(upTo: .seconds(10)) {
+            let keys = state.withLock { Array($0.active.keys) }
+            for key in keys { _ = try? sdk.interrupt(key: key) }
+            return keys.isEmpty
         }
-        for semaphore in semaphores { semaphore.signal() }
     }
 
-    private func perform(_ number: UInt64, duration: Duration, failing: LegacySDKError?) throws -> LegacyPayload {
-        let semaphore = DispatchSemaphore(value: 0)
+    private func perform(_ number: UInt64, key: UInt64, duration: Duration, failing: LegacySDKError?) throws -> LegacyPayload {
         let released = state.withLock { state -> Bool in
-            state.entered += 1
-            if !state.released { state.blocked[number] = semaphore }
+            if !state.released { state.active[key, default: 0] += 1 }
             return state.released
         }
         if released { throw LegacySDKError.interrupted }
-        let ended = semaphore.wait(timeout: .now() + .nanoseconds(Int(duration.nanosecondsClamped)))
-        state.withLock { _ = $0.blocked.removeValue(forKey: number) }
-        if ended == .success { throw LegacySDKError.interrupted }
+        defer {
+            state.withLock { state in
+                state.active[key, default: 1] -= 1
+                if state.active[key] == 0 { state.active.removeValue(forKey: key) }
+            }
+        }
+        let microseconds = UInt32(clamping: duration.nanosecondsClamped / 1_000)
+        let result = try sdk.blockingCall(key: key, durationMicroseconds: microseconds)
+        guard result == SDK.blockingResult(key: key) else { throw LegacySDKError.remote }
         if let failing { throw failing }
         return LegacyPayload(requestID: number, attempt: 1)
     }
-
-    private func interrupt(_ number: UInt64) {
-        let semaphore = state.withLock { state -> DispatchSemaphore? in
-            guard let semaphore = state.blocked[number] else { return nil }
-            state.interrupted += 1
-            return semaphore
-        }
-        semaphore?.signal()
-    }
 }
 
-/// A bound in words, e.g. "667 ms".
+/// A bound in words, e.g. "666 ms".
 func milliseconds(_ duration: Duration) -> String {
     "\(duration.nanosecondsClamped / 1_000_000) ms"
 }
