@@ -168,6 +168,8 @@ public final class OffloadPool: Sendable {
         await withUnsafeContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Void, Never>) in
             core.beginShutdown(mode, waiter: continuation)
         }
+        // The last worker is resuming us right now; it counts itself gone a moment later.
+        while !core.allWorkersGone { await Task.yield() }
     }
 
     /// Whether the calling code runs on one of this pool's threads.

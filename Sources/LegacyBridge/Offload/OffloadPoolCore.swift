@@ -39,6 +39,9 @@ final class OffloadPoolCore: @unchecked Sendable {
 
     private let parking = ThreadParking(conditionCount: 2)
     private var machine: Machine
+    /// Workers that have left for good: after resuming the shutdown waiters they were handed, or
+    /// because their thread never started. Guarded by `parking`'s mutex, like `machine`.
+    private var workersGone = 0
     let name: String
 
     /// A core for `width` threads and `queueLimit` waiting jobs (both already validated). No
@@ -56,7 +59,10 @@ final class OffloadPoolCore: @unchecked Sendable {
             let threadName = width == 1 ? self.name : "\(self.name)-\(index)"
             let rc = startDetachedThread(name: threadName) { [self] in self.workerMain() }
             if rc != 0 {
-                _ = self.locked { $0.workersNeverStarted(width - index) }
+                self.parking.lock()
+                _ = self.machine.workersNeverStarted(width - index)
+                self.workersGone += width - index
+                self.parking.unlock()
                 self.beginShutdown(.rejectQueued, waiter: nil)
                 throw .threadCreationFailed(code: rc)
             }
@@ -141,6 +147,10 @@ final class OffloadPoolCore: @unchecked Sendable {
             case .exit(let waiters):
                 self.parking.unlock()
                 for waiter in waiters { waiter.resume() }
+                // Counted after the resumes, under the lock: see `allWorkersGone`.
+                self.parking.lock()
+                self.workersGone += 1
+                self.parking.unlock()
                 return
             }
         }
@@ -160,6 +170,19 @@ final class OffloadPoolCore: @unchecked Sendable {
         self.parking.lock()
         defer { self.parking.unlock() }
         return body(&self.machine)
+    }
+
+    /// Whether every worker has left, including the resumes of the shutdown waiters it made.
+    ///
+    /// A shutdown waiter is resumed by the last worker just before it leaves. The runtime orders
+    /// that resume before the waiter runs on, but with atomics ThreadSanitizer does not see; a
+    /// waiter that checks this (under the same mutex the worker takes after resuming) makes the
+    /// order visible, so the task memory the resume touched is never reported as raced when it
+    /// is reused.
+    var allWorkersGone: Bool {
+        self.parking.lock()
+        defer { self.parking.unlock() }
+        return self.workersGone == self.machine.width
     }
 
     /// A snapshot of the machine (tests and debugging).

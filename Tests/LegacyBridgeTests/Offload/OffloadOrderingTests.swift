@@ -507,6 +507,9 @@ private func checkAll(_ events: [Event], _ setup: Setup) async -> Int {
     for sequence in distinctOrderings(of: events) {
         checked += 1
         problems += await check(sequence, setup)
+        // `check` never really suspends: give the cooperative pool back now and then, so that
+        // tests running beside this one are not starved for seconds.
+        if checked.isMultiple(of: 512) { await Task.yield() }
     }
     let broken = problems.count
     #expect(broken == 0, "broken invariants, first: \(problems.prefix(6).joined(separator: "\n"))")
@@ -580,7 +583,8 @@ struct OffloadOrderingTests {
         let seed = UInt64.random(in: 0...UInt64.max)
         var generator = OffloadSplitMix(state: seed)
         var problems: [String] = []
-        for _ in 0..<3_000 {
+        for round in 0..<3_000 {
+            if round.isMultiple(of: 256) { await Task.yield() }
             var sequence: [Event] = []
             for _ in 0..<Int.random(in: 0...30, using: &generator) {
                 let job = Int.random(in: 0..<5, using: &generator)
