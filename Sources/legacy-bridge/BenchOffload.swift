@@ -15,6 +15,7 @@ enum BenchOffload {
         let ns = await benchTimePerOperation(n) {
             for i in 0..<n {
                 sum &+= await withUnsafeContinuation { worker.hand($0, i) }
+                worker.confirmDone()
             }
         }
         benchConsume(sum)
@@ -49,8 +50,12 @@ enum BenchOffload {
         let ns = await benchTimePerOperation(n) {
             for i in 0..<n {
                 sum &+= await withUnsafeContinuation { continuation in
-                    executor.execute { continuation.resume(returning: state.add(i)) }
+                    executor.execute {
+                        continuation.resume(returning: state.add(i))
+                        state.markResumed()
+                    }
                 }
+                state.confirmResumed()
             }
         }
         benchConsume(sum)
@@ -141,11 +146,32 @@ actor BenchExecutorActor {
 
 /// The floor's counterpart of the actor's state: touched only on the executor's thread.
 final class BenchThreadState: @unchecked Sendable {
-    // @unchecked Sendable: `total` is read and written only by jobs on the one executor thread.
+    // @unchecked Sendable: `total` is read and written only by jobs on the one executor thread;
+    // `resumed` and `confirmed` only while `lock` is held.
     private var total = 0
+    private let lock = NSLock()
+    private var resumed = 0
+    private var confirmed = 0
+
     func add(_ value: Int) -> Int {
         total &+= value
         return total
+    }
+
+    /// The job's `resume` call returned.
+    func markResumed() {
+        lock.withLock { resumed += 1 }
+    }
+
+    /// Returns once the job that resumed us has returned from `resume` (normally at once). The
+    /// runtime orders that return before our next step with atomics ThreadSanitizer does not see;
+    /// this lock makes the order visible (as `BenchThread.confirmJobsDone` does for the other floors).
+    func confirmResumed() {
+        let target = lock.withLock { () -> Int in
+            confirmed += 1
+            return confirmed
+        }
+        while lock.withLock({ resumed < target }) { sched_yield() }
     }
 }
 
@@ -157,6 +183,8 @@ final class BenchHandoffThread: @unchecked Sendable {
     private let condition = NSCondition()
     private var slot: (UnsafeContinuation<Int, Never>, Int)?
     private var stopping = false
+    private var handed = 0
+    private var resumed = 0
     private let stopped = DispatchSemaphore(value: 0)
 
     init() {
@@ -170,8 +198,21 @@ final class BenchHandoffThread: @unchecked Sendable {
         condition.lock()
         precondition(slot == nil, "BenchHandoffThread: one hand-off at a time")
         slot = (continuation, value)
+        handed += 1
         condition.unlock()
         condition.signal()
+    }
+
+    /// Returns once the thread has returned from every `resume` it made (normally at once): makes
+    /// the order visible to ThreadSanitizer, as `BenchThread.confirmJobsDone` does.
+    func confirmDone() {
+        condition.lock()
+        while resumed < handed {
+            condition.unlock()
+            sched_yield()
+            condition.lock()
+        }
+        condition.unlock()
     }
 
     /// Ends the thread and waits until it has left its loop (called from the benchmark's driver
@@ -192,6 +233,7 @@ final class BenchHandoffThread: @unchecked Sendable {
                 condition.unlock()
                 continuation.resume(returning: value)
                 condition.lock()
+                resumed += 1
             } else if stopping {
                 break
             } else {
