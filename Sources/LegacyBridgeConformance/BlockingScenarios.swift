@@ -67,7 +67,7 @@ enum BlockingScenarios {
             Task { await Result { try await adapter.value(of: lab.call(UInt64(index), duration: .seconds(60)), isolation: nil) } }
         }
         let verdict = FirstResultLatch<String?>()
-        DispatchQueue.global().async {
+        verdictQueue().async {
             // Let the calls get going (they need not all be blocked: a pool may queue some).
             _ = waitOnThisThread(upTo: promptly / 2) { lab.entered >= min(count, cores + 1) }
             let started = LockedBox(false)
@@ -106,7 +106,7 @@ enum BlockingScenarios {
             ended.withLock { $0 = result }
         }
         let verdict = FirstResultLatch<String?>()
-        DispatchQueue.global().async {
+        verdictQueue().async {
             guard waitOnThisThread(upTo: patience, { lab.entered == 1 }) else {
                 lab.releaseAll()
                 verdict.offer("the blocking call never started")
@@ -195,6 +195,13 @@ final class BlockingLab: Sendable {
         if let failing { throw failing }
         return LegacyPayload(requestID: number, attempt: 1)
     }
+}
+
+/// A queue of its own for a scenario's verdict, which waits (polling) on its thread: a serial
+/// queue gets a thread even when the global queue's threads are all busy, and its waits never
+/// take a global thread away from the code under test.
+func verdictQueue() -> DispatchQueue {
+    DispatchQueue(label: "legacy-bridge.conformance.verdict")
 }
 
 /// A bound in words, e.g. "666 ms".
