@@ -1,9 +1,10 @@
 import LegacyBridge
 import LegacySimulator
 
-/// One adapter for the conformance suite to check, of either kind, with what is expected of it.
+/// One adapter for the conformance suite to check, of any kind, with what is expected of it.
 ///
-/// Make one of your own adapters with ``oneShot(_:)`` or ``stream(_:)`` and hand a list of them to
+/// Make one of your own adapters with ``oneShot(_:)``, ``stream(_:)``, ``blocking(_:)`` or
+/// ``threadAffine(_:)`` and hand a list of them to
 /// ``ConformanceRunner/main(_:)``: each is expected to pass every scenario. (The package's own
 /// bad-adapter gallery uses the same type, expecting each of its adapters to be flagged.)
 public struct ConformanceSubject: Sendable {
@@ -11,7 +12,7 @@ public struct ConformanceSubject: Sendable {
     public let name: String
     /// One line describing it.
     public let summary: String
-    /// One-shot or stream.
+    /// One-shot, stream, blocking or thread-affine.
     public let kind: AdapterKind
     /// `true` for adapters that are wrong on purpose (the gallery): they are expected to be flagged.
     public let isGallery: Bool
@@ -33,6 +34,41 @@ public struct ConformanceSubject: Sendable {
     /// - Returns: The subject.
     public static func stream<Adapter: StreamAdapter>(_ adapter: Adapter) -> ConformanceSubject {
         ConformanceSubject(adapter, gallery: false)
+    }
+
+    /// An adapter of yours that runs a blocking SDK call off the cooperative pool; expected to pass
+    /// every scenario.
+    /// - Parameter adapter: The adapter.
+    /// - Returns: The subject.
+    public static func blocking<Adapter: BlockingAdapter>(_ adapter: Adapter) -> ConformanceSubject {
+        ConformanceSubject(adapter, gallery: false)
+    }
+
+    /// An adapter of yours that wraps an SDK which must only be called from its own thread;
+    /// expected to pass every scenario.
+    /// - Parameter adapter: The adapter.
+    /// - Returns: The subject.
+    public static func threadAffine<Adapter: ThreadAffineAdapter>(_ adapter: Adapter) -> ConformanceSubject {
+        ConformanceSubject(adapter, gallery: false)
+    }
+    init<Adapter: BlockingAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false) {
+        name = adapter.name
+        summary = adapter.summary
+        kind = .blocking
+        isGallery = gallery
+        self.flaggedBy = flaggedBy
+        flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
+        runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
+    }
+
+    init<Adapter: ThreadAffineAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false) {
+        name = adapter.name
+        summary = adapter.summary
+        kind = .threadAffine
+        isGallery = gallery
+        self.flaggedBy = flaggedBy
+        flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
+        runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
     }
 
     init<Adapter: OneShotAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false) {
@@ -86,6 +122,8 @@ public enum AdapterCatalog {
         Entry(WithCallbackAdapter(), gallery: false),
         Entry(WithCallbackContextAdapter(), gallery: false),
         Entry(CallbackStreamAdapter(), gallery: false),
+        Entry(SDKThreadExecutorAdapter(), gallery: false),
+        Entry(OffloadPoolAdapter(), gallery: false),
         Entry(NaiveContinuationAdapter(), gallery: true,
               flaggedBy: ["repeated-callback-same-outcome", "repeated-callback-success-then-error", "repeated-callback-error-then-success", "never-calls-back-then-cancel"]),
         Entry(LockHeldGateAdapter(), gallery: true, flaggedBy: ["reentrant-cancel"]),
@@ -102,6 +140,10 @@ public enum AdapterCatalog {
         Entry(UnboundedAsyncStreamAdapter(), gallery: true, flaggedBy: ["slow-consumer-backpressure"]),
         Entry(NoReorderingStreamAdapter(), gallery: true, flaggedBy: ["out-of-order-restored"]),
         Entry(SelfRetainingSubscriptionAdapter(), gallery: true, flaggedBy: ["stream-resources-released"]),
+        Entry(DispatchSemaphoreBlockingAdapter(), gallery: true,
+              flaggedBy: ["blocking-leaves-pool-free", "blocking-cancel-interrupts"]),
+        Entry(PlainActorAffineAdapter(), gallery: true,
+              flaggedBy: ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"]),
     ]
 
     /// The library's own adapters (the ones that must pass).

@@ -132,7 +132,7 @@ public enum ConformanceRunner {
             return 0
         }
         if parsed.switches.contains("list-scenarios") {
-            for kind in [AdapterKind.oneShot, .stream] {
+            for kind in AdapterKind.allCases {
                 for scenario in ConformanceSuite.scenarios(for: kind) { out.line("\(kind.rawValue) \(scenario.name) \(scenario.summary)") }
             }
             return 0

@@ -57,10 +57,14 @@ public enum ConformanceSuite {
             return OneShotScenarios.all.map { ($0.name, $0.summary) }
         case .stream:
             return StreamScenarios<NeverStreamAdapter>.all.map { ($0.name, $0.summary) }
+        case .threadAffine:
+            return ThreadAffineScenarios.all.map { ($0.name, $0.summary) }
+        case .blocking:
+            return BlockingScenarios.all.map { ($0.name, $0.summary) }
         }
     }
 
-    private static func runAll<Adapter: Sendable>(
+    static func runAll<Adapter: Sendable>(
         _ scenarios: [Scenario<Adapter>], on adapter: Adapter, options: ConformanceOptions,
         onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> [ScenarioResult] {

@@ -39,11 +39,15 @@ public struct ScenarioResult: Sendable, Hashable, Codable {
 }
 
 /// The kind of adapter a report is about.
-public enum AdapterKind: String, Sendable, Hashable, Codable {
+public enum AdapterKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// Bridges a one-shot callback to an async value.
     case oneShot
     /// Bridges a multi-event callback to an async sequence.
     case stream
+    /// Wraps an SDK that must only be called from one thread.
+    case threadAffine
+    /// Bridges a blocking call to an async call that does not block its caller.
+    case blocking
 }
 
 /// Everything one conformance run found out about one adapter.

@@ -27,6 +27,11 @@ enum BenchCommand {
                     continuation vs withCallback (each measured in a fresh child process)
           cancel    task.cancel() to the waiter running again, withCallback on an operation that
                     never completes (p50, p99)
+          offload   OffloadPool.run on a one-thread pool vs a bare continuation resumed by a
+                    dedicated pthread (floor); a call into an actor on an SDKThreadExecutor vs the
+                    same work posted to its thread by hand; 1,000 concurrent calls blocking 1 ms
+                    each on 8 threads vs the ideal 125 ms, with a probe task measuring how long a
+                    new task waits to start meanwhile
 
         Variants of a section are interleaved round by round (A B A B ...) and reported as
         medians; each ratio is the median of the per-round ratios, so drift of the machine
@@ -46,7 +51,7 @@ enum BenchCommand {
           0 the benchmark ran (a missed target is reported, not an error); 2 bad usage.
         """
 
-    static let sections = ["oneshot", "worker", "stream", "memory", "cancel"]
+    static let sections = ["oneshot", "worker", "stream", "memory", "cancel", "offload"]
 
     static func run(_ arguments: [String]) async throws -> ExitCode {
         let parsed = try ParsedArguments(
@@ -110,6 +115,7 @@ struct BenchPlan: Sendable {
     var memoryOperations: Int { quick ? 10_000 : 100_000 }
     var memoryRounds: Int { quick ? 1 : 5 }
     var cancelSamples: Int { quick ? 100 : 2_000 }
+    var burstRounds: Int { quick ? 1 : 5 }
 }
 
 #if DEBUG
@@ -137,6 +143,7 @@ struct BenchRunner {
         if plan.sections.contains("stream") { try await streams(&report) }
         if plan.sections.contains("memory") { try memory(&report) }
         if plan.sections.contains("cancel") { await cancellation(&report) }
+        if plan.sections.contains("offload") { try await offload(&report) }
         return report
     }
 
@@ -328,6 +335,56 @@ struct BenchRunner {
         show([
             "cancellation, task.cancel() → waiter running (\(result.latencies.count) samples)",
             "  withCallback on a never-completing operation   p50 \(formatNanoseconds(p50))   p99 \(formatNanoseconds(p99))",
+        ])
+    }
+
+    private func offload(_ report: inout BenchReport) async throws {
+        let worker = BenchHandoffThread()
+        defer { worker.stop() }
+        let single = try OffloadPool(threads: 1, name: "bench-offload")
+        let roundTrip = try await benchInterleaved(
+            BenchOffload.roundTripVariants(worker: worker, pool: single), timing: plan.workerTiming)
+        await single.shutdown()
+        let executor = try SDKThreadExecutor(name: "bench-sdk")
+        let actor = BenchExecutorActor(executor: executor)
+        let hops = try await benchInterleaved(
+            BenchOffload.executorVariants(executor: executor, actor: actor), timing: plan.workerTiming)
+
+        let (calls, threads, blockMicroseconds) = (1_000, 8, 1_000)
+        let idealMs = Double(calls) / Double(threads) * Double(blockMicroseconds) / 1_000
+        let burstPool = try OffloadPool(threads: threads, queueLimit: calls, name: "bench-burst")
+        _ = try await BenchOffload.burst(calls: calls / 10, blockMicroseconds: blockMicroseconds, pool: burstPool)  // warm-up
+        var burst = BenchSeries()
+        var poolDelayMax = 0.0
+        var probes = 0
+        for _ in 0..<plan.burstRounds {
+            let result = try await BenchOffload.burst(calls: calls, blockMicroseconds: blockMicroseconds, pool: burstPool)
+            burst.samples.append(result.milliseconds)
+            poolDelayMax = max(poolDelayMax, result.poolDelayMaxNs)
+            probes += result.probes
+        }
+        await burstPool.shutdown()
+
+        let (floor, offload, executorFloor, executorActor) = (roundTrip[0], roundTrip[1], hops[0], hops[1])
+        report.offload = .init(
+            floorNs: floor.median, offloadNs: offload.median, executorFloorNs: executorFloor.median,
+            executorNs: executorActor.median, burstMs: burst.median, idealMs: idealMs, poolDelayMaxNs: poolDelayMax,
+            burstCalls: calls, burstThreads: threads, burstProbes: probes, rounds: floor.samples.count,
+            burstRounds: plan.burstRounds)
+        report.addTarget("offload: OffloadPool.run / pthread hand-off floor", value: benchRatio(offload, floor), atMost: 1.15)
+        report.addInformation(
+            "offload: SDKThreadExecutor actor call / work posted by hand", value: benchRatio(executorActor, executorFloor))
+        report.addTarget("offload: 1,000 × 1 ms blocking calls on 8 threads / ideal", value: burst.median / idealMs, atMost: 1.2)
+        report.addInformation("offload: longest wait of a new task during the burst (ms)", value: poolDelayMax / 1e6)
+        show([
+            "offload, blocking calls on dedicated threads (\(floor.samples.count) rounds)",
+            row("  floor: continuation resumed by a dedicated pthread", floor),
+            row("  OffloadPool.run, one-thread pool", offload),
+            row("  SDK thread: work posted by hand, continuation", executorFloor),
+            row("  SDK thread: call into an actor on SDKThreadExecutor", executorActor),
+            "  burst: \(calls) calls × \(blockMicroseconds) µs on \(threads) threads: "
+                + String(format: "%.1f ms (ideal %.0f ms, %.2f×)", burst.median, idealMs, burst.median / idealMs)
+                + "; a new task waited at most \(formatNanoseconds(poolDelayMax)) to start (\(probes) probes)",
         ])
     }
 

@@ -72,6 +72,22 @@ struct BenchReport: Encodable {
         var samples = 0
     }
 
+    struct Offload: Encodable {
+        var floorNs = 0.0
+        var offloadNs = 0.0
+        var executorFloorNs = 0.0
+        var executorNs = 0.0
+        var burstMs = 0.0
+        var idealMs = 0.0
+        /// Longest time a new task waited to start while the burst ran.
+        var poolDelayMaxNs = 0.0
+        var burstCalls = 0
+        var burstThreads = 0
+        var burstProbes = 0
+        var rounds = 0
+        var burstRounds = 0
+    }
+
     /// A ratio (or a bound) with its limit: `pass` is nil for information only.
     struct Check: Encodable {
         var name: String
@@ -87,6 +103,7 @@ struct BenchReport: Encodable {
     var stream = Stream()
     var memory = Memory()
     var cancelLatency = CancelLatency()
+    var offload = Offload()
     var targets: [Check] = []
     var quick: Bool
     var debugBuild: Bool

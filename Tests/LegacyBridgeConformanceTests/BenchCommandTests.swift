@@ -15,6 +15,7 @@ struct BenchCommandTests {
         ],
         "memory": ["bareBytesPerPending", "bridgeBytesPerPending"],
         "cancelLatency": ["p50Ns", "p99Ns"],
+        "offload": ["floorNs", "offloadNs", "executorFloorNs", "executorNs", "burstMs", "idealMs", "poolDelayMaxNs"],
     ]
 
     @Test("bench --quick --json runs and prints every promised figure as a positive number")
@@ -24,7 +25,7 @@ struct BenchCommandTests {
         let report = try JSONDecoder().decode(BenchJSON.self, from: Data(run.output.utf8))
         let sections = [
             "oneShot": report.oneShot, "workerThread": report.workerThread, "stream": report.stream,
-            "memory": report.memory, "cancelLatency": report.cancelLatency,
+            "memory": report.memory, "cancelLatency": report.cancelLatency, "offload": report.offload,
         ]
         for (section, keys) in Self.promisedKeys.sorted(by: { $0.key < $1.key }) {
             let values = try #require(sections[section], "missing section \(section)")
@@ -58,5 +59,6 @@ private struct BenchJSON: Decodable {
     var stream: [String: Double]
     var memory: [String: Double]
     var cancelLatency: [String: Double]
+    var offload: [String: Double]
     var targets: [Target]
 }

@@ -124,7 +124,7 @@ struct ConformanceSuiteTests {
             #expect(Set(entry.flaggedBy).isSubset(of: Set(entry.scenarioNames)), "\(entry.name)")
             #expect(entry.summary.hasPrefix("WRONG ON PURPOSE"), "\(entry.name)")
         }
-        #expect(AdapterCatalog.library.map(\.name).sorted() == ["callback-stream", "with-callback", "with-callback-context"])
+        #expect(AdapterCatalog.library.map(\.name).sorted() == ["callback-stream", "offload-pool", "sdk-thread-executor", "with-callback", "with-callback-context"])
     }
 }
 

@@ -1,4 +1,5 @@
 import LegacyBridge
+import Synchronization
 
 /// A client of the simulated legacy SDK: its own worker threads, counters and session token.
 ///
@@ -16,15 +17,20 @@ public final class LegacyClient: Sendable {
         /// The seed from which every operation's seed is derived (operations whose behaviour has a
         /// seed of 0), so a whole run is reproducible.
         public var seed: UInt64
+        /// The threads of the client's ``OffloadPool`` for ``LegacyClient/blockingCall(duration:timeout:isolation:)``,
+        /// 1 ... `OffloadPool.maximumThreads`: how many blocking calls run at once.
+        public var blockingThreads: Int
 
         /// Creates a configuration.
         ///
         /// - Parameters:
         ///   - workerThreads: The SDK's worker threads, 1 ... 64.
         ///   - seed: The seed of the client's operations.
-        public init(workerThreads: Int = 4, seed: UInt64 = 0) {
+        ///   - blockingThreads: Threads for blocking calls (default 4).
+        public init(workerThreads: Int = 4, seed: UInt64 = 0, blockingThreads: Int = 4) {
             self.workerThreads = workerThreads
             self.seed = seed
+            self.blockingThreads = blockingThreads
         }
     }
 
@@ -33,21 +39,43 @@ public final class LegacyClient: Sendable {
 
     /// The SDK client every operation of this client runs on.
     let sdk: SDKClient
+    /// Where blocking calls run (threads of its own, never the cooperative pool).
+    let offload: OffloadPool
+    /// The key of the last blocking call made.
+    private let blockingKeys = Atomic<UInt64>(0)
 
     /// Creates a client and its SDK threads.
     ///
     /// - Parameter configuration: The set-up.
-    /// - Throws: ``LegacySDKError/outOfRange`` for a worker count outside 1 ... 64,
-    ///   ``LegacySDKError/resources`` when threads cannot be created.
+    /// - Throws: ``LegacySDKError/outOfRange`` for a worker count outside 1 ... 64 or a blocking
+    ///   thread count outside 1 ... `OffloadPool.maximumThreads`, ``LegacySDKError/resources`` when
+    ///   threads cannot be created.
     public init(configuration: Configuration = .init()) throws(LegacySDKError) {
         self.configuration = configuration
+        self.offload = try Self.makeOffloadPool(configuration)
         self.sdk = try SDKClient(workerThreads: configuration.workerThreads, seed: configuration.seed)
     }
 
     /// Wraps an existing SDK client (tests use it to install a session-token probe).
-    init(sdk: SDKClient, configuration: Configuration = .init()) {
+    init(sdk: SDKClient, configuration: Configuration = .init()) throws(LegacySDKError) {
         self.configuration = configuration
+        self.offload = try Self.makeOffloadPool(configuration)
         self.sdk = sdk
+    }
+
+    private static func makeOffloadPool(_ configuration: Configuration) throws(LegacySDKError) -> OffloadPool {
+        do {
+            return try OffloadPool(threads: configuration.blockingThreads, name: "legacy-blocking")
+        } catch .threadCreationFailed {
+            throw .resources
+        } catch {
+            throw .outOfRange
+        }
+    }
+
+    /// A key for the next blocking call, unique within this client.
+    func nextBlockingKey() -> UInt64 {
+        blockingKeys.add(1, ordering: .relaxed).newValue
     }
 
     /// What the SDK has done for this client so far.

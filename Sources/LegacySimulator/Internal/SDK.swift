@@ -309,7 +309,7 @@ package final class SDKClient: @unchecked Sendable {
     }
 
     /// The session token, `nil` when none is set.
-    func sessionToken() throws(LegacySDKError) -> String? {
+    package func sessionToken() throws(LegacySDKError) -> String? {
         var buffer = [CChar](repeating: 0, count: 256)
         let status = withExtendedLifetime(self) {
             buffer.withUnsafeMutableBufferPointer { lsdk_client_get_session_token(raw, $0.baseAddress, $0.count) }

@@ -110,7 +110,7 @@ struct SDKClientTests {
         let probe = SDKTestProvokingProbe()
         let sdk = try SDKClient(sessionTokenProbe: { probe.entered() })
         probe.arm(sdk)
-        let client = LegacyClient(sdk: sdk)
+        let client = try LegacyClient(sdk: sdk)
         try await client.setSessionToken("mine")
         #expect(probe.innerStatuses == [Int32(LSDK_ERR_BUSY)])
         #expect(try await client.sessionToken() == "mine")
@@ -121,7 +121,7 @@ struct SDKClientTests {
     func actorSerialises() async throws {
         let callers = 64
         let probe = SDKTestTokenProbe()
-        let client = LegacyClient(sdk: try SDKClient(sessionTokenProbe: {
+        let client = try LegacyClient(sdk: try SDKClient(sessionTokenProbe: {
             probe.entered()
             // The first call stays inside until every caller has made its call: unserialised
             // callers would now collide with it (and get BUSY) rather than wait.

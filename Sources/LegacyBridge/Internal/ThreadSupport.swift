@@ -1,0 +1,160 @@
+// Threads of our own: the offload pool's workers and the SDK-thread executor's thread.
+//
+// A pthread mutex with condition variables (the one place in the core that parks a thread: only
+// threads this library created ever wait here), thread creation, and a thread-local marker that
+// says which pool a thread belongs to. Built on pthreads rather than Synchronization.Mutex for the
+// reason Lock.swift gives: ThreadSanitizer must see every lock.
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A pthread mutex and `conditionCount` condition variables, at stable addresses.
+///
+/// `@unchecked Sendable`: it only wraps the pthread objects, which are made for use from
+/// several threads; the state they guard lives in the owner, which touches it only while locked.
+final class ThreadParking: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let conditions: UnsafeMutablePointer<pthread_cond_t>
+    private let conditionCount: Int
+
+    init(conditionCount: Int) {
+        self.conditionCount = conditionCount
+        self.mutex = .allocate(capacity: 1)
+        self.mutex.initialize(to: pthread_mutex_t())
+        #if DEBUG && !canImport(Darwin)
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+        let rc = pthread_mutex_init(self.mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+        #else
+        let rc = pthread_mutex_init(self.mutex, nil)
+        #endif
+        precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
+        self.conditions = .allocate(capacity: conditionCount)
+        for index in 0..<conditionCount {
+            (self.conditions + index).initialize(to: pthread_cond_t())
+            precondition(pthread_cond_init(self.conditions + index, nil) == 0, "pthread_cond_init failed")
+        }
+    }
+
+    deinit {
+        for index in 0..<self.conditionCount { pthread_cond_destroy(self.conditions + index) }
+        self.conditions.deinitialize(count: self.conditionCount)
+        self.conditions.deallocate()
+        pthread_mutex_destroy(self.mutex)
+        self.mutex.deinitialize(count: 1)
+        self.mutex.deallocate()
+    }
+
+    func lock() {
+        let rc = pthread_mutex_lock(self.mutex)
+        precondition(rc == 0, "pthread_mutex_lock failed (re-entrant locking?): \(rc)")
+    }
+
+    func unlock() {
+        let rc = pthread_mutex_unlock(self.mutex)
+        precondition(rc == 0, "pthread_mutex_unlock failed (not the owner?): \(rc)")
+    }
+
+    /// Releases the mutex, waits for a signal on `condition`, and takes the mutex again.
+    /// Callers re-check their predicate afterwards: wake-ups may be spurious.
+    func wait(_ condition: Int) {
+        let rc = pthread_cond_wait(self.conditions + condition, self.mutex)
+        precondition(rc == 0, "pthread_cond_wait failed: \(rc)")
+    }
+
+    func signal(_ condition: Int) {
+        pthread_cond_signal(self.conditions + condition)
+    }
+
+    func broadcast(_ condition: Int) {
+        pthread_cond_broadcast(self.conditions + condition)
+    }
+}
+
+/// Which pool (or executor) the current thread works for: set by each worker when it starts.
+enum ThreadOwnerMarker {
+    /// One process-wide key; its value on a worker thread is the unretained address of the
+    /// worker's pool core.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let rc = pthread_key_create(&key, nil)
+        precondition(rc == 0, "pthread_key_create failed: \(rc)")
+        return key
+    }()
+
+    static func mark(_ owner: AnyObject) {
+        pthread_setspecific(key, Unmanaged.passUnretained(owner).toOpaque())
+    }
+
+    static func isMarked(_ owner: AnyObject) -> Bool {
+        let marker: UnsafeMutableRawPointer? = pthread_getspecific(key)
+        return marker == Unmanaged.passUnretained(owner).toOpaque()
+    }
+}
+
+/// What a new thread runs, handed to it retained.
+private final class ThreadEntry {
+    let name: String
+    let body: () -> Void
+    init(name: String, body: @escaping () -> Void) {
+        self.name = name
+        self.body = body
+    }
+}
+
+#if canImport(Darwin)
+private func threadMain(_ argument: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? {
+    let entry = Unmanaged<ThreadEntry>.fromOpaque(argument).takeRetainedValue()
+    entry.name.withCString { _ = pthread_setname_np($0) }
+    entry.body()
+    return nil
+}
+#else
+/// glibc's `pthread_setname_np` is a GNU extension the Glibc module does not import: look it up once.
+private let setThreadName: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32)? = {
+    guard let process = dlopen(nil, RTLD_NOW), let symbol = dlsym(process, "pthread_setname_np") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32).self)
+}()
+
+private func threadMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let argument else { return nil }
+    let entry = Unmanaged<ThreadEntry>.fromOpaque(argument).takeRetainedValue()
+    if let setThreadName { entry.name.withCString { _ = setThreadName(pthread_self(), $0) } }
+    entry.body()
+    return nil
+}
+#endif
+
+/// Starts a detached pthread named `name` (cut to the 15 bytes the platform keeps) that runs
+/// `body` and ends. Returns the error code of `pthread_create`, 0 on success.
+func startDetachedThread(name: String, _ body: @escaping () -> Void) -> Int32 {
+    var shortName = ""
+    for character in name {
+        if shortName.utf8.count + String(character).utf8.count > 15 { break }
+        shortName.append(character)
+    }
+    let entry = Unmanaged.passRetained(ThreadEntry(name: shortName, body: body))
+    #if canImport(Darwin)
+    var thread: pthread_t? = nil
+    #else
+    var thread = pthread_t()
+    #endif
+    let rc = pthread_create(&thread, nil, threadMain, entry.toOpaque())
+    guard rc == 0 else {
+        entry.release()
+        return rc
+    }
+    #if canImport(Darwin)
+    if let thread { pthread_detach(thread) }
+    #else
+    pthread_detach(thread)
+    #endif
+    return 0
+}

@@ -1,0 +1,146 @@
+// LegacyClient.blockingCall over the simulator's lsdk_blocking_call, through the client's
+// OffloadPool: values, bad durations, cancellation and timeouts that interrupt the blocked call,
+// the race of an interrupt with a call that has not begun to block, and the cooperative pool
+// staying free.
+
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+import LegacyBridge
+@testable import LegacySimulator
+
+@Suite("LegacyClient: blocking calls on the offload pool")
+struct ClientBlockingTests {
+    @Test("a blocking call returns the SDK's documented result for its key")
+    func value() async throws {
+        let client = try LegacyClient(configuration: .init(workerThreads: 1, blockingThreads: 1))
+        let first = try await client.blockingCall(duration: .milliseconds(1))
+        let second = try await client.blockingCall(duration: .zero)
+        #expect(first.key != second.key)
+        #expect(first.value == SDK.blockingResult(key: first.key))
+        #expect(second.value == SDK.blockingResult(key: second.key))
+        #expect(client.counters.blockingCalls >= 1)
+        #expect(client.counters.blockingCallsInterrupted == 0)
+    }
+
+    @Test("durations outside 0 ... 60 s and a zero-thread pool are refused with documented errors")
+    func badInput() async throws {
+        let client = try LegacyClient(configuration: .init(workerThreads: 1, blockingThreads: 1))
+        await #expect(throws: LegacySDKError.outOfRange) { try await client.blockingCall(duration: .seconds(61)) }
+        await #expect(throws: LegacySDKError.outOfRange) { try await client.blockingCall(duration: .milliseconds(-1)) }
+        #expect(client.counters.blockingCalls == 0)
+        #expect(throws: LegacySDKError.outOfRange) { try LegacyClient(configuration: .init(blockingThreads: 0)) }
+    }
+
+    @Test("cancelling a caller whose call is blocked throws at once, interrupts the call and frees its thread")
+    func cancelInterrupts() async throws {
+        let client = try LegacyClient(configuration: .init(workerThreads: 1, blockingThreads: 1))
+        let call = ClientTestCall { try await client.blockingCall(duration: .seconds(60)) }
+        #expect(await clientTestEventually { client.counters.blockingInFlight == 1 })
+        call.cancel()
+        let outcome = await call.result()
+        #expect(throws: CancellationError.self) { try outcome?.get() }
+        #expect(await clientTestEventually { client.counters.blockingCallsInterrupted == 1 })
+        #expect(client.counters.blockingInFlight == 0)
+        // The one pool thread came back: the next call runs.
+        _ = try await client.blockingCall(duration: .zero)
+    }
+
+    @Test("a timeout ends the wait with BridgeTimeoutError and interrupts the blocked call")
+    func timeoutInterrupts() async throws {
+        let client = try LegacyClient(configuration: .init(workerThreads: 1, blockingThreads: 1))
+        await #expect(throws: BridgeTimeoutError(timeout: .milliseconds(50))) {
+            try await client.blockingCall(duration: .seconds(60), timeout: .milliseconds(50))
+        }
+        #expect(await clientTestEventually { client.counters.blockingCallsInterrupted == 1 })
+    }
+
+    @Test("with more blocking calls in flight than cores, an unrelated task still starts; destroy would interrupt them, cancel does")
+    func poolStaysFree() async throws {
+        let count = 2 * ProcessInfo.processInfo.activeProcessorCount + 2
+        let client = try LegacyClient(configuration: .init(workerThreads: 1, blockingThreads: count))
+        let calls = (0..<count).map { _ in ClientTestCall { try await client.blockingCall(duration: .seconds(60)) } }
+        #expect(await clientTestEventually { client.counters.blockingInFlight == UInt64(count) })
+        let started = LockedBox(false)
+        let unrelated = Task { started.withLock { $0 = true } }
+        #expect(await clientTestEventually { started.withLock { $0 } })
+        #expect(client.counters.blockingInFlight == UInt64(count))  // it started while all were blocked
+        for call in calls { call.cancel() }
+        for call in calls {
+            let outcome = await call.result()
+            #expect(throws: CancellationError.self) { try outcome?.get() }
+        }
+        #expect(await clientTestEventually { client.counters.blockingCallsInterrupted == UInt64(count) })
+        await unrelated.value
+    }
+}
+
+@Suite("LegacyClient: an interrupt racing a call that has not begun to block")
+struct ClientBlockingRaceTests {
+    @Test("an interrupt that comes before the call means the SDK is never called")
+    func interruptFirst() {
+        let state = BlockingCallState()
+        let attempts = Atomic<Int>(0)
+        state.interrupt { attempts.add(1, ordering: .relaxed); return false }
+        let firstAttempts = attempts.load(ordering: .relaxed)
+        #expect(firstAttempts == 0)  // nothing was calling: no SDK interrupt
+        let called = Atomic<Bool>(false)
+        #expect(throws: LegacySDKError.interrupted) {
+            try state.perform { called.store(true, ordering: .relaxed) }
+        }
+        let wasCalled = called.load(ordering: .relaxed)
+        #expect(!wasCalled)
+    }
+
+    @Test("an interrupt that finds the call not yet blocked repeats until one lands")
+    func repeatsUntilBlocked() async {
+        let state = BlockingCallState()
+        let inBody = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? state.perform {
+                inBody.signal()
+                _ = release.wait(timeout: .now() + .seconds(testHangBoundSeconds))
+            }
+            done.signal()
+        }
+        #expect(await clientTestEventually { inBody.wait(timeout: .now()) == .success })
+        let attempts = Atomic<Int>(0)
+        // The "SDK" reports NOT_BLOCKED twice, then the interrupt lands.
+        state.interrupt { attempts.add(1, ordering: .relaxed).newValue >= 3 }
+        let landedAfter = attempts.load(ordering: .relaxed)
+        #expect(landedAfter == 3)
+        release.signal()
+        #expect(await clientTestEventually { done.wait(timeout: .now()) == .success })
+    }
+
+    @Test("an interrupt that keeps missing stops once the call has returned")
+    func stopsWhenReturned() async {
+        let state = BlockingCallState()
+        let inBody = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? state.perform {
+                inBody.signal()
+                _ = release.wait(timeout: .now() + .seconds(testHangBoundSeconds))
+            }
+        }
+        #expect(await clientTestEventually { inBody.wait(timeout: .now()) == .success })
+        let attempts = Atomic<Int>(0)
+        let returned = LockedBox(false)
+        DispatchQueue.global().async {
+            state.interrupt {
+                // The body returns while the interrupt keeps missing.
+                if attempts.add(1, ordering: .relaxed).newValue == 5 { release.signal() }
+                return false
+            }
+            returned.withLock { $0 = true }
+        }
+        #expect(await clientTestEventually { returned.withLock { $0 } })
+        let tried = attempts.load(ordering: .relaxed)
+        #expect(tried >= 5)
+    }
+}
