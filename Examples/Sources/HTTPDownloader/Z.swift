@@ -1,0 +1,2 @@
+import CCurl
+public enum Z {}
