@@ -45,6 +45,8 @@ static inline CURLMcode ccurl_multi_setopt_long(CURLM *multi, CURLMoption option
     return curl_multi_setopt(multi, option, value);
 }
 
+/// CURL_GLOBAL_DEFAULT, as a constant Swift can import.
+static const long ccurl_global_default = CURL_GLOBAL_DEFAULT;
 /// CURLPAUSE_CONT, as a constant Swift can import.
 static const int ccurl_pause_continue = CURLPAUSE_CONT;
 /// CURL_WRITEFUNC_PAUSE, as a constant Swift can import.

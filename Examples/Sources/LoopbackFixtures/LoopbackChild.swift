@@ -63,7 +63,8 @@ public final class LoopbackChild: @unchecked Sendable {
             process.standardInput = input
             process.standardError = try FileHandle(forWritingTo: logFile)
             do {
-                try process.run()
+                // Unblocked, so that the child (and timeout(1)) can receive SIGTERM and SIGALRM.
+                try withSignalsUnblocked { try process.run() }
             } catch {
                 throw FixtureError("cannot start python3 (\(error)); install it: apt-get install python3")
             }

@@ -122,3 +122,17 @@ package struct SystemError: Error, CustomStringConvertible, Sendable {
         "\(call) failed: \(String(cString: strerror(code))) (errno \(code))"
     }
 }
+
+/// Runs `body` with no signal blocked on the calling thread, then restores the thread's mask.
+///
+/// A child process inherits the signal mask of the thread that starts it, and threads created from
+/// the cooperative pool inherit the pool's mask, which blocks almost every signal: a child started
+/// there ignores SIGTERM, and `timeout(1)` never receives its SIGALRM. Start children inside this.
+package func withSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
+    var empty = sigset_t()
+    var saved = sigset_t()
+    sigemptyset(&empty)
+    pthread_sigmask(SIG_SETMASK, &empty, &saved)
+    defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+    return try body()
+}

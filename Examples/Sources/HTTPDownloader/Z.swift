@@ -1,2 +1,0 @@
-import CCurl
-public enum Z {}
