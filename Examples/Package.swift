@@ -6,6 +6,10 @@ import PackageDescription
 // Kept out of the main package on purpose: building and testing it needs libc-ares-dev,
 // libcurl4-openssl-dev and pkg-config (and python3 for the tests' loopback servers), which the
 // main package must not require.
+//
+// The main package is a path dependency, and SwiftPM names a path dependency after its directory:
+// the repository must not be checked out in a directory called "examples" (any case), or its
+// identity clashes with this package's own. `.ci/run` says so when that happens.
 let package = Package(
     name: "legacy-bridge-examples",
     products: [
