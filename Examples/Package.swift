@@ -38,6 +38,7 @@ let package = Package(
         .target(name: "HTTPDownloader", dependencies: ["CCurl", "LoopSupport", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Loopback servers for the tests (python3): nothing the tests do leaves the machine.
         .target(name: "LoopbackFixtures", dependencies: ["LoopSupport"]),
+        .testTarget(name: "LoopSupportTests", dependencies: ["LoopSupport"]),
         .testTarget(name: "DNSResolverTests", dependencies: ["DNSResolver", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         .testTarget(name: "HTTPDownloaderTests", dependencies: ["HTTPDownloader", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge")]),
     ],
