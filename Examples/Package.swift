@@ -1,0 +1,52 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Two real C libraries wrapped with LegacyBridge: c-ares (one-shot DNS lookups through
+// `withCallback`) and libcurl (a multi-interface loop thread for streaming downloads).
+// Kept out of the main package on purpose: building and testing it needs libc-ares-dev,
+// libcurl4-openssl-dev and pkg-config (and python3 for the tests' loopback servers), which the
+// main package must not require.
+//
+// The main package is a path dependency, and SwiftPM names a path dependency after its directory:
+// the repository must not be checked out in a directory called "examples" (any case), or its
+// identity clashes with this package's own. `.ci/run` says so when that happens.
+let package = Package(
+    name: "legacy-bridge-examples",
+    products: [
+        .library(name: "DNSResolver", targets: ["DNSResolver"]),
+        .library(name: "HTTPDownloader", targets: ["HTTPDownloader"]),
+    ],
+    dependencies: [
+        .package(name: "legacy-bridge", path: ".."),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CAres",
+            path: "Sources/CAres",
+            pkgConfig: "libcares",
+            providers: [.apt(["libc-ares-dev"]), .brew(["c-ares"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            path: "Sources/CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
+        ),
+        // The loop thread both examples drive their library from: a job queue and a wake-up descriptor.
+        .target(name: "LoopSupport"),
+        .target(name: "DNSResolver", dependencies: ["CAres", "LoopSupport", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        .target(name: "HTTPDownloader", dependencies: ["CCurl", "LoopSupport", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        // Loopback servers for the tests (python3): nothing the tests do leaves the machine.
+        .target(name: "LoopbackFixtures", dependencies: ["LoopSupport"]),
+        .testTarget(name: "LoopSupportTests", dependencies: ["LoopSupport"]),
+        .testTarget(name: "DNSResolverTests", dependencies: ["DNSResolver", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        .testTarget(name: "HTTPDownloaderTests", dependencies: ["HTTPDownloader", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+    ]
+}
