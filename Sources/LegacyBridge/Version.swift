@@ -1,1 +1,5 @@
-public enum LegacyBridgeVersion { public static let string = "0.1.0" }
+/// The version of the legacy-bridge package.
+public enum LegacyBridgeVersion {
+    /// The version, as `major.minor.patch`.
+    public static let string = "0.1.0"
+}

@@ -51,7 +51,9 @@ public struct ConformanceSubject: Sendable {
     public static func threadAffine<Adapter: ThreadAffineAdapter>(_ adapter: Adapter) -> ConformanceSubject {
         ConformanceSubject(adapter, gallery: false)
     }
-    init<Adapter: BlockingAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false) {
+    init<Adapter: BlockingAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+    ) {
         name = adapter.name
         summary = adapter.summary
         kind = .blocking
@@ -61,7 +63,9 @@ public struct ConformanceSubject: Sendable {
         runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
     }
 
-    init<Adapter: ThreadAffineAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false) {
+    init<Adapter: ThreadAffineAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+    ) {
         name = adapter.name
         summary = adapter.summary
         kind = .threadAffine
@@ -71,7 +75,9 @@ public struct ConformanceSubject: Sendable {
         runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
     }
 
-    init<Adapter: OneShotAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false) {
+    init<Adapter: OneShotAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+    ) {
         name = adapter.name
         summary = adapter.summary
         kind = .oneShot
@@ -81,7 +87,9 @@ public struct ConformanceSubject: Sendable {
         runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
     }
 
-    init<Adapter: StreamAdapter>(_ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false) {
+    init<Adapter: StreamAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+    ) {
         name = adapter.name
         summary = adapter.summary
         kind = .stream
@@ -99,7 +107,9 @@ public struct ConformanceSubject: Sendable {
     }
 
     /// The same, calling `onResult` as each scenario ends.
-    package func run(options: ConformanceOptions, onResult: @escaping @Sendable (ScenarioResult) -> Void) async -> ConformanceReport {
+    package func run(
+        options: ConformanceOptions, onResult: @escaping @Sendable (ScenarioResult) -> Void
+    ) async -> ConformanceReport {
         await runner(options, onResult)
     }
 
@@ -124,26 +134,35 @@ public enum AdapterCatalog {
         Entry(CallbackStreamAdapter(), gallery: false),
         Entry(SDKThreadExecutorAdapter(), gallery: false),
         Entry(OffloadPoolAdapter(), gallery: false),
-        Entry(NaiveContinuationAdapter(), gallery: true,
-              flaggedBy: ["repeated-callback-same-outcome", "repeated-callback-success-then-error", "repeated-callback-error-then-success", "never-calls-back-then-cancel"]),
+        Entry(
+            NaiveContinuationAdapter(), gallery: true,
+            flaggedBy: [
+                "repeated-callback-same-outcome", "repeated-callback-success-then-error",
+                "repeated-callback-error-then-success", "never-calls-back-then-cancel",
+            ]),
         Entry(LockHeldGateAdapter(), gallery: true, flaggedBy: ["reentrant-cancel"]),
-        Entry(NoCancellationHandlerAdapter(), gallery: true,
-              flaggedBy: ["cancel-before-handle", "never-calls-back-then-cancel", "timeout-silent-operation"]),
+        Entry(
+            NoCancellationHandlerAdapter(), gallery: true,
+            flaggedBy: ["cancel-before-handle", "never-calls-back-then-cancel", "timeout-silent-operation"]),
         Entry(EarlyContextReleaseAdapter(), gallery: true, flaggedBy: ["context-released-once"]),
         Entry(CancelAfterSuccessAdapter(), gallery: true, flaggedBy: ["no-cancel-after-completion"]),
-        Entry(PlainBoolGateAdapter(), gallery: true, flaggedBy: ["concurrent-callbacks"], onlyUnderThreadSanitizer: true),
+        Entry(
+            PlainBoolGateAdapter(), gallery: true, flaggedBy: ["concurrent-callbacks"], onlyUnderThreadSanitizer: true),
         Entry(ContextReleasedOnCancelAdapter(), gallery: true, flaggedBy: ["context-released-once"]),
         Entry(FailureAsEmptySuccessAdapter(), gallery: true, flaggedBy: ["single-failure-throws"]),
         Entry(SemaphoreWaitAdapter(), gallery: true, flaggedBy: ["caller-not-blocked"]),
-        Entry(AsyncStreamNoTerminationAdapter(), gallery: true,
-              flaggedBy: ["consumer-cancel-stops-producer", "break-stops-producer"]),
+        Entry(
+            AsyncStreamNoTerminationAdapter(), gallery: true,
+            flaggedBy: ["consumer-cancel-stops-producer", "break-stops-producer"]),
         Entry(UnboundedAsyncStreamAdapter(), gallery: true, flaggedBy: ["slow-consumer-backpressure"]),
         Entry(NoReorderingStreamAdapter(), gallery: true, flaggedBy: ["out-of-order-restored"]),
         Entry(SelfRetainingSubscriptionAdapter(), gallery: true, flaggedBy: ["stream-resources-released"]),
-        Entry(DispatchSemaphoreBlockingAdapter(), gallery: true,
-              flaggedBy: ["blocking-leaves-pool-free", "blocking-cancel-interrupts"]),
-        Entry(PlainActorAffineAdapter(), gallery: true,
-              flaggedBy: ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"]),
+        Entry(
+            DispatchSemaphoreBlockingAdapter(), gallery: true,
+            flaggedBy: ["blocking-leaves-pool-free", "blocking-cancel-interrupts"]),
+        Entry(
+            PlainActorAffineAdapter(), gallery: true,
+            flaggedBy: ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"]),
     ]
 
     /// The library's own adapters (the ones that must pass).

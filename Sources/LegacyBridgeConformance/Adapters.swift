@@ -28,11 +28,12 @@ public struct LegacyOperation: Sendable {
     @usableFromInline
     let starter: @Sendable (@escaping @Sendable (Result<LegacyPayload, any Error>) -> Void) -> LegacyCancel?
     @usableFromInline
-    let contextStarter: @Sendable (
-        Unmanaged<AnyObject>,
-        @escaping @Sendable (Unmanaged<AnyObject>, Result<LegacyPayload, any Error>) -> Void,
-        @escaping @Sendable (Unmanaged<AnyObject>) -> Void
-    ) -> LegacyCancel?
+    let contextStarter:
+        @Sendable (
+            Unmanaged<AnyObject>,
+            @escaping @Sendable (Unmanaged<AnyObject>, Result<LegacyPayload, any Error>) -> Void,
+            @escaping @Sendable (Unmanaged<AnyObject>) -> Void
+        ) -> LegacyCancel?
 
     /// The deadline the caller wants, or `nil` for none. An adapter that supports timeouts should give
     /// up after this long, report an error, and cancel the operation.
@@ -41,11 +42,12 @@ public struct LegacyOperation: Sendable {
     package init(
         timeout: Duration?,
         start: @escaping @Sendable (@escaping @Sendable (Result<LegacyPayload, any Error>) -> Void) -> LegacyCancel?,
-        startWithContext: @escaping @Sendable (
-            Unmanaged<AnyObject>,
-            @escaping @Sendable (Unmanaged<AnyObject>, Result<LegacyPayload, any Error>) -> Void,
-            @escaping @Sendable (Unmanaged<AnyObject>) -> Void
-        ) -> LegacyCancel?
+        startWithContext:
+            @escaping @Sendable (
+                Unmanaged<AnyObject>,
+                @escaping @Sendable (Unmanaged<AnyObject>, Result<LegacyPayload, any Error>) -> Void,
+                @escaping @Sendable (Unmanaged<AnyObject>) -> Void
+            ) -> LegacyCancel?
     ) {
         self.timeout = timeout
         self.starter = start
@@ -160,7 +162,9 @@ public struct LegacySourceControl: Sendable {
     /// Lets a paused source produce again.
     public let resume: @Sendable () -> Void
 
-    package init(cancel: @escaping LegacyCancel, pause: @escaping @Sendable () -> Void, resume: @escaping @Sendable () -> Void) {
+    package init(
+        cancel: @escaping LegacyCancel, pause: @escaping @Sendable () -> Void, resume: @escaping @Sendable () -> Void
+    ) {
         self.cancel = cancel
         self.pause = pause
         self.resume = resume
@@ -174,10 +178,11 @@ public struct LegacySourceControl: Sendable {
 /// comes through `onEnd`, and a misbehaving source may send events, or the end, again after it.
 public struct LegacyEventSource: Sendable {
     @usableFromInline
-    let starter: @Sendable (
-        @escaping @Sendable (LegacyEvent) -> Void,
-        @escaping @Sendable ((any Error)?) -> Void
-    ) -> LegacySourceControl
+    let starter:
+        @Sendable (
+            @escaping @Sendable (LegacyEvent) -> Void,
+            @escaping @Sendable ((any Error)?) -> Void
+        ) -> LegacySourceControl
 
     /// How far out of order events can arrive: an adapter that reorders needs at least this window.
     public let reorderWindow: Int
@@ -188,10 +193,11 @@ public struct LegacyEventSource: Sendable {
 
     package init(
         reorderWindow: Int, lowWater: Int, highWater: Int,
-        start: @escaping @Sendable (
-            @escaping @Sendable (LegacyEvent) -> Void,
-            @escaping @Sendable ((any Error)?) -> Void
-        ) -> LegacySourceControl
+        start:
+            @escaping @Sendable (
+                @escaping @Sendable (LegacyEvent) -> Void,
+                @escaping @Sendable ((any Error)?) -> Void
+            ) -> LegacySourceControl
     ) {
         self.reorderWindow = reorderWindow
         self.lowWater = lowWater

@@ -16,7 +16,10 @@ public struct LegacyBlockingCall: Sendable {
     let performer: @Sendable () throws -> LegacyPayload
     let interrupter: @Sendable () -> Void
 
-    package init(number: UInt64, perform: @escaping @Sendable () throws -> LegacyPayload, interrupt: @escaping @Sendable () -> Void) {
+    package init(
+        number: UInt64, perform: @escaping @Sendable () throws -> LegacyPayload,
+        interrupt: @escaping @Sendable () -> Void
+    ) {
         self.number = number
         self.performer = perform
         self.interrupter = interrupt
@@ -87,6 +90,6 @@ public struct OffloadPoolAdapter: BlockingAdapter {
     /// - Throws: The call's error, `CancellationError`, or the pool's `OffloadError`.
     public func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
         let pool = try Self.pool.get()
-        return try await pool.run(isolation: isolation, interrupt: { call.interrupt() }) { try call.perform() }
+        return try await pool.run(isolation: isolation, interrupt: { call.interrupt() }, { try call.perform() })
     }
 }

@@ -13,7 +13,9 @@ extension ConformanceSuite {
     ///   - adapter: The adapter to check.
     ///   - options: Watchdog bound, seed, scenario filter.
     /// - Returns: One result per scenario.
-    public static func run<Adapter: BlockingAdapter>(_ adapter: Adapter, options: ConformanceOptions = .init()) async -> ConformanceReport {
+    public static func run<Adapter: BlockingAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
         await run(adapter, options: options, onResult: nil)
     }
 
@@ -21,7 +23,8 @@ extension ConformanceSuite {
     package static func run<Adapter: BlockingAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(BlockingScenarios.all, on: adapter as any BlockingAdapter, options: options, onResult: onResult)
+        let results = await runAll(
+            BlockingScenarios.all, on: adapter as any BlockingAdapter, options: options, onResult: onResult)
         return ConformanceReport(adapter: adapter.name, kind: .blocking, results: results)
     }
 }
@@ -46,12 +49,16 @@ enum BlockingScenarios {
         summary: "a blocking call's value reaches the caller, and a failing call's error is thrown"
     ) { adapter, context in
         let lab = BlockingLab(sdk: context.lab.sdk)
-        let good = await Task { await Result { try await adapter.value(of: lab.call(7, duration: .milliseconds(1)), isolation: nil) } }.value
+        let good = await Task {
+            await Result { try await adapter.value(of: lab.call(7, duration: .milliseconds(1)), isolation: nil) }
+        }.value
         guard case .success(let payload) = good, payload.requestID == 7 else {
             return .fail("expected the payload of call 7, got \(describe(good))")
         }
         let bad = await Task {
-            await Result { try await adapter.value(of: lab.call(8, duration: .milliseconds(1), failing: .remote), isolation: nil) }
+            await Result {
+                try await adapter.value(of: lab.call(8, duration: .milliseconds(1), failing: .remote), isolation: nil)
+            }
         }.value
         guard case .failure(let error) = bad, (error as? LegacySDKError) == .remote else {
             return .fail("expected the SDK's error, got \(describe(bad))")
@@ -61,14 +68,19 @@ enum BlockingScenarios {
 
     static let leavesPoolFree = Scenario<any BlockingAdapter>(
         name: "blocking-leaves-pool-free",
-        summary: "with 2 × cores + 2 blocking calls in flight, an unrelated task still starts promptly (1 s with the default watchdog)"
+        summary:
+            "with 2 × cores + 2 blocking calls in flight, an unrelated task still starts promptly (1 s with the default watchdog)"
     ) { adapter, context in
         let lab = BlockingLab(sdk: context.lab.sdk)
         let promptly = promptly
         let cores = activeProcessorCount()
         let count = 2 * cores + 2
         let calls = (0..<count).map { index in
-            Task { await Result { try await adapter.value(of: lab.call(UInt64(index), duration: .seconds(60)), isolation: nil) } }
+            Task {
+                await Result {
+                    try await adapter.value(of: lab.call(UInt64(index), duration: .seconds(60)), isolation: nil)
+                }
+            }
         }
         let verdict = FirstResultLatch<String?>()
         verdictQueue().async {
@@ -80,7 +92,11 @@ enum BlockingScenarios {
             let entered = lab.entered
             lab.releaseAll()
             _ = probe
-            verdict.offer(startedPromptly ? nil : "an unrelated task did not start within \(milliseconds(promptly)) while \(count) blocking calls were in flight (\(entered) of them blocked, \(cores) cores): the adapter blocks cooperative threads")
+            verdict.offer(
+                startedPromptly
+                    ? nil
+                    : "an unrelated task did not start within \(milliseconds(promptly)) while \(count) blocking calls were in flight (\(entered) of them blocked, \(cores) cores): the adapter blocks cooperative threads"
+            )
         }
         let problem = await verdict.value()
         var wrong: String?
@@ -99,14 +115,17 @@ enum BlockingScenarios {
 
     static let cancelInterrupts = Scenario<any BlockingAdapter>(
         name: "blocking-cancel-interrupts",
-        summary: "cancelling a caller whose call is blocked: CancellationError promptly (1 s with the default watchdog), and the call is interrupted"
+        summary:
+            "cancelling a caller whose call is blocked: CancellationError promptly (1 s with the default watchdog), and the call is interrupted"
     ) { adapter, context in
         let lab = BlockingLab(sdk: context.lab.sdk)
         let promptly = promptly
         let patience = Patience.bound
         let ended = LockedBox<Result<LegacyPayload, any Error>?>(nil)
         let task = Task {
-            let result = await Result { try await adapter.value(of: lab.call(1, duration: .seconds(60)), isolation: nil) }
+            let result = await Result {
+                try await adapter.value(of: lab.call(1, duration: .seconds(60)), isolation: nil)
+            }
             ended.withLock { $0 = result }
         }
         let verdict = FirstResultLatch<String?>()
@@ -121,9 +140,13 @@ enum BlockingScenarios {
             let interrupted = resumed && waitOnThisThread(upTo: promptly / 2) { lab.interrupted == 1 }
             lab.releaseAll()
             if !resumed {
-                verdict.offer("the cancelled caller was not resumed within \(milliseconds(promptly)) while its call stayed blocked")
+                verdict.offer(
+                    "the cancelled caller was not resumed within \(milliseconds(promptly)) while its call stayed blocked"
+                )
             } else if !interrupted {
-                verdict.offer("the caller was resumed, but its blocked call was never interrupted: it keeps a thread for its whole duration")
+                verdict.offer(
+                    "the caller was resumed, but its blocked call was never interrupted: it keeps a thread for its whole duration"
+                )
             } else {
                 verdict.offer(nil)
             }
@@ -181,7 +204,9 @@ final class BlockingLab: Sendable {
         }
     }
 
-    private func perform(_ number: UInt64, key: UInt64, duration: Duration, failing: LegacySDKError?) throws -> LegacyPayload {
+    private func perform(
+        _ number: UInt64, key: UInt64, duration: Duration, failing: LegacySDKError?
+    ) throws -> LegacyPayload {
         let released = state.withLock { state -> Bool in
             if !state.released { state.active[key, default: 0] += 1 }
             return state.released

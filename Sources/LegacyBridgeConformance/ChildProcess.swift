@@ -62,7 +62,9 @@ package struct ChildOutcome: Sendable {
         let lines = standardError.split(separator: "\n", omittingEmptySubsequences: true)
             .filter { !$0.allSatisfy { $0 == "=" || $0 == " " } }
         let markers = ["WARNING: ThreadSanitizer", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"]
-        guard let start = lines.firstIndex(where: { line in markers.contains { line.contains($0) } }) else { return nil }
+        guard let start = lines.firstIndex(where: { line in markers.contains { line.contains($0) } }) else {
+            return nil
+        }
         var shown = Array(lines[start...].prefix(3)).map { $0.trimmingCharacters(in: .whitespaces) }
         if let summary = lines[start...].first(where: { $0.hasPrefix("SUMMARY:") }), !shown.contains(String(summary)) {
             shown.append(String(summary))
@@ -83,7 +85,9 @@ package func currentExecutablePath() -> String {
 
 /// Runs `executable` with `arguments`, waits at most `bound`, and captures its output.
 /// A child still running at the bound is killed (SIGKILL) and reported as timed out.
-package func runChild(executable: String, arguments: [String], bound: Duration, environment: [String: String] = [:]) throws -> ChildOutcome {
+package func runChild(
+    executable: String, arguments: [String], bound: Duration, environment: [String: String] = [:]
+) throws -> ChildOutcome {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -111,7 +115,9 @@ package func runChild(executable: String, arguments: [String], bound: Duration, 
     process.terminationHandler = { _ in finished.signal() }
     try process.run()
     var timedOut = false
-    let deadline = DispatchTime.now() + .nanoseconds(Int(bound.components.seconds * 1_000_000_000 + bound.components.attoseconds / 1_000_000_000))
+    let deadline =
+        DispatchTime.now()
+        + .nanoseconds(Int(bound.components.seconds * 1_000_000_000 + bound.components.attoseconds / 1_000_000_000))
     if finished.wait(timeout: deadline) == .timedOut {
         timedOut = true
         kill(process.processIdentifier, SIGKILL)
@@ -122,7 +128,8 @@ package func runChild(executable: String, arguments: [String], bound: Duration, 
 
     let output = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
     let errors = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
-    var outcome = ChildOutcome(exitStatus: nil, signal: nil, timedOut: timedOut, standardOutput: output, standardError: errors)
+    var outcome = ChildOutcome(
+        exitStatus: nil, signal: nil, timedOut: timedOut, standardOutput: output, standardError: errors)
     switch process.terminationReason {
     case .exit: outcome.exitStatus = process.terminationStatus
     case .uncaughtSignal: outcome.signal = process.terminationStatus
@@ -138,9 +145,10 @@ package func runChildOffThePool(
 ) async throws -> ChildOutcome {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async {
-            continuation.resume(with: Result {
-                try runChild(executable: executable, arguments: arguments, bound: bound, environment: environment)
-            })
+            continuation.resume(
+                with: Result {
+                    try runChild(executable: executable, arguments: arguments, bound: bound, environment: environment)
+                })
         }
     }
 }

@@ -39,9 +39,11 @@ public enum ConformanceRunner {
     /// - Returns: 0 when every adapter met its expectation, 1 otherwise, 2 for bad usage.
     public static func run(_ subjects: [ConformanceSubject], arguments: [String]) async -> Int32 {
         let program = CommandLine.arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "conformance"
-        return await run(subjects, arguments: arguments, configuration: Configuration(
-            command: program, childArguments: [], defaultSubjects: subjects,
-            defaultDescription: "every adapter"))
+        return await run(
+            subjects, arguments: arguments,
+            configuration: Configuration(
+                command: program, childArguments: [], defaultSubjects: subjects,
+                defaultDescription: "every adapter"))
     }
 
     /// How a program presents the runner.
@@ -55,7 +57,9 @@ public enum ConformanceRunner {
         /// Says which those are, for the help text.
         package var defaultDescription: String
 
-        package init(command: String, childArguments: [String], defaultSubjects: [ConformanceSubject], defaultDescription: String) {
+        package init(
+            command: String, childArguments: [String], defaultSubjects: [ConformanceSubject], defaultDescription: String
+        ) {
             self.command = command
             self.childArguments = childArguments
             self.defaultSubjects = defaultSubjects
@@ -101,7 +105,9 @@ public enum ConformanceRunner {
     }
 
     /// Runs the runner's command line: parses, runs, prints, returns the exit status.
-    package static func run(_ subjects: [ConformanceSubject], arguments: [String], configuration: Configuration) async -> Int32 {
+    package static func run(
+        _ subjects: [ConformanceSubject], arguments: [String], configuration: Configuration
+    ) async -> Int32 {
         let out = RunnerOutput()
         do {
             return try await runParsed(subjects, arguments: arguments, configuration: configuration, out: out)
@@ -133,7 +139,9 @@ public enum ConformanceRunner {
         }
         if parsed.switches.contains("list-scenarios") {
             for kind in AdapterKind.allCases {
-                for scenario in ConformanceSuite.scenarios(for: kind) { out.line("\(kind.rawValue) \(scenario.name) \(scenario.summary)") }
+                for scenario in ConformanceSuite.scenarios(for: kind) {
+                    out.line("\(kind.rawValue) \(scenario.name) \(scenario.summary)")
+                }
             }
             return 0
         }
@@ -156,7 +164,8 @@ public enum ConformanceRunner {
             let names = Set(list.split(separator: ",").map { String($0) })
             let known = Set(chosen.flatMap(\.scenarioNames))
             if let unknown = names.subtracting(known).sorted().first {
-                throw RunnerUsageError(message: "unknown scenario '\(unknown)' for the chosen adapters (see --list-scenarios)")
+                throw RunnerUsageError(
+                    message: "unknown scenario '\(unknown)' for the chosen adapters (see --list-scenarios)")
             }
             options.only = names
         }
@@ -190,8 +199,10 @@ public enum ConformanceRunner {
             let onResult: @Sendable (ScenarioResult) -> Void = { result in
                 if !json { out.line(result.renderedLines) }
             }
-            let report = isolated
-                ? await runIsolated(subject, options: options, configuration: configuration, out: json ? nil : out, onResult: onResult)
+            let report =
+                isolated
+                ? await runIsolated(
+                    subject, options: options, configuration: configuration, out: json ? nil : out, onResult: onResult)
                 : await subject.run(options: options, onResult: onResult)
             reports.append((subject, report))
             if !json { out.line(ConformanceEvaluation.verdict(subject, report).line) }
@@ -204,7 +215,8 @@ public enum ConformanceRunner {
     private static func subjectHeader(_ subject: ConformanceSubject) -> String {
         let expectation: String
         if subject.isGallery {
-            expectation = "wrong on purpose, expected to be flagged by \(subject.flaggedBy.joined(separator: ", "))\(subject.flaggedOnlyUnderThreadSanitizer ? " under ThreadSanitizer" : "")"
+            expectation =
+                "wrong on purpose, expected to be flagged by \(subject.flaggedBy.joined(separator: ", "))\(subject.flaggedOnlyUnderThreadSanitizer ? " under ThreadSanitizer" : "")"
         } else {
             expectation = "expected to pass every scenario"
         }
@@ -217,26 +229,33 @@ public enum ConformanceRunner {
         out: RunnerOutput?, onResult: @Sendable (ScenarioResult) -> Void
     ) async -> ConformanceReport {
         let executable = currentExecutablePath()
-        let summaries = Dictionary(uniqueKeysWithValues: ConformanceSuite.scenarios(for: subject.kind).map { ($0.name, $0.summary) })
+        let summaries = Dictionary(
+            uniqueKeysWithValues: ConformanceSuite.scenarios(for: subject.kind).map { ($0.name, $0.summary) })
         let names = subject.scenarioNames.filter { options.only?.contains($0) ?? true }
-        let watchdogSeconds = Double(options.watchdog.components.seconds) + Double(options.watchdog.components.attoseconds) / 1e18
+        let watchdogSeconds =
+            Double(options.watchdog.components.seconds) + Double(options.watchdog.components.attoseconds) / 1e18
         var results: [ScenarioResult] = []
         for (index, name) in names.enumerated() {
             out?.status("  ... \(name) (\(index + 1)/\(names.count))")
             let summary = summaries[name] ?? ""
-            let arguments = configuration.childArguments + [
-                "--adapter", subject.name, "--run-scenario", name,
-                "--seed", String(options.seed), "--watchdog", String(watchdogSeconds), "--burst", String(options.burstSize),
-            ]
+            let arguments =
+                configuration.childArguments + [
+                    "--adapter", subject.name, "--run-scenario", name,
+                    "--seed", String(options.seed), "--watchdog", String(watchdogSeconds), "--burst",
+                    String(options.burstSize),
+                ]
             let bound = options.watchdog + .seconds(15)
             let result: ScenarioResult
             do {
                 // No backtracer in the child: a crash is reported at once, with the runtime's message first.
                 let child = try await runChildOffThePool(
-                    executable: executable, arguments: arguments, bound: bound, environment: ["SWIFT_BACKTRACE": "enable=no"])
+                    executable: executable, arguments: arguments, bound: bound,
+                    environment: ["SWIFT_BACKTRACE": "enable=no"])
                 result = interpret(child, name: name, summary: summary, bound: bound)
             } catch {
-                result = ScenarioResult(name: name, summary: summary, verdict: .failed, detail: "could not start the child process: \(error)")
+                result = ScenarioResult(
+                    name: name, summary: summary, verdict: .failed,
+                    detail: "could not start the child process: \(error)")
             }
             out?.clearStatus()
             onResult(result)
@@ -247,20 +266,30 @@ public enum ConformanceRunner {
 
     /// What a scenario's child process amounted to: its own result, unless the process crashed,
     /// hung, exited with a non-zero status or printed a sanitizer report — each of which fails it.
-    package static func interpret(_ child: ChildOutcome, name: String, summary: String, bound: Duration) -> ScenarioResult {
+    package static func interpret(
+        _ child: ChildOutcome, name: String, summary: String, bound: Duration
+    ) -> ScenarioResult {
         if child.timedOut {
-            return ScenarioResult(name: name, summary: summary, verdict: .hung, detail: "the scenario's process did not finish within \(bound) and was killed")
+            return ScenarioResult(
+                name: name, summary: summary, verdict: .hung,
+                detail: "the scenario's process did not finish within \(bound) and was killed")
         }
         if child.signal != nil {
             let lines = child.sanitizerReport ?? child.firstErrorLines(3)
-            return ScenarioResult(name: name, summary: summary, verdict: .crashed, detail: "crashed with \(child.signalDescription)\(lines.isEmpty ? "" : ": \(lines)")")
+            return ScenarioResult(
+                name: name, summary: summary, verdict: .crashed,
+                detail: "crashed with \(child.signalDescription)\(lines.isEmpty ? "" : ": \(lines)")")
         }
         let resultLine = child.standardOutput.split(separator: "\n").last { $0.hasPrefix("RESULT ") }
-        guard let resultLine, let decoded = try? JSONDecoder().decode([ScenarioResult].self, from: Data(resultLine.dropFirst(7).utf8)),
-              var result = decoded.first
+        guard let resultLine,
+            let decoded = try? JSONDecoder().decode([ScenarioResult].self, from: Data(resultLine.dropFirst(7).utf8)),
+            var result = decoded.first
         else {
             let lines = child.sanitizerReport ?? child.firstErrorLines(3)
-            return ScenarioResult(name: name, summary: summary, verdict: .crashed, detail: "exited with status \(child.exitStatus ?? -1) without a result\(lines.isEmpty ? "" : ": \(lines)")")
+            return ScenarioResult(
+                name: name, summary: summary, verdict: .crashed,
+                detail:
+                    "exited with status \(child.exitStatus ?? -1) without a result\(lines.isEmpty ? "" : ": \(lines)")")
         }
         var problem: String?
         if let report = child.sanitizerReport {
@@ -270,7 +299,8 @@ public enum ConformanceRunner {
             problem = "its process exited with status \(status)\(lines.isEmpty ? "" : ": \(lines)")"
         }
         if let problem {
-            result.detail = result.passed ? "the scenario's checks passed, but \(problem)" : "\(result.detail); and \(problem)"
+            result.detail =
+                result.passed ? "the scenario's checks passed, but \(problem)" : "\(result.detail); and \(problem)"
             if result.passed { result.verdict = .failed }
         }
         return result
@@ -321,21 +351,41 @@ package struct ConformanceEvaluation: Sendable {
         let failed = Set(report.failures.map(\.name))
         guard subject.isGallery else {
             let met = failed.isEmpty
-            return Verdict(expected: "pass", met: met, line: "\(subject.name): \(counts)\(met ? ", as expected" : " — NOT as expected: it must pass every scenario")")
+            return Verdict(
+                expected: "pass", met: met,
+                line:
+                    "\(subject.name): \(counts)\(met ? ", as expected" : " — NOT as expected: it must pass every scenario")"
+            )
         }
         let ran = Set(report.results.map(\.name))
         let relevant = subject.flaggedBy.filter(ran.contains)
         if subject.flaggedOnlyUnderThreadSanitizer && !threadSanitizerIsActive {
-            return Verdict(expected: "unchecked", met: true, line: "\(subject.name): \(counts); not checked: its mistake is a data race, flagged by \(subject.flaggedBy.joined(separator: ", ")) only in a ThreadSanitizer build (swift build --sanitize=thread)")
+            return Verdict(
+                expected: "unchecked", met: true,
+                line:
+                    "\(subject.name): \(counts); not checked: its mistake is a data race, flagged by \(subject.flaggedBy.joined(separator: ", ")) only in a ThreadSanitizer build (swift build --sanitize=thread)"
+            )
         }
         guard !relevant.isEmpty else {
-            return Verdict(expected: "unchecked", met: true, line: "\(subject.name): \(counts); not checked: this adapter is wrong on purpose and expected to be flagged by \(subject.flaggedBy.joined(separator: ", ")), none of which ran")
+            return Verdict(
+                expected: "unchecked", met: true,
+                line:
+                    "\(subject.name): \(counts); not checked: this adapter is wrong on purpose and expected to be flagged by \(subject.flaggedBy.joined(separator: ", ")), none of which ran"
+            )
         }
         let missed = relevant.filter { !failed.contains($0) }
         if missed.isEmpty {
-            return Verdict(expected: "flagged", met: true, line: "\(subject.name): \(counts); wrong on purpose and flagged by \(relevant.joined(separator: ", ")), as expected")
+            return Verdict(
+                expected: "flagged", met: true,
+                line:
+                    "\(subject.name): \(counts); wrong on purpose and flagged by \(relevant.joined(separator: ", ")), as expected"
+            )
         }
-        return Verdict(expected: "flagged", met: false, line: "\(subject.name): \(counts) — NOT as expected: it is wrong on purpose, yet \(missed.joined(separator: ", ")) did not flag it")
+        return Verdict(
+            expected: "flagged", met: false,
+            line:
+                "\(subject.name): \(counts) — NOT as expected: it is wrong on purpose, yet \(missed.joined(separator: ", ")) did not flag it"
+        )
     }
 
     package init(_ reports: [(ConformanceSubject, ConformanceReport)]) {
@@ -346,23 +396,28 @@ package struct ConformanceEvaluation: Sendable {
             let verdict = Self.verdict(subject, report)
             if !verdict.met { unmet.append(subject.name) }
             if verdict.expected == "unchecked" { unchecked += 1 }
-            adapters.append(JSONReport.Adapter(
-                name: subject.name, kind: subject.kind.rawValue, gallery: subject.isGallery,
-                passed: report.passedCount, failed: report.failures.count, expected: verdict.expected,
-                expectationMet: verdict.met,
-                scenarios: report.results.map {
-                    JSONReport.Scenario(name: $0.name, passed: $0.passed, verdict: $0.verdict.rawValue, detail: $0.detail)
-                }))
+            adapters.append(
+                JSONReport.Adapter(
+                    name: subject.name, kind: subject.kind.rawValue, gallery: subject.isGallery,
+                    passed: report.passedCount, failed: report.failures.count, expected: verdict.expected,
+                    expectationMet: verdict.met,
+                    scenarios: report.results.map {
+                        JSONReport.Scenario(
+                            name: $0.name, passed: $0.passed, verdict: $0.verdict.rawValue, detail: $0.detail)
+                    }))
         }
         json = JSONReport(adapters: adapters)
         clean = unmet.isEmpty
         if unmet.isEmpty && unchecked == reports.count && !reports.isEmpty {
-            summaryLine = "conformance: nothing to compare — every adapter here is wrong on purpose, and no scenario that must flag it ran (see above); exit status 0"
+            summaryLine =
+                "conformance: nothing to compare — every adapter here is wrong on purpose, and no scenario that must flag it ran (see above); exit status 0"
         } else if unmet.isEmpty {
             let checked = reports.count - unchecked
-            summaryLine = "conformance: as expected for \(checked) adapter(s)\(unchecked > 0 ? " (\(unchecked) not checked, see above)" : "") — those that must work passed every scenario that ran; those wrong on purpose were flagged by their documented scenarios"
+            summaryLine =
+                "conformance: as expected for \(checked) adapter(s)\(unchecked > 0 ? " (\(unchecked) not checked, see above)" : "") — those that must work passed every scenario that ran; those wrong on purpose were flagged by their documented scenarios"
         } else {
-            summaryLine = "conformance: NOT as expected for: \(unmet.joined(separator: ", ")) — expected: an adapter that must work passes every scenario that ran; one wrong on purpose is flagged by each documented scenario that ran"
+            summaryLine =
+                "conformance: NOT as expected for: \(unmet.joined(separator: ", ")) — expected: an adapter that must work passes every scenario that ran; one wrong on purpose is flagged by each documented scenario that ran"
         }
     }
 }
@@ -456,7 +511,9 @@ struct RunnerUsageError: Error {
 /// The runner's options: `--name value`, `--name=value`, switches, `--help`/`-h`.
 struct RunnerArguments {
     static let valueOptions: Set<String> = ["adapter", "scenario", "watchdog", "seed", "burst", "run-scenario"]
-    static let switchOptions: Set<String> = ["list-adapters", "list-scenarios", "json", "in-process", "flagging-only", "help"]
+    static let switchOptions: Set<String> = [
+        "list-adapters", "list-scenarios", "json", "in-process", "flagging-only", "help",
+    ]
 
     var values: [String: String] = [:]
     var switches: Set<String> = []
@@ -499,7 +556,9 @@ struct RunnerArguments {
     func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = values[name] else { return fallback }
         guard let value = Int(text.filter { $0 != "_" }), range.contains(value) else {
-            throw RunnerUsageError(message: "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            throw RunnerUsageError(
+                message:
+                    "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }
         return value
     }
@@ -507,7 +566,10 @@ struct RunnerArguments {
     func seconds(_ name: String, default fallback: Double, in range: ClosedRange<Double>) throws -> Double {
         guard let text = values[name] else { return fallback }
         guard let value = Double(text), value.isFinite, range.contains(value) else {
-            throw RunnerUsageError(message: "--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            throw RunnerUsageError(
+                message:
+                    "--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
+            )
         }
         return value
     }

@@ -19,7 +19,9 @@ public enum ConformanceSuite {
     ///   - adapter: The adapter to check.
     ///   - options: Watchdog bound, burst size, seed, scenario filter.
     /// - Returns: One result per scenario.
-    public static func run<Adapter: OneShotAdapter>(_ adapter: Adapter, options: ConformanceOptions = .init()) async -> ConformanceReport {
+    public static func run<Adapter: OneShotAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
         await run(adapter, options: options, onResult: nil)
     }
 
@@ -28,7 +30,9 @@ public enum ConformanceSuite {
     ///   - adapter: The adapter to check.
     ///   - options: Watchdog bound, seed, scenario filter.
     /// - Returns: One result per scenario.
-    public static func run<Adapter: StreamAdapter>(_ adapter: Adapter, options: ConformanceOptions = .init()) async -> ConformanceReport {
+    public static func run<Adapter: StreamAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
         await run(adapter, options: options, onResult: nil)
     }
 
@@ -36,7 +40,8 @@ public enum ConformanceSuite {
     package static func run<Adapter: OneShotAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(OneShotScenarios.all, on: adapter as any OneShotAdapter, options: options, onResult: onResult)
+        let results = await runAll(
+            OneShotScenarios.all, on: adapter as any OneShotAdapter, options: options, onResult: onResult)
         return ConformanceReport(adapter: adapter.name, kind: .oneShot, results: results)
     }
 

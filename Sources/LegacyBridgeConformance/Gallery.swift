@@ -20,7 +20,9 @@ public struct NaiveContinuationAdapter: OneShotAdapter {
     /// `naive-continuation`.
     public var name: String { "naive-continuation" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: checked continuation resumed on every callback (traps on a repeat)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: checked continuation resumed on every callback (traps on a repeat)"
+    }
 
     /// Bridges naively.
     /// - Parameters:
@@ -47,7 +49,9 @@ public struct LockHeldGateAdapter: OneShotAdapter {
     /// `lock-held-gate`.
     public var name: String { "lock-held-gate" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: gate that calls cancel and resumes under its lock (deadlocks on a re-entrant cancel)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: gate that calls cancel and resumes under its lock (deadlocks on a re-entrant cancel)"
+    }
 
     private final class Gate: Sendable {
         struct State {
@@ -125,7 +129,9 @@ public struct NoCancellationHandlerAdapter: OneShotAdapter {
     /// `no-cancellation-handler`.
     public var name: String { "no-cancellation-handler" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: checks Task.isCancelled once, no cancellation handler (hangs on never + cancel)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: checks Task.isCancelled once, no cancellation handler (hangs on never + cancel)"
+    }
 
     /// Bridges without a cancellation handler.
     /// - Parameters:
@@ -160,7 +166,9 @@ public struct EarlyContextReleaseAdapter: OneShotAdapter {
     /// `early-context-release`.
     public var name: String { "early-context-release" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: releases its C context on the first callback (use-after-free with repeats)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: releases its C context on the first callback (use-after-free with repeats)"
+    }
 
     private final class Context: Sendable {
         let completion: Completion<LegacyPayload>
@@ -200,7 +208,9 @@ public struct AsyncStreamNoTerminationAdapter: StreamAdapter {
     /// `asyncstream-no-ontermination`.
     public var name: String { "asyncstream-no-ontermination" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: AsyncThrowingStream without onTermination (the source keeps running)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: AsyncThrowingStream without onTermination (the source keeps running)"
+    }
 
     /// Wraps `source` without termination handling.
     /// - Parameter source: The legacy event source.
@@ -225,7 +235,9 @@ public struct UnboundedAsyncStreamAdapter: StreamAdapter {
     /// `unbounded-asyncstream`.
     public var name: String { "unbounded-asyncstream" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: unbounded AsyncThrowingStream (memory grows under a slow consumer)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: unbounded AsyncThrowingStream (memory grows under a slow consumer)"
+    }
 
     /// Wraps `source` in an unbounded stream.
     /// - Parameter source: The legacy event source.
@@ -281,7 +293,9 @@ public struct CancelAfterSuccessAdapter: OneShotAdapter {
     /// `cancel-after-success`.
     public var name: String { "cancel-after-success" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: calls the SDK's cancel after a successful completion (cancel used as close)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: calls the SDK's cancel after a successful completion (cancel used as close)"
+    }
 
     /// Bridges with `withCallback`, then "closes" the operation.
     /// - Parameters:
@@ -316,7 +330,9 @@ public struct PlainBoolGateAdapter: OneShotAdapter {
     /// `plain-bool-gate`.
     public var name: String { "plain-bool-gate" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: a plain Bool 'delivered' flag shared with SDK threads (a data race; TSan sees it)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: a plain Bool 'delivered' flag shared with SDK threads (a data race; TSan sees it)"
+    }
 
     private final class Once: @unchecked Sendable {  // WRONG: claims Sendable, guards nothing
         var delivered = false
@@ -354,7 +370,9 @@ public struct SelfRetainingSubscriptionAdapter: StreamAdapter {
     /// `self-retaining-subscription`.
     public var name: String { "self-retaining-subscription" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: subscription retains itself until cancelled (leaks the SDK handle when a stream ends)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: subscription retains itself until cancelled (leaks the SDK handle when a stream ends)"
+    }
 
     private final class Subscription: Sendable {
         let me = LockedBox<Subscription?>(nil)
@@ -401,7 +419,9 @@ public struct ContextReleasedOnCancelAdapter: OneShotAdapter {
     /// `context-released-on-cancel`.
     public var name: String { "context-released-on-cancel" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: releases its C context on cancel and again in the release callback (double release)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: releases its C context on cancel and again in the release callback (double release)"
+    }
 
     private final class Context: Sendable {
         let completion: Completion<LegacyPayload>
@@ -515,36 +535,38 @@ public struct SemaphoreWaitAdapter: OneShotAdapter {
             }
             cancel?()
         }
-        return try await withTaskCancellationHandler(operation: {
-            _ = isolation  // runs on the caller's actor (SE-0420: the closure captures it)
-            let cancel = operation.start { decide($0) }
-            let cancelNow = state.withLock { state -> Bool in
-                if state.cancelled { return true }
-                state.cancel = cancel
-                return false
-            }
-            if cancelNow { cancel?() }
-            // WRONG: blocks the caller's thread until the SDK calls back (or the timeout passes).
-            if !blockingWait(semaphore, timeout: operation.timeout), let timeout = operation.timeout {
-                decide(.failure(BridgeTimeoutError(timeout: timeout)))
-                cancelOperation()
-            }
-            return try state.withLock { state in
-                state.cancel = nil  // the cancel function holds our callback, which holds `state`
-                return state.result!
-            }.get()
-        }, onCancel: {
-            // Decide first, then cancel (which may call back inside), then wake the waiter.
-            let (cancel, decided) = state.withLock { state -> (LegacyCancel?, Bool) in
-                state.cancelled = true
-                let decided = state.result == nil
-                if decided { state.result = .failure(CancellationError()) }
-                defer { state.cancel = nil }
-                return (state.cancel, decided)
-            }
-            cancel?()
-            if decided { semaphore.signal() }
-        }, isolation: isolation)
+        return try await withTaskCancellationHandler(
+            operation: {
+                _ = isolation  // runs on the caller's actor (SE-0420: the closure captures it)
+                let cancel = operation.start { decide($0) }
+                let cancelNow = state.withLock { state -> Bool in
+                    if state.cancelled { return true }
+                    state.cancel = cancel
+                    return false
+                }
+                if cancelNow { cancel?() }
+                // WRONG: blocks the caller's thread until the SDK calls back (or the timeout passes).
+                if !blockingWait(semaphore, timeout: operation.timeout), let timeout = operation.timeout {
+                    decide(.failure(BridgeTimeoutError(timeout: timeout)))
+                    cancelOperation()
+                }
+                return try state.withLock { state in
+                    state.cancel = nil  // the cancel function holds our callback, which holds `state`
+                    return state.result!
+                }.get()
+            },
+            onCancel: {
+                // Decide first, then cancel (which may call back inside), then wake the waiter.
+                let (cancel, decided) = state.withLock { state -> (LegacyCancel?, Bool) in
+                    state.cancelled = true
+                    let decided = state.result == nil
+                    if decided { state.result = .failure(CancellationError()) }
+                    defer { state.cancel = nil }
+                    return (state.cancel, decided)
+                }
+                cancel?()
+                if decided { semaphore.signal() }
+            }, isolation: isolation)
     }
 }
 

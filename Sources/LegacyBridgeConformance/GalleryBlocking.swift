@@ -18,7 +18,9 @@ public struct DispatchSemaphoreBlockingAdapter: BlockingAdapter {
     /// `dispatch-semaphore-blocking`.
     public var name: String { "dispatch-semaphore-blocking" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: DispatchQueue.global().async + a semaphore the calling task waits on (blocks the cooperative pool)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: DispatchQueue.global().async + a semaphore the calling task waits on (blocks the cooperative pool)"
+    }
 
     private final class Box: @unchecked Sendable {
         // @unchecked Sendable: written by the Dispatch thread before signal, read after wait.

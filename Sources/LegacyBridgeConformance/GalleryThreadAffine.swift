@@ -17,11 +17,14 @@ public struct PlainActorAffineAdapter: ThreadAffineAdapter {
     /// `plain-actor-affine`.
     public var name: String { "plain-actor-affine" }
     /// One line describing the adapter.
-    public var summary: String { "WRONG ON PURPOSE: a default actor around a thread-affine SDK (calls it from cooperative threads)" }
+    public var summary: String {
+        "WRONG ON PURPOSE: a default actor around a thread-affine SDK (calls it from cooperative threads)"
+    }
 
     /// Opens a plain-actor session.
     /// - Parameter sdk: The thread-affine SDK.
     /// - Returns: The session.
+    /// - Throws: Nothing this adapter adds; the protocol allows a session that cannot open to throw.
     public func open(_ sdk: LegacyAffineSDK) async throws -> any ThreadAffineSession {
         PlainSession(sdk: sdk)
     }

@@ -47,10 +47,13 @@ final class ScenarioLab: Sendable {
     /// A one-shot operation backed by the SDK in `behavior`, and the probe that watches it.
     ///
     /// - Parameters:
+    ///   - behavior: What the simulated SDK does with the request.
+    ///   - timeout: The operation's timeout, if any.
     ///   - beforeStart: Runs inside `start`, on the adapter's thread, before the SDK is called.
     ///   - holdStartUntilCallbackReturned: `start` does not return before the adapter's callback
     ///     has run to its end (or the lab's patience ran out): the outcome provably arrives, and is
     ///     handled, before the adapter has its cancel function — let alone a continuation.
+    /// - Returns: The operation to hand to the adapter, and the probe that watches it.
     func operation(
         _ behavior: SimulatedBehavior,
         timeout: Duration? = nil,
@@ -165,7 +168,8 @@ final class ScenarioLab: Sendable {
             if let problem = probe.contextProblem() { return problem }
             if !freed {
                 let references = probe.context?.adapterReferences ?? 0
-                return "\(probe.path): the adapter's context still had \(references) reference(s) after the SDK released it and the call returned (a leak): balance the retain made for the SDK in its release callback, and keep no other reference"
+                return
+                    "\(probe.path): the adapter's context still had \(references) reference(s) after the SDK released it and the call returned (a leak): balance the retain made for the SDK in its release callback, and keep no other reference"
             }
         }
         return nil
@@ -203,9 +207,11 @@ final class ScriptedOperation: Sendable {
     /// Delivers `outcomes` from threads of the lab's own, then releases the operation (drops the
     /// callback, or calls the context's release) once the last callback returned.
     ///
-    /// - Parameter concurrently: Each outcome on its own thread, all released at the same moment
-    ///   by a barrier, so that the adapter's callback runs on several threads at once with no
-    ///   synchronisation between them; otherwise one thread delivers them in order.
+    /// - Parameters:
+    ///   - outcomes: The outcomes, delivered in this order (or all at once).
+    ///   - concurrently: Each outcome on its own thread, all released at the same moment
+    ///     by a barrier, so that the adapter's callback runs on several threads at once with no
+    ///     synchronisation between them; otherwise one thread delivers them in order.
     func deliver(_ outcomes: [Result<LegacyPayload, any Error>], concurrently: Bool) {
         guard let target = target.withLock({ $0 }) else {
             preconditionFailure("ScriptedOperation.deliver before the adapter started the operation")
@@ -228,7 +234,11 @@ final class ScriptedOperation: Sendable {
                 watch.deliver(probe) { callback($0, outcome) }
             }
             probe.noteCallbackReturned()
-            if finisher.withLock({ $0 -= 1; return $0 == 0 }) { release() }
+            if finisher.withLock({
+                $0 -= 1; return $0 == 0
+            }) {
+                release()
+            }
         }
         if concurrently {
             let barrier = ThreadBarrier(parties: outcomes.count)
@@ -416,7 +426,8 @@ final class OperationProbe: Sendable {
     /// open so that the outcome provably arrives, and is handled, before `start` returns. Records
     /// whether it did (``Snapshot/heldStartSawCallbackReturn``).
     func waitForCallbackReturned(within bound: Duration) {
-        let returned = firstCallbackReturned.wait(timeout: .now() + .nanoseconds(Int(bound.nanosecondsClamped))) == .success
+        let returned =
+            firstCallbackReturned.wait(timeout: .now() + .nanoseconds(Int(bound.nanosecondsClamped))) == .success
         state.withLock { $0.snapshot.heldStartSawCallbackReturn = returned }
     }
     func noteCancel() { state.withLock { $0.snapshot.cancels += 1 } }
@@ -452,15 +463,19 @@ final class OperationProbe: Sendable {
     /// The context lifetime rule this operation's adapter broke so far, in words, or `nil`.
     func contextProblem() -> String? {
         let snapshot = self.snapshot
-        let onCancel = snapshot.cancels > 0 ? " (it released on cancel: the SDK still calls back and releases after a cancel)" : ""
+        let onCancel =
+            snapshot.cancels > 0 ? " (it released on cancel: the SDK still calls back and releases after a cancel)" : ""
         if snapshot.callbacksAfterContextRelease > 0 {
-            return "\(path), the SDK called back after the adapter had released its context\(onCancel): a use-after-free in a real SDK. Release the context only in the SDK's release callback, which comes after the last callback"
+            return
+                "\(path), the SDK called back after the adapter had released its context\(onCancel): a use-after-free in a real SDK. Release the context only in the SDK's release callback, which comes after the last callback"
         }
         if snapshot.contextReleasedBeforeSDKRelease {
-            return "\(path), the adapter had already released its context when the SDK called its release callback\(onCancel), so releasing there is a second release: a double release (use-after-free) in a real SDK. Release it only in the SDK's release callback"
+            return
+                "\(path), the adapter had already released its context when the SDK called its release callback\(onCancel), so releasing there is a second release: a double release (use-after-free) in a real SDK. Release it only in the SDK's release callback"
         }
         if let references = context?.adapterReferences, references < 0 {
-            return "\(path), the adapter released its context \(-references) more time(s) than it retained it: a double release"
+            return
+                "\(path), the adapter released its context \(-references) more time(s) than it retained it: a double release"
         }
         return nil
     }

@@ -32,7 +32,9 @@ public struct WithCallbackContextAdapter: OneShotAdapter {
     /// `with-callback-context`.
     public var name: String { "with-callback-context" }
     /// One line describing the adapter.
-    public var summary: String { "withCallback over the C-style start: context retained for the SDK, released in its release callback" }
+    public var summary: String {
+        "withCallback over the C-style start: context retained for the SDK, released in its release callback"
+    }
 
     private final class Context: Sendable {
         let completion: Completion<LegacyPayload>

@@ -6,9 +6,15 @@ enum OneShotScenarios {
     static let all: [Scenario<any OneShotAdapter>] = [
         synchronousCallback,
         singleFailure,
-        repeated("repeated-callback-same-outcome", "a second identical success is ignored; the first value is returned", [.success, .success], expectSuccess: true),
-        repeated("repeated-callback-success-then-error", "success then error: the success wins, the error is ignored", [.success, .failure], expectSuccess: true),
-        repeated("repeated-callback-error-then-success", "error then success: the error wins, the success is ignored", [.failure, .success], expectSuccess: false),
+        repeated(
+            "repeated-callback-same-outcome", "a second identical success is ignored; the first value is returned",
+            [.success, .success], expectSuccess: true),
+        repeated(
+            "repeated-callback-success-then-error", "success then error: the success wins, the error is ignored",
+            [.success, .failure], expectSuccess: true),
+        repeated(
+            "repeated-callback-error-then-success", "error then success: the error wins, the success is ignored",
+            [.failure, .success], expectSuccess: false),
         concurrentCallbacks,
         finishBeforeInstall,
         noCancelAfterCompletion,
@@ -44,7 +50,9 @@ enum OneShotScenarios {
         let (operation, probe) = context.lab.operation(.failing(.remote, message: "conformance: injected failure"))
         let result = await launch(adapter, operation).value
         guard case .failure(let error) = result else {
-            return .fail("the SDK reported a failure, but the caller got a \(describe(result)): a failure must reach the caller as a thrown error, never as an empty or default value")
+            return .fail(
+                "the SDK reported a failure, but the caller got a \(describe(result)): a failure must reach the caller as a thrown error, never as an empty or default value"
+            )
         }
         guard (error as? LegacySDKError) == .remote else {
             return .fail("expected the SDK's own error (LegacySDKError.remote), got \(describe(result))")
@@ -52,7 +60,9 @@ enum OneShotScenarios {
         return noCancel(probe)
     }
 
-    static func repeated(_ name: String, _ summary: String, _ outcomes: [SimulatedBehavior.Outcome], expectSuccess: Bool) -> Scenario<any OneShotAdapter> {
+    static func repeated(
+        _ name: String, _ summary: String, _ outcomes: [SimulatedBehavior.Outcome], expectSuccess: Bool
+    ) -> Scenario<any OneShotAdapter> {
         Scenario(name: name, summary: summary) { adapter, context in
             let behavior = SimulatedBehavior.synchronous.with { $0.outcomes = outcomes }
             let (operation, probe) = context.lab.operation(behavior)
@@ -70,14 +80,17 @@ enum OneShotScenarios {
             case (false, .failure(let error)) where (error as? LegacySDKError) == .remote:
                 return noCancel(probe)
             default:
-                return .fail("the first callback must decide the outcome (\(expectSuccess ? "value #1" : "the SDK's error")); got \(describe(result))")
+                return .fail(
+                    "the first callback must decide the outcome (\(expectSuccess ? "value #1" : "the SDK's error")); got \(describe(result))"
+                )
             }
         }
     }
 
     static let concurrentCallbacks = Scenario<any OneShotAdapter>(
         name: "concurrent-callbacks",
-        summary: "two callbacks at the same moment on two threads; one value wins, nothing crashes (run under TSan to see races)"
+        summary:
+            "two callbacks at the same moment on two threads; one value wins, nothing crashes (run under TSan to see races)"
     ) { adapter, context in
         let (operation, scripted) = context.lab.scriptedOperation()
         let task = launch(adapter, operation)
@@ -104,17 +117,22 @@ enum OneShotScenarios {
         let (operation, probe) = context.lab.operation(.wellBehaved, holdStartUntilCallbackReturned: true)
         let result = await launch(adapter, operation).value
         guard probe.snapshot.heldStartSawCallbackReturn == true else {
-            return .fail("while start was held open, the adapter's callback (on an SDK thread) did not return within \(context.lab.patience): it waits for something only start's return provides, blocking the SDK's thread")
+            return .fail(
+                "while start was held open, the adapter's callback (on an SDK thread) did not return within \(context.lab.patience): it waits for something only start's return provides, blocking the SDK's thread"
+            )
         }
         guard case .success(let payload) = result, payload.attempt == 1 else {
-            return .fail("the outcome arrived and was handled before start returned (before the adapter had a continuation); expected the value of callback #1, got \(describe(result))")
+            return .fail(
+                "the outcome arrived and was handled before start returned (before the adapter had a continuation); expected the value of callback #1, got \(describe(result))"
+            )
         }
         return noCancel(probe)
     }
 
     static let noCancelAfterCompletion = Scenario<any OneShotAdapter>(
         name: "no-cancel-after-completion",
-        summary: "a success, then a failure, each decided by the SDK before any timeout: the cancel function is never called"
+        summary:
+            "a success, then a failure, each decided by the SDK before any timeout: the cancel function is never called"
     ) { adapter, context in
         for (behavior, expectSuccess) in [(SimulatedBehavior.wellBehaved, true), (.failing(.remote), false)] {
             let (operation, probe) = context.lab.operation(behavior, timeout: .seconds(600))
@@ -123,9 +141,12 @@ enum OneShotScenarios {
             case (true, .success), (false, .failure):
                 break
             default:
-                return .fail("expected \(expectSuccess ? "the SDK's value" : "the SDK's error"), got \(describe(result))")
+                return .fail(
+                    "expected \(expectSuccess ? "the SDK's value" : "the SDK's error"), got \(describe(result))")
             }
-            guard await eventually({ probe.snapshot.released }) else { return .fail("the SDK never finished the operation") }
+            guard await eventually({ probe.snapshot.released }) else {
+                return .fail("the SDK never finished the operation")
+            }
             if case .fail(let why) = noCancel(probe) { return .fail(why) }
         }
         return .pass
@@ -169,7 +190,8 @@ enum OneShotScenarios {
 
     static let reentrantCancel = Scenario<any OneShotAdapter>(
         name: "reentrant-cancel",
-        summary: "cancel calls the callback synchronously, inside cancel; no deadlock, the outcome stays CancellationError"
+        summary:
+            "cancel calls the callback synchronously, inside cancel; no deadlock, the outcome stays CancellationError"
     ) { adapter, context in
         let (operation, probe) = context.lab.operation(.neverCompletes.with { $0.cancelMode = .callbackSynchronously })
         if case .fail(let why) = await cancelAfterStart(adapter, operation, probe) { return .fail(why) }
@@ -190,7 +212,9 @@ enum OneShotScenarios {
         let (operation, probe) = context.lab.operation(behavior)
         if case .fail(let why) = await cancelAfterStart(adapter, operation, probe) { return .fail(why) }
         guard probe.snapshot.callbacks == 2 else {
-            return .fail("the SDK made \(probe.snapshot.callbacks) callbacks after cancel instead of 2; the scenario proved nothing")
+            return .fail(
+                "the SDK made \(probe.snapshot.callbacks) callbacks after cancel instead of 2; the scenario proved nothing"
+            )
         }
         return .pass
     }
@@ -209,12 +233,14 @@ enum OneShotScenarios {
             return .fail("the timed-out operation was never cancelled; it would run forever")
         }
         let cancels = probe.snapshot.cancels
-        return cancels == 1 ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
+        return cancels == 1
+            ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
     }
 
     static let contextReleasedOnce = Scenario<any OneShotAdapter>(
         name: "context-released-once",
-        summary: "three callbacks then the release, and a cancel with a late callback: the context lives until the SDK's release, is released once"
+        summary:
+            "three callbacks then the release, and a cancel with a late callback: the context lives until the SDK's release, is released once"
     ) { adapter, context in
         // Completion path: three synchronous callbacks, then the release.
         let behavior = SimulatedBehavior.synchronous.with { $0.outcomes = [.success, .success, .failure] }
@@ -241,13 +267,15 @@ enum OneShotScenarios {
 
     static let capturesFreed = Scenario<any OneShotAdapter>(
         name: "captures-freed",
-        summary: "after completion and after cancellation, everything the operation captured is freed (no cycle through the handle)"
+        summary:
+            "after completion and after cancellation, everything the operation captured is freed (no cycle through the handle)"
     ) { adapter, context in
         // Completion path.
         let (first, firstProbe) = context.lab.operation(.wellBehaved)
         _ = await launch(adapter, first).value
         // Cancellation path.
-        let (second, secondProbe) = context.lab.operation(.neverCompletes.with { $0.cancelMode = .callbackAsynchronously })
+        let (second, secondProbe) = context.lab.operation(
+            .neverCompletes.with { $0.cancelMode = .callbackAsynchronously })
         let task = launch(adapter, second)
         guard await eventually({ secondProbe.snapshot.starts == 1 }) else {
             return .fail("the adapter did not start the operation")
@@ -260,11 +288,15 @@ enum OneShotScenarios {
             }
             if probe.captureFreed != nil {
                 guard await eventually({ probe.captureFreed == true }) else {
-                    return .fail("after the \(path) call returned, the operation's captured state is still alive: something (the adapter's gate, its cancel handle) keeps it in a cycle")
+                    return .fail(
+                        "after the \(path) call returned, the operation's captured state is still alive: something (the adapter's gate, its cancel handle) keeps it in a cycle"
+                    )
                 }
             } else if let watch = probe.context {
                 guard await eventually({ (watch.adapterReferences ?? 0) <= 0 }) else {
-                    return .fail("after the \(path) call returned and the SDK released it, the adapter's context is still alive (\(watch.adapterReferences ?? 0) reference(s)): something keeps it in a cycle")
+                    return .fail(
+                        "after the \(path) call returned and the SDK released it, the adapter's context is still alive (\(watch.adapterReferences ?? 0) reference(s)): something keeps it in a cycle"
+                    )
                 }
             }
         }
@@ -309,7 +341,9 @@ enum OneShotScenarios {
         let result = await call.value
         await ping.value
         guard responsive else {
-            return .fail("while the operation was pending (started, no callback yet), the caller's actor could not run anything for \(context.lab.patience): the adapter blocks the caller's thread until the callback comes (a semaphore, a lock, a spin wait). Suspend instead: a continuation, or withCallback")
+            return .fail(
+                "while the operation was pending (started, no callback yet), the caller's actor could not run anything for \(context.lab.patience): the adapter blocks the caller's thread until the callback comes (a semaphore, a lock, a spin wait). Suspend instead: a continuation, or withCallback"
+            )
         }
         guard case .success(let payload) = result, payload.attempt == 1 else {
             return .fail("expected the value of callback #1, got \(describe(result))")
@@ -332,19 +366,25 @@ enum OneShotScenarios {
                 let (operation, _) = context.lab.operation(behavior, timeout: .seconds(1))
                 let task = launch(adapter, operation)
                 if cancel { cancelFromForeignThread(task) }
-                group.addTask { _ = await task.value; return true }
+                group.addTask {
+                    _ = await task.value; return true
+                }
             }
             var finished = 0
             for await done in group where done { finished += 1 }
             return finished
         }
         guard finished == count else { return .fail("only \(finished) of \(count) calls ended") }
-        guard await eventually({
+        guard
+            await eventually({
+                let counters = context.lab.counters
+                return counters.contextsCreated == counters.contextsReleased && counters.handlesOutstanding == 0
+            })
+        else {
             let counters = context.lab.counters
-            return counters.contextsCreated == counters.contextsReleased && counters.handlesOutstanding == 0
-        }) else {
-            let counters = context.lab.counters
-            return .fail("after every call ended: SDK contexts created \(counters.contextsCreated), released \(counters.contextsReleased); handles outstanding \(counters.handlesOutstanding)")
+            return .fail(
+                "after every call ended: SDK contexts created \(counters.contextsCreated), released \(counters.contextsReleased); handles outstanding \(counters.handlesOutstanding)"
+            )
         }
         return .pass
     }
@@ -352,7 +392,9 @@ enum OneShotScenarios {
     /// Runs the adapter, waits until it started the operation, cancels the calling task from a
     /// foreign thread, and checks the caller got `CancellationError` and the operation was
     /// cancelled exactly once and finished.
-    static func cancelAfterStart(_ adapter: any OneShotAdapter, _ operation: LegacyOperation, _ probe: OperationProbe) async -> Check {
+    static func cancelAfterStart(
+        _ adapter: any OneShotAdapter, _ operation: LegacyOperation, _ probe: OperationProbe
+    ) async -> Check {
         let task = launch(adapter, operation)
         guard await eventually({ probe.snapshot.starts == 1 }) else {
             return .fail("the adapter did not start the operation")
@@ -365,21 +407,28 @@ enum OneShotScenarios {
     static func noCancel(_ probe: OperationProbe) -> Check {
         let cancels = probe.snapshot.cancels
         guard cancels == 0 else {
-            return .fail("the operation completed by itself, yet the adapter called its cancel function \(cancels) time(s): never cancel an operation whose completion decided the outcome (cancel is not close; on a real SDK it can hit a request that reuses the handle)")
+            return .fail(
+                "the operation completed by itself, yet the adapter called its cancel function \(cancels) time(s): never cancel an operation whose completion decided the outcome (cancel is not close; on a real SDK it can hit a request that reuses the handle)"
+            )
         }
         return .pass
     }
 
     /// Checks that `result` is `CancellationError` and the operation was cancelled exactly once and finished.
-    static func expectCancelled(_ result: Result<LegacyPayload, any Error>, _ probe: OperationProbe, neverCancelled: String) async -> Check {
+    static func expectCancelled(
+        _ result: Result<LegacyPayload, any Error>, _ probe: OperationProbe, neverCancelled: String
+    ) async -> Check {
         guard case .failure(let error) = result, error is CancellationError else {
             return .fail("expected CancellationError, got \(describe(result))")
         }
         guard await eventually({ probe.snapshot.released }) else {
-            return .fail("the operation was never cancelled (its cancel function was called \(probe.snapshot.cancels) times): \(neverCancelled)")
+            return .fail(
+                "the operation was never cancelled (its cancel function was called \(probe.snapshot.cancels) times): \(neverCancelled)"
+            )
         }
         let cancels = probe.snapshot.cancels
-        return cancels == 1 ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
+        return cancels == 1
+            ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
     }
 }
 
@@ -400,7 +449,8 @@ actor CallerActor {
 /// Runs the main-actor scenario's body on the main actor.
 @MainActor
 enum MainActorProbe {
-    static func run(_ adapter: any OneShotAdapter, _ operation: LegacyOperation, _ probe: OperationProbe) async -> Check {
+    static func run(_ adapter: any OneShotAdapter, _ operation: LegacyOperation, _ probe: OperationProbe) async -> Check
+    {
         guard isOnMainQueue() else {
             return .fail("the main actor is not running on the main queue here; cannot check")
         }
@@ -412,7 +462,9 @@ enum MainActorProbe {
         }
         guard case .success = result else { return .fail("expected a value, got \(describe(result))") }
         guard probe.snapshot.startedOnMainThread == true else {
-            return .fail("start ran off the main actor: the adapter hopped to another executor (take `isolation: isolated (any Actor)? = #isolation` and pass it on)")
+            return .fail(
+                "start ran off the main actor: the adapter hopped to another executor (take `isolation: isolated (any Actor)? = #isolation` and pass it on)"
+            )
         }
         guard isOnMainQueue() else { return .fail("the value arrived off the main actor") }
         return .pass

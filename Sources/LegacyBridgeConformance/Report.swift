@@ -78,7 +78,8 @@ public struct ConformanceReport: Sendable, Hashable, Codable {
 
     /// A multi-line, human-readable rendering: one line per scenario.
     public var rendered: String {
-        let lines = ["\(adapter) (\(kind.rawValue)): \(passedCount)/\(results.count) passed"] + results.map(\.renderedLines)
+        let lines =
+            ["\(adapter) (\(kind.rawValue)): \(passedCount)/\(results.count) passed"] + results.map(\.renderedLines)
         return lines.joined(separator: "\n")
     }
 }

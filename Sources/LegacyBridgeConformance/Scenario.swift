@@ -93,7 +93,10 @@ func execute<Adapter: Sendable>(
         lab.releaseContextGuards()
         return result(.failed, detail)
     case nil:
-        return result(.hung, "did not finish within \(options.watchdog) (the adapter never returned: a lost resume, a deadlock, or a wait nothing will end)")
+        return result(
+            .hung,
+            "did not finish within \(options.watchdog) (the adapter never returned: a lost resume, a deadlock, or a wait nothing will end)"
+        )
     }
 }
 
@@ -104,7 +107,9 @@ func cancelFromForeignThread<Success, Failure>(_ task: Task<Success, Failure>) {
 }
 
 /// Runs the adapter in its own task so a scenario can cancel it.
-func launch(_ adapter: any OneShotAdapter, _ operation: LegacyOperation) -> Task<Result<LegacyPayload, any Error>, Never> {
+func launch(
+    _ adapter: any OneShotAdapter, _ operation: LegacyOperation
+) -> Task<Result<LegacyPayload, any Error>, Never> {
     ScenarioThreads.task {
         do {
             return .success(try await adapter.value(of: operation, isolation: nil))

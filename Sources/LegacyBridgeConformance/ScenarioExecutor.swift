@@ -142,7 +142,8 @@ enum ScenarioThreads {
         _ operation: sending @escaping () async -> Success
     ) -> Task<Success, Never> {
         if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *),
-           let executor = executor as? ScenarioExecutor {
+            let executor = executor as? ScenarioExecutor
+        {
             return Task(executorPreference: executor, operation: operation)
         }
         return Task(operation: operation)

@@ -5,11 +5,16 @@ extension ScenarioLab {
     /// A download-backed event source in `behavior`, and the probe that watches it.
     ///
     /// - Parameters:
+    ///   - behavior: What the simulated SDK does with the download.
+    ///   - totalBytes: The download's size.
     ///   - swapPairs: Deliver events pairwise swapped (1, 0, 3, 2, ...): out of order on every run,
     ///     within a window of 2, independent of thread timing.
+    ///   - lowWater: The source's suggested low watermark.
+    ///   - highWater: The source's suggested high watermark.
     ///   - beforeEnd: Runs on the SDK's thread before the first end is passed on, and may hold it
     ///     (the lab stands in for the SDK here): a scenario forces the order "the consumer waits in
     ///     `next()`, then the end arrives" this way.
+    /// - Returns: The source to hand to the adapter, and the probe that watches it.
     func source(
         _ behavior: SimulatedBehavior, totalBytes: Int, swapPairs: Bool = false,
         lowWater: Int = 16, highWater: Int = 64, beforeEnd: (@Sendable (SourceProbe) -> Void)? = nil
@@ -17,7 +22,8 @@ extension ScenarioLab {
         let probe = SourceProbe()
         let sdk = self.sdk
         let window = swapPairs ? 2 : Int(behavior.streamConcurrency)
-        let source = LegacyEventSource(reorderWindow: window, lowWater: lowWater, highWater: highWater) { onEvent, onEnd in
+        let source = LegacyEventSource(reorderWindow: window, lowWater: lowWater, highWater: highWater) {
+            onEvent, onEnd in
             probe.noteStart()
             let swapper = PairSwapper()
             let deliver: @Sendable (LegacyEvent) -> Void = { event in

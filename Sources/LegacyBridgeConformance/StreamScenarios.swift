@@ -59,7 +59,8 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             return "received \(sequences.count) events, expected \(count)"
         }
         for (index, sequence) in sequences.enumerated() where sequence != UInt64(index) {
-            return "event #\(index) had sequence number \(sequence): \(sequence < UInt64(index) ? "out of order or repeated" : "events were lost or reordered")"
+            return
+                "event #\(index) had sequence number \(sequence): \(sequence < UInt64(index) ? "out of order or repeated" : "events were lost or reordered")"
         }
         return nil
     }
@@ -68,23 +69,31 @@ enum StreamScenarios<Adapter: StreamAdapter> {
     /// dropped the sequence and its iterator.
     static func sourceReleased(_ probe: SourceProbe, _ lab: ScenarioLab, after: String) async -> Check {
         guard await eventually({ probe.snapshot.released }) else {
-            return .fail("\(after), the source never finished: the SDK still holds its context (was the source cancelled?)")
+            return .fail(
+                "\(after), the source never finished: the SDK still holds its context (was the source cancelled?)")
         }
         guard await eventually({ probe.controlsFreed != false }) else {
-            return .fail("\(after), with the sequence and its iterator gone, the adapter still holds the source's controls and the SDK handle in them (a leak per subscription): something keeps the subscription alive — a reference cycle, or a registry only cleared on cancel")
+            return .fail(
+                "\(after), with the sequence and its iterator gone, the adapter still holds the source's controls and the SDK handle in them (a leak per subscription): something keeps the subscription alive — a reference cycle, or a registry only cleared on cancel"
+            )
         }
         guard await eventually({ lab.counters.handlesOutstanding == 0 }) else {
             return .fail("\(after), \(lab.counters.handlesOutstanding) SDK handle(s) were never released")
         }
         let counters = lab.counters
         guard counters.contextsCreated == counters.contextsReleased else {
-            return .fail("\(after), SDK contexts created \(counters.contextsCreated), released \(counters.contextsReleased)")
+            return .fail(
+                "\(after), SDK contexts created \(counters.contextsCreated), released \(counters.contextsReleased)")
         }
         return .pass
     }
 
     static var eventsAfterTerminal: Scenario<Adapter> {
-        Scenario(name: "stream-events-after-terminal", summary: "the source sends data and a second end after its end; the sequence ends once, with exactly the events before the end") { adapter, context in
+        Scenario(
+            name: "stream-events-after-terminal",
+            summary:
+                "the source sends data and a second end after its end; the sequence ends once, with exactly the events before the end"
+        ) { adapter, context in
             let behavior = SimulatedBehavior.wellBehaved.with {
                 $0.chunkSize = 1024
                 $0.progressEvery = 0
@@ -98,7 +107,9 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             }
             if let problem = inOrderWithoutGaps(consumed.sequences, count: 16) { return .fail(problem) }
             if let afterEnd = consumed.afterEnd { return .fail("after the end, next() \(afterEnd)") }
-            if case .fail(let why) = await sourceReleased(probe, context.lab, after: "after the stream ended") { return .fail(why) }
+            if case .fail(let why) = await sourceReleased(probe, context.lab, after: "after the stream ended") {
+                return .fail(why)
+            }
             guard context.lab.counters.streamEventsAfterTerminal > 0 else {
                 return .fail("the source sent nothing after its end; the scenario proved nothing")
             }
@@ -107,7 +118,11 @@ enum StreamScenarios<Adapter: StreamAdapter> {
     }
 
     static var exactlyOneTerminal: Scenario<Adapter> {
-        Scenario(name: "stream-exactly-one-terminal", summary: "the consumer waits in next() when the source fails, then fails again: the error comes once, then the end") { adapter, context in
+        Scenario(
+            name: "stream-exactly-one-terminal",
+            summary:
+                "the consumer waits in next() when the source fails, then fails again: the error comes once, then the end"
+        ) { adapter, context in
             guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
                 return .fail("this scenario needs task executors (macOS 15, iOS 18 or later)")
             }
@@ -124,21 +139,31 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             let lane = ScenarioExecutor(label: "conformance consumer", maxThreads: 1)
             let forced = LockedBox<Bool?>(nil)
             let patience = context.lab.patience
-            let (source, probe) = context.lab.source(behavior, totalBytes: 8 * 1024, beforeEnd: { probe in
-                let parked = waitUntil(within: patience) { probe.snapshot.consumed == 8 && lane.isIdle }
-                forced.withLock { $0 = parked }
-            })
+            let (source, probe) = context.lab.source(
+                behavior, totalBytes: 8 * 1024,
+                beforeEnd: { probe in
+                    let parked = waitUntil(within: patience) { probe.snapshot.consumed == 8 && lane.isIdle }
+                    forced.withLock { $0 = parked }
+                })
             let consumed = await Task(executorPreference: lane) { await consume(adapter, source, probe) }.value
             guard let error = consumed.error else {
-                return .fail("the source's failure was not delivered (the sequence \(consumed.ended ? "ended normally" : "did not end"))")
+                return .fail(
+                    "the source's failure was not delivered (the sequence \(consumed.ended ? "ended normally" : "did not end"))"
+                )
             }
-            guard (error as? LegacySDKError) == .remote else { return .fail("expected the source's error, got \(error)") }
+            guard (error as? LegacySDKError) == .remote else {
+                return .fail("expected the source's error, got \(error)")
+            }
             if let problem = inOrderWithoutGaps(consumed.sequences, count: 8) { return .fail(problem) }
             if let afterEnd = consumed.afterEnd {
-                return .fail("after the error (delivered to a consumer waiting in next()), the next call to next() \(afterEnd): the terminal must come once, then nil")
+                return .fail(
+                    "after the error (delivered to a consumer waiting in next()), the next call to next() \(afterEnd): the terminal must come once, then nil"
+                )
             }
             guard forced.withLock({ $0 }) == true else {
-                return .fail("the consumer did not wait in next() after the 8 events within \(patience); the failure could not be held for a waiting consumer")
+                return .fail(
+                    "the consumer did not wait in next() after the 8 events within \(patience); the failure could not be held for a waiting consumer"
+                )
             }
             return await sourceReleased(probe, context.lab, after: "after the stream failed")
         }
@@ -160,10 +185,14 @@ enum StreamScenarios<Adapter: StreamAdapter> {
     static func producerStopped(_ probe: SourceProbe, _ lab: ScenarioLab, how: String) async -> Check {
         guard await eventually({ probe.snapshot.released }) else {
             let snapshot = probe.snapshot
-            return .fail("\(how), the source kept running (cancel called \(snapshot.cancels) times, \(snapshot.delivered) events delivered): wire the consumer's termination to the source's cancel")
+            return .fail(
+                "\(how), the source kept running (cancel called \(snapshot.cancels) times, \(snapshot.delivered) events delivered): wire the consumer's termination to the source's cancel"
+            )
         }
         let cancels = probe.snapshot.cancels
-        guard cancels == 1 else { return .fail("the source's cancel was called \(cancels) times, expected exactly once") }
+        guard cancels == 1 else {
+            return .fail("the source's cancel was called \(cancels) times, expected exactly once")
+        }
         let produced = lab.counters.streamEvents
         let later = await eventually(within: .milliseconds(50), { lab.counters.streamEvents != produced })
         if later { return .fail("the source still produced events after it finished") }
@@ -171,10 +200,15 @@ enum StreamScenarios<Adapter: StreamAdapter> {
     }
 
     static var consumerCancelStopsProducer: Scenario<Adapter> {
-        Scenario(name: "consumer-cancel-stops-producer", summary: "the consuming task is cancelled; the source is cancelled exactly once and stops") { adapter, context in
+        Scenario(
+            name: "consumer-cancel-stops-producer",
+            summary: "the consuming task is cancelled; the source is cancelled exactly once and stops"
+        ) { adapter, context in
             let (source, probe) = endless(context.lab)
             let task = ScenarioThreads.task { await consume(adapter, source, probe) }
-            guard await eventually({ probe.snapshot.consumed >= 5 }) else { return .fail("the consumer received fewer than 5 events") }
+            guard await eventually({ probe.snapshot.consumed >= 5 }) else {
+                return .fail("the consumer received fewer than 5 events")
+            }
             cancelFromForeignThread(task)
             _ = await task.value
             return await producerStopped(probe, context.lab, how: "after the consuming task was cancelled")
@@ -182,16 +216,24 @@ enum StreamScenarios<Adapter: StreamAdapter> {
     }
 
     static var breakStopsProducer: Scenario<Adapter> {
-        Scenario(name: "break-stops-producer", summary: "the consumer leaves its loop with break; the source is cancelled exactly once and stops") { adapter, context in
+        Scenario(
+            name: "break-stops-producer",
+            summary: "the consumer leaves its loop with break; the source is cancelled exactly once and stops"
+        ) { adapter, context in
             let (source, probe) = endless(context.lab)
             let consumed = await consume(adapter, source, probe, limit: 5)
-            guard consumed.sequences.count == 5 else { return .fail("the consumer received \(consumed.sequences.count) events, expected 5") }
+            guard consumed.sequences.count == 5 else {
+                return .fail("the consumer received \(consumed.sequences.count) events, expected 5")
+            }
             return await producerStopped(probe, context.lab, how: "after the consumer left its loop")
         }
     }
 
     static var slowConsumerBackpressure: Scenario<Adapter> {
-        Scenario(name: "slow-consumer-backpressure", summary: "a fast source and a stalled consumer: no event lost, buffered events stay bounded (pause/resume)") { adapter, context in
+        Scenario(
+            name: "slow-consumer-backpressure",
+            summary: "a fast source and a stalled consumer: no event lost, buffered events stay bounded (pause/resume)"
+        ) { adapter, context in
             let total = 20_000
             let behavior = SimulatedBehavior.wellBehaved.with {
                 $0.chunkSize = 8
@@ -217,18 +259,25 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             let received = Set(consumed.sequences)
             if snapshot.delivered >= total, received.count < total {
                 let missing = (0..<UInt64(total)).first { !received.contains($0) } ?? 0
-                return .fail("\(total - received.count) of \(total) events never reached the consumer (first missing: #\(missing)), although the source delivered them all: the adapter dropped events while the consumer was stalled (a dropping buffer such as bufferingNewest); pause the source at the high-water mark instead")
+                return .fail(
+                    "\(total - received.count) of \(total) events never reached the consumer (first missing: #\(missing)), although the source delivered them all: the adapter dropped events while the consumer was stalled (a dropping buffer such as bufferingNewest); pause the source at the high-water mark instead"
+                )
             }
             if let problem = inOrderWithoutGaps(consumed.sequences, count: total) { return .fail(problem) }
             if snapshot.maxOutstanding > bound {
-                return .fail("up to \(snapshot.maxOutstanding) events were buffered for a stalled consumer (bound \(bound)): memory grows without limit; pause the source at the high-water mark")
+                return .fail(
+                    "up to \(snapshot.maxOutstanding) events were buffered for a stalled consumer (bound \(bound)): memory grows without limit; pause the source at the high-water mark"
+                )
             }
             return .pass
         }
     }
 
     static var outOfOrderRestored: Scenario<Adapter> {
-        Scenario(name: "out-of-order-restored", summary: "events arrive pairwise swapped (1, 0, 3, 2, ...); the consumer gets them in sequence order") { adapter, context in
+        Scenario(
+            name: "out-of-order-restored",
+            summary: "events arrive pairwise swapped (1, 0, 3, 2, ...); the consumer gets them in sequence order"
+        ) { adapter, context in
             let behavior = SimulatedBehavior.wellBehaved.with {
                 $0.chunkSize = 256
                 $0.progressEvery = 0
@@ -244,14 +293,21 @@ enum StreamScenarios<Adapter: StreamAdapter> {
     }
 
     static var resourcesReleased: Scenario<Adapter> {
-        Scenario(name: "stream-resources-released", summary: "after a normal end, an error, and a consumer leaving early: the source's handle and context are released") { adapter, context in
+        Scenario(
+            name: "stream-resources-released",
+            summary:
+                "after a normal end, an error, and a consumer leaving early: the source's handle and context are released"
+        ) { adapter, context in
             let finite = SimulatedBehavior.wellBehaved.with {
                 $0.chunkSize = 1024
                 $0.progressEvery = 0
             }
             let cases: [(String, () -> (LegacyEventSource, SourceProbe), Int)] = [
                 ("after the stream ended normally", { context.lab.source(finite, totalBytes: 8 * 1024) }, .max),
-                ("after the stream failed", { context.lab.source(finite.with { $0.streamEnd = .failure }, totalBytes: 8 * 1024) }, .max),
+                (
+                    "after the stream failed",
+                    { context.lab.source(finite.with { $0.streamEnd = .failure }, totalBytes: 8 * 1024) }, .max
+                ),
                 ("after the consumer left its loop early", { endless(context.lab) }, 3),
             ]
             for (after, makeSource, limit) in cases {

@@ -106,11 +106,14 @@ public struct SDKThreadExecutorAdapter: ThreadAffineAdapter {
     /// `sdk-thread-executor`.
     public var name: String { "sdk-thread-executor" }
     /// One line describing the adapter.
-    public var summary: String { "actor on an SDKThreadExecutor over the SDK's post function (the library's thread-affine bridge)" }
+    public var summary: String {
+        "actor on an SDKThreadExecutor over the SDK's post function (the library's thread-affine bridge)"
+    }
 
     /// Opens an executor-backed session.
     /// - Parameter sdk: The thread-affine SDK.
     /// - Returns: The session.
+    /// - Throws: Nothing this adapter adds; the protocol allows a session that cannot open to throw.
     public func open(_ sdk: LegacyAffineSDK) async throws -> any ThreadAffineSession {
         ExecutorSession(sdk: sdk)
     }
@@ -122,7 +125,8 @@ public struct SDKThreadExecutorAdapter: ThreadAffineAdapter {
 
         init(sdk: LegacyAffineSDK) {
             self.sdk = sdk
-            self.executor = SDKThreadExecutor(name: "affine-adapter", posting: sdk.post, isCurrentThread: { sdk.isSDKThread })
+            self.executor = SDKThreadExecutor(
+                name: "affine-adapter", posting: sdk.post, isCurrentThread: { sdk.isSDKThread })
         }
 
         func call(_ number: UInt64) -> LegacyPayload {

@@ -8,7 +8,9 @@ extension ConformanceSuite {
     ///   - adapter: The adapter to check.
     ///   - options: Watchdog bound, seed, scenario filter.
     /// - Returns: One result per scenario.
-    public static func run<Adapter: ThreadAffineAdapter>(_ adapter: Adapter, options: ConformanceOptions = .init()) async -> ConformanceReport {
+    public static func run<Adapter: ThreadAffineAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
         await run(adapter, options: options, onResult: nil)
     }
 
@@ -16,7 +18,8 @@ extension ConformanceSuite {
     package static func run<Adapter: ThreadAffineAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, options: options, onResult: onResult)
+        let results = await runAll(
+            ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, options: options, onResult: onResult)
         return ConformanceReport(adapter: adapter.name, kind: .threadAffine, results: results)
     }
 }
@@ -34,7 +37,8 @@ enum ThreadAffineScenarios {
 
     static let callsOnSDKThread = Scenario<any ThreadAffineAdapter>(
         name: "thread-affine-calls-on-sdk-thread",
-        summary: "40 calls from 8 concurrent tasks (some on the main actor) all reach a loop-thread-only SDK on its loop thread"
+        summary:
+            "40 calls from 8 concurrent tasks (some on the main actor) all reach a loop-thread-only SDK on its loop thread"
     ) { adapter, context in
         let sdk: LegacyAffineSDK
         let session: any ThreadAffineSession
@@ -66,7 +70,9 @@ enum ThreadAffineScenarios {
         }
         let violations = sdk.client.counters.affinityViolations
         if violations > 0 {
-            return .fail("the SDK was called \(violations) time(s) from a thread other than its loop thread (of \(sdk.probe.calls) calls): the adapter runs SDK calls wherever its caller or actor happens to run")
+            return .fail(
+                "the SDK was called \(violations) time(s) from a thread other than its loop thread (of \(sdk.probe.calls) calls): the adapter runs SDK calls wherever its caller or actor happens to run"
+            )
         }
         if let first = wrong.withLock({ $0.first }) {
             return .fail("a call was lost or answered wrongly: \(first)")
@@ -76,7 +82,8 @@ enum ThreadAffineScenarios {
 
     static let cancelOnSDKThread = Scenario<any ThreadAffineAdapter>(
         name: "thread-affine-cancel-on-sdk-thread",
-        summary: "a pending operation of a loop-thread-only SDK is cancelled: the caller gets CancellationError, start and cancel ran on the loop thread"
+        summary:
+            "a pending operation of a loop-thread-only SDK is cancelled: the caller gets CancellationError, start and cancel ran on the loop thread"
     ) { adapter, context in
         let sdk: LegacyAffineSDK
         let session: any ThreadAffineSession
@@ -107,7 +114,8 @@ enum ThreadAffineScenarios {
         }
         let violations = sdk.client.counters.affinityViolations
         if violations > 0 {
-            return .fail("\(violations) SDK call(s) (start or cancel) came from a thread other than the SDK's loop thread")
+            return .fail(
+                "\(violations) SDK call(s) (start or cancel) came from a thread other than the SDK's loop thread")
         }
         return .pass
     }

@@ -29,7 +29,8 @@ enum BenchCancellation {
             let latency = await sample(probe)
             guard index > samples / 10 else { continue }  // the first tenth warms up
             latencies.append(latency)
-            if probe.handleCalls.load(ordering: .relaxed) == 1 && probe.cancellationsSeen.load(ordering: .relaxed) == 1 {
+            if probe.handleCalls.load(ordering: .relaxed) == 1 && probe.cancellationsSeen.load(ordering: .relaxed) == 1
+            {
                 confirmed += 1
             }
         }

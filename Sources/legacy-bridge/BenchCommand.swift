@@ -103,12 +103,14 @@ struct BenchPlan: Sendable {
     var sections: Set<String>
 
     var oneShotTiming: BenchTiming {
-        quick ? BenchTiming(batchTarget: .milliseconds(2), rounds: 5, maximumBatch: 1_000_000)
-              : BenchTiming(batchTarget: .milliseconds(10), rounds: 31, maximumBatch: 10_000_000)
+        quick
+            ? BenchTiming(batchTarget: .milliseconds(2), rounds: 5, maximumBatch: 1_000_000)
+            : BenchTiming(batchTarget: .milliseconds(10), rounds: 31, maximumBatch: 10_000_000)
     }
     var workerTiming: BenchTiming {
-        quick ? BenchTiming(batchTarget: .milliseconds(5), rounds: 5, maximumBatch: 100_000)
-              : BenchTiming(batchTarget: .milliseconds(25), rounds: 31, maximumBatch: 1_000_000)
+        quick
+            ? BenchTiming(batchTarget: .milliseconds(5), rounds: 5, maximumBatch: 100_000)
+            : BenchTiming(batchTarget: .milliseconds(25), rounds: 31, maximumBatch: 1_000_000)
     }
     var streamEvents: Int { quick ? 100_000 : 2_000_000 }
     var streamRounds: Int { quick ? 3 : 11 }
@@ -132,10 +134,14 @@ struct BenchRunner {
     func run() async throws -> BenchReport {
         var report = BenchReport(quick: plan.quick, debugBuild: benchIsDebugBuild)
         if benchIsDebugBuild {
-            Terminal.error("warning: legacy-bridge was built in debug mode: these figures are meaningless; use swift run -c release legacy-bridge bench")
+            Terminal.error(
+                "warning: legacy-bridge was built in debug mode: these figures are meaningless; use swift run -c release legacy-bridge bench"
+            )
         }
         if printsAsItGoes {
-            print("legacy-bridge bench\(plan.quick ? " --quick" : "") — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(benchIsDebugBuild ? "DEBUG build (figures meaningless)" : "release build")")
+            print(
+                "legacy-bridge bench\(plan.quick ? " --quick" : "") — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(benchIsDebugBuild ? "DEBUG build (figures meaningless)" : "release build")"
+            )
             print("medians over interleaved rounds; ± is the interquartile spread of the rounds\n")
         }
         if plan.sections.contains("oneshot") { try await oneShot(&report) }
@@ -243,13 +249,18 @@ struct BenchRunner {
             peaksBounded.append(Double(paced.peakBuffered))
             overshoot = max(overshoot, paced.acceptedWhilePaused)
             pauses.append(Double(paced.pauses))
-            channel.samples.append(await BenchStreams.lockedChannel(events: events, batched: false, on: thread).eventsPerSecond)
-            channelBatched.samples.append(await BenchStreams.lockedChannel(events: events, batched: true, on: thread).eventsPerSecond)
+            channel.samples.append(
+                await BenchStreams.lockedChannel(events: events, batched: false, on: thread).eventsPerSecond)
+            channelBatched.samples.append(
+                await BenchStreams.lockedChannel(events: events, batched: true, on: thread).eventsPerSecond)
             batchedUnbounded.samples.append(
-                try await BenchStreams.batchedCallbackStream(events: events, buffering: .unbounded, on: thread).eventsPerSecond)
-            let pushed = try await BenchStreams.callbackStream(events: events, buffering: backpressure, obeysAnswers: false, on: thread)
+                try await BenchStreams.batchedCallbackStream(events: events, buffering: .unbounded, on: thread)
+                    .eventsPerSecond)
+            let pushed = try await BenchStreams.callbackStream(
+                events: events, buffering: backpressure, obeysAnswers: false, on: thread)
             pushPeaks.append(Double(pushed.peakBuffered))
-            let batchedPaced = try await BenchStreams.batchedCallbackStream(events: events, buffering: backpressure, on: thread)
+            let batchedPaced = try await BenchStreams.batchedCallbackStream(
+                events: events, buffering: backpressure, on: thread)
             batchedBounded.samples.append(batchedPaced.eventsPerSecond)
             peaksBounded.append(Double(batchedPaced.peakBuffered))
         }
@@ -283,11 +294,13 @@ struct BenchRunner {
             "stream: yield(contentsOf:) x\(BenchStreams.batch) / single yields, .backpressure",
             value: benchRatio(batchedBounded, bounded), atLeast: 10)
         report.addInformation(
-            "stream: batched CallbackStream .unbounded / batched locked channel", value: benchRatio(batchedUnbounded, channelBatched))
+            "stream: batched CallbackStream .unbounded / batched locked channel",
+            value: benchRatio(batchedUnbounded, channelBatched))
         report.addTarget(
             "stream: backpressure peak buffered, median round (elements)", value: peakMedian, atMost: Double(peakLimit))
         report.addInformation("stream: backpressure peak buffered, worst round (elements)", value: Double(peakWorst))
-        report.addInformation("stream: CallbackStream .unbounded peak buffered (elements)", value: Double(peakUnbounded))
+        report.addInformation(
+            "stream: CallbackStream .unbounded peak buffered (elements)", value: Double(peakUnbounded))
         report.addInformation(
             "stream: backpressure, push-style producer (pause only): peak buffered, median round",
             value: benchMedian(pushPeaks))
@@ -302,8 +315,9 @@ struct BenchRunner {
             "streams, pthread producer → for try await, \(events) Int events (\(plan.streamRounds) rounds)",
             rate("  AsyncStream, unbounded", asyncStream),
             rate("  CallbackStream, .unbounded", unbounded, note: "peak buffered \(peakUnbounded)"),
-            rate("  CallbackStream, .backpressure(low: \(BenchStreams.low), high: \(BenchStreams.high))", bounded,
-                 note: "peak buffered \(Int(peakMedian)) median, \(peakWorst) worst; \(Int(benchMedian(pauses))) pauses"),
+            rate(
+                "  CallbackStream, .backpressure(low: \(BenchStreams.low), high: \(BenchStreams.high))", bounded,
+                note: "peak buffered \(Int(peakMedian)) median, \(peakWorst) worst; \(Int(benchMedian(pauses))) pauses"),
             rate("  the producer alone (yield to a counter)", producer),
             rate("  locked channel (mutex + array swap), single sends", channel),
             rate("  CallbackStream .unbounded, yield(contentsOf:) x\(BenchStreams.batch)", batchedUnbounded),
@@ -318,7 +332,8 @@ struct BenchRunner {
         report.memory = .init(
             bareBytesPerPending: bare.median, bridgeBytesPerPending: bridge.median, operations: operations,
             rounds: plan.memoryRounds)
-        report.addTarget("memory per pending: withCallback / bare continuation", value: benchRatio(bridge, bare), atMost: 1.5)
+        report.addTarget(
+            "memory per pending: withCallback / bare continuation", value: benchRatio(bridge, bare), atMost: 1.5)
         show([
             "memory, \(operations) operations suspended at once (\(plan.memoryRounds) rounds, a fresh process each)",
             bytes("  bare withUnsafeContinuation", bare),
@@ -328,7 +343,9 @@ struct BenchRunner {
 
     private func cancellation(_ report: inout BenchReport) async {
         let result = await BenchCancellation.measure(samples: plan.cancelSamples)
-        precondition(result.confirmed == result.latencies.count, "a cancelled waiter did not throw CancellationError or its handle was not called")
+        precondition(
+            result.confirmed == result.latencies.count,
+            "a cancelled waiter did not throw CancellationError or its handle was not called")
         let p50 = benchPercentile(result.latencies, 0.5)
         let p99 = benchPercentile(result.latencies, 0.99)
         report.cancelLatency = .init(p50Ns: p50, p99Ns: p99, samples: result.latencies.count)
@@ -353,12 +370,14 @@ struct BenchRunner {
         let (calls, threads, blockMicroseconds) = (1_000, 8, 1_000)
         let idealMs = Double(calls) / Double(threads) * Double(blockMicroseconds) / 1_000
         let burstPool = try OffloadPool(threads: threads, queueLimit: calls, name: "bench-burst")
-        _ = try await BenchOffload.burst(calls: calls / 10, blockMicroseconds: blockMicroseconds, pool: burstPool)  // warm-up
+        // Warm-up.
+        _ = try await BenchOffload.burst(calls: calls / 10, blockMicroseconds: blockMicroseconds, pool: burstPool)
         var burst = BenchSeries()
         var poolDelayMax = 0.0
         var probes = 0
         for _ in 0..<plan.burstRounds {
-            let result = try await BenchOffload.burst(calls: calls, blockMicroseconds: blockMicroseconds, pool: burstPool)
+            let result = try await BenchOffload.burst(
+                calls: calls, blockMicroseconds: blockMicroseconds, pool: burstPool)
             burst.samples.append(result.milliseconds)
             poolDelayMax = max(poolDelayMax, result.poolDelayMaxNs)
             probes += result.probes
@@ -371,10 +390,13 @@ struct BenchRunner {
             executorNs: executorActor.median, burstMs: burst.median, idealMs: idealMs, poolDelayMaxNs: poolDelayMax,
             burstCalls: calls, burstThreads: threads, burstProbes: probes, rounds: floor.samples.count,
             burstRounds: plan.burstRounds)
-        report.addTarget("offload: OffloadPool.run / pthread hand-off floor", value: benchRatio(offload, floor), atMost: 1.15)
+        report.addTarget(
+            "offload: OffloadPool.run / pthread hand-off floor", value: benchRatio(offload, floor), atMost: 1.15)
         report.addInformation(
-            "offload: SDKThreadExecutor actor call / work posted by hand", value: benchRatio(executorActor, executorFloor))
-        report.addTarget("offload: 1,000 × 1 ms blocking calls on 8 threads / ideal", value: burst.median / idealMs, atMost: 1.2)
+            "offload: SDKThreadExecutor actor call / work posted by hand",
+            value: benchRatio(executorActor, executorFloor))
+        report.addTarget(
+            "offload: 1,000 × 1 ms blocking calls on 8 threads / ideal", value: burst.median / idealMs, atMost: 1.2)
         report.addInformation("offload: longest wait of a new task during the burst (ms)", value: poolDelayMax / 1e6)
         show([
             "offload, blocking calls on dedicated threads (\(floor.samples.count) rounds)",
@@ -408,7 +430,8 @@ struct BenchRunner {
     }
 
     private func bytes(_ label: String, _ series: BenchSeries) -> String {
-        label.padding(toLength: 58, withPad: " ", startingAt: 0) + String(format: "%.0f bytes per pending operation", series.median)
+        label.padding(toLength: 58, withPad: " ", startingAt: 0)
+            + String(format: "%.0f bytes per pending operation", series.median)
     }
 }
 

@@ -107,10 +107,14 @@ enum BenchMemory {
             arguments: ["bench", "--memory-probe", variant.rawValue, "--operations", String(operations)],
             bound: .seconds(300))
         guard !child.timedOut, child.signal == nil, child.exitStatus == 0 else {
-            throw ProbeFailure(description: "memory probe '\(variant.rawValue)' failed (status \(child.exitStatus ?? -1)\(child.signal != nil ? ", \(child.signalDescription)" : "")\(child.timedOut ? ", timed out" : "")): \(child.firstErrorLines(3))")
+            throw ProbeFailure(
+                description:
+                    "memory probe '\(variant.rawValue)' failed (status \(child.exitStatus ?? -1)\(child.signal != nil ? ", \(child.signalDescription)" : "")\(child.timedOut ? ", timed out" : "")): \(child.firstErrorLines(3))"
+            )
         }
         guard let line = child.standardOutput.split(separator: "\n").last(where: { $0.hasPrefix(probeLinePrefix) }),
-              let result = try? JSONDecoder().decode(ProbeResult.self, from: Data(line.dropFirst(probeLinePrefix.count).utf8))
+            let result = try? JSONDecoder().decode(
+                ProbeResult.self, from: Data(line.dropFirst(probeLinePrefix.count).utf8))
         else {
             throw ProbeFailure(description: "memory probe '\(variant.rawValue)' printed no result")
         }

@@ -114,11 +114,13 @@ struct BenchReport: Encodable {
     }
 
     mutating func addTarget(_ name: String, value: Double, atMost limit: Double) {
-        targets.append(Check(name: name, value: Self.finite(value), comparison: "<=", limit: limit, pass: value <= limit))
+        targets.append(
+            Check(name: name, value: Self.finite(value), comparison: "<=", limit: limit, pass: value <= limit))
     }
 
     mutating func addTarget(_ name: String, value: Double, atLeast limit: Double) {
-        targets.append(Check(name: name, value: Self.finite(value), comparison: ">=", limit: limit, pass: value >= limit))
+        targets.append(
+            Check(name: name, value: Self.finite(value), comparison: ">=", limit: limit, pass: value >= limit))
     }
 
     mutating func addInformation(_ name: String, value: Double) {
@@ -140,9 +142,12 @@ struct BenchReport: Encodable {
             }
             let value = check.value >= 100 ? String(format: "%.0f", check.value) : String(format: "%.2f", check.value)
             let limit = check.pass == nil ? "" : " (target \(check.comparison) \(String(format: "%g", check.limit)))"
-            lines.append("  \(verdict)  \(check.name.padding(toLength: 64, withPad: " ", startingAt: 0)) \(value)\(limit)")
+            lines.append(
+                "  \(verdict)  \(check.name.padding(toLength: 64, withPad: " ", startingAt: 0)) \(value)\(limit)")
         }
-        if debugBuild { lines.append("\nwarning: debug build — the figures above are meaningless; build with -c release") }
+        if debugBuild {
+            lines.append("\nwarning: debug build — the figures above are meaningless; build with -c release")
+        }
         return lines.joined(separator: "\n")
     }
 }

@@ -27,9 +27,14 @@ enum BenchStreams {
         let (stream, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .unbounded)
         let producer = BenchStreamProducer()
         let start = ContinuousClock.now
-        thread.submit(.run {
-            producer.produce(count: events, yield: { _ = continuation.yield($0); return false }, finish: { continuation.finish() })
-        })
+        thread.submit(
+            .run {
+                producer.produce(
+                    count: events,
+                    yield: {
+                        _ = continuation.yield($0); return false
+                    }, finish: { continuation.finish() })
+            })
         var sum = 0
         var received = 0
         for await value in stream {
@@ -50,10 +55,13 @@ enum BenchStreams {
     ) async throws -> Run {
         let producer = BenchStreamProducer()
         let stream = CallbackStream(of: Int.self, buffering: buffering) { sink in
-            thread.submit(.run {
-                producer.produce(count: events, yield: { sink.yield($0).shouldStop && obeysAnswers }, finish: { sink.finish() })
-            })
-            return StreamControl(cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
+            thread.submit(
+                .run {
+                    producer.produce(
+                        count: events, yield: { sink.yield($0).shouldStop && obeysAnswers }, finish: { sink.finish() })
+                })
+            return StreamControl(
+                cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
         let start = ContinuousClock.now
         var iterator = stream.makeAsyncIterator()
@@ -77,13 +85,19 @@ enum BenchStreams {
     static let batch = 64
 
     /// `CallbackStream<Int>` fed with `yield(contentsOf:)`, `batch` events per call.
-    static func batchedCallbackStream(events: Int, buffering: StreamBuffering, on thread: BenchThread) async throws -> Run {
+    static func batchedCallbackStream(
+        events: Int, buffering: StreamBuffering, on thread: BenchThread
+    ) async throws -> Run {
         let producer = BenchStreamProducer()
         let stream = CallbackStream(of: Int.self, buffering: buffering) { sink in
-            thread.submit(.run {
-                producer.produce(count: events, batch: batch, yield: { sink.yield(contentsOf: $0).shouldStop }, finish: { sink.finish() })
-            })
-            return StreamControl(cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
+            thread.submit(
+                .run {
+                    producer.produce(
+                        count: events, batch: batch, yield: { sink.yield(contentsOf: $0).shouldStop },
+                        finish: { sink.finish() })
+                })
+            return StreamControl(
+                cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
         let start = ContinuousClock.now
         var iterator = stream.makeAsyncIterator()
@@ -109,13 +123,22 @@ enum BenchStreams {
         let channel = BenchLockedChannel()
         let producer = BenchStreamProducer()
         let start = ContinuousClock.now
-        thread.submit(.run {
-            if batched {
-                producer.produce(count: events, batch: batch, yield: { channel.send(contentsOf: $0); return false }, finish: { channel.finish() })
-            } else {
-                producer.produce(count: events, yield: { channel.send($0); return false }, finish: { channel.finish() })
-            }
-        })
+        thread.submit(
+            .run {
+                if batched {
+                    producer.produce(
+                        count: events, batch: batch,
+                        yield: {
+                            channel.send(contentsOf: $0); return false
+                        }, finish: { channel.finish() })
+                } else {
+                    producer.produce(
+                        count: events,
+                        yield: {
+                            channel.send($0); return false
+                        }, finish: { channel.finish() })
+                }
+            })
         var consumer = BenchLockedChannel.Consumer(channel: channel)
         var sum = 0
         var received = 0
@@ -134,12 +157,17 @@ enum BenchStreams {
     static func producerOnly(events: Int, on thread: BenchThread) async -> Run {
         let recorder = BenchEventRecorder()
         let nanoseconds: Double = await withUnsafeContinuation { continuation in
-            thread.submit(.run {
-                let producer = BenchStreamProducer()
-                let start = ContinuousClock.now
-                producer.produce(count: events, yield: { recorder.note($0); return false }, finish: {})
-                continuation.resume(returning: (ContinuousClock.now - start).benchNanoseconds)
-            })
+            thread.submit(
+                .run {
+                    let producer = BenchStreamProducer()
+                    let start = ContinuousClock.now
+                    producer.produce(
+                        count: events,
+                        yield: {
+                            recorder.note($0); return false
+                        }, finish: {})
+                    continuation.resume(returning: (ContinuousClock.now - start).benchNanoseconds)
+                })
         }
         thread.confirmJobsDone()
         check(received: recorder.count, sum: recorder.sum, events: events)

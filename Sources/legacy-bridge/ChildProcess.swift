@@ -12,6 +12,9 @@ func currentExecutablePath() -> String {
 }
 
 /// Runs `executable` with `arguments`, waits at most `bound` (then kills it), captures its output.
-func runChild(executable: String, arguments: [String], bound: Duration, environment: [String: String] = [:]) throws -> ChildOutcome {
-    try LegacyBridgeConformance.runChild(executable: executable, arguments: arguments, bound: bound, environment: environment)
+func runChild(
+    executable: String, arguments: [String], bound: Duration, environment: [String: String] = [:]
+) throws -> ChildOutcome {
+    try LegacyBridgeConformance.runChild(
+        executable: executable, arguments: arguments, bound: bound, environment: environment)
 }

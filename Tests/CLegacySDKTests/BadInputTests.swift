@@ -147,7 +147,9 @@ struct BadInputTests {
             let recorder = Recorder()
             let context = recorder.retainedContext()
             var handle: lsdk_handle_t = 0
-            #expect(lsdk_request_start(client, nil, nil, recorderCompletion, context, recorderRelease, &handle) == Status.ok)
+            #expect(
+                lsdk_request_start(client, nil, nil, recorderCompletion, context, recorderRelease, &handle) == Status.ok
+            )
             #expect(recorder.waitReleased())
             #expect(recorder.entries.map(\.status) == [Status.ok])
             #expect(recorder.entries.first?.length == 0)

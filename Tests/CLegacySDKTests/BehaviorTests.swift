@@ -27,8 +27,13 @@ struct BehaviorTests {
 
     @Test("Chaos draws every knob from the seed, reproducibly, within the promised bounds")
     func chaos() {
-        var deliveries = Set<Int32>(), modes = Set<Int32>(), counts = Set<UInt32>(), ends = Set<Int32>()
-        var concurrencies = Set<UInt32>(), lates = Set<Bool>(), pauses = Set<Int32>()
+        var deliveries = Set<Int32>()
+        var modes = Set<Int32>()
+        var counts = Set<UInt32>()
+        var ends = Set<Int32>()
+        var concurrencies = Set<UInt32>()
+        var lates = Set<Bool>()
+        var pauses = Set<Int32>()
         for seed in UInt64(0)..<2000 {
             let behavior = lsdk_behavior_t.chaos(seed)
             let again = lsdk_behavior_t.chaos(seed)

@@ -79,7 +79,8 @@ struct BlockingTests {
             #expect(poll { counters(client).blocking_in_flight == 3 })
             #expect(lsdk_interrupt(client, 3) == Status.ok)
             #expect(poll { first.values.count == 1 && second.values.count == 1 })
-            #expect(first.values.first?.status == Status.interrupted && second.values.first?.status == Status.interrupted)
+            #expect(
+                first.values.first?.status == Status.interrupted && second.values.first?.status == Status.interrupted)
             #expect(other.values.isEmpty)
             #expect(lsdk_interrupt(client, 4) == Status.ok)
             #expect(poll { other.values.count == 1 })

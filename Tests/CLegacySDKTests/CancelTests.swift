@@ -179,9 +179,11 @@ struct CancelTests {
         }
     }
 
-    @Test("A late callback arrives after the cancellation, from a worker, and before the release", arguments: [
-        LSDK_CANCEL_CALLBACK_SYNC, LSDK_CANCEL_CALLBACK_ASYNC, LSDK_CANCEL_SILENT,
-    ])
+    @Test(
+        "A late callback arrives after the cancellation, from a worker, and before the release",
+        arguments: [
+            LSDK_CANCEL_CALLBACK_SYNC, LSDK_CANCEL_CALLBACK_ASYNC, LSDK_CANCEL_SILENT,
+        ])
     func lateCallbackRequest(mode: Int) {
         withClient { client in
             let recorder = Recorder()

@@ -18,7 +18,9 @@ struct CancelWaitsTests {
     @Test("cancels_inside_callback counts every cancel made inside a callback of the same operation, in any mode")
     func insideCallbackCounted() {
         withClient { client in
-            for mode in [LSDK_CANCEL_CALLBACK_SYNC, LSDK_CANCEL_CALLBACK_ASYNC, LSDK_CANCEL_SILENT, LSDK_CANCEL_IGNORED] {
+            for mode in [
+                LSDK_CANCEL_CALLBACK_SYNC, LSDK_CANCEL_CALLBACK_ASYNC, LSDK_CANCEL_SILENT, LSDK_CANCEL_IGNORED,
+            ] {
                 var behavior = lsdk_behavior_t.defaults()
                 behavior.completion_count = 2
                 behavior.set(cancelMode: mode)

@@ -5,7 +5,8 @@ import Testing
 
 @Suite("Delivery: where, when and how often callbacks come")
 struct DeliveryTests {
-    @Test("Synchronous delivery calls back on the caller's thread before start returns, and writes the handle only after")
+    @Test(
+        "Synchronous delivery calls back on the caller's thread before start returns, and writes the handle only after")
     func synchronousDelivery() throws {
         withClient { client in
             var behavior = lsdk_behavior_t.defaults()
@@ -88,9 +89,10 @@ struct DeliveryTests {
             #expect(status == Status.ok)
             #expect(recorder.waitReleased())
             #expect(recorder.entries.count == 3)
-            #expect(recorder.entries.allSatisfy {
-                !isSameThread($0.thread, caller) && !isSameThread($0.thread, workerThread)
-            })
+            #expect(
+                recorder.entries.allSatisfy {
+                    !isSameThread($0.thread, caller) && !isSameThread($0.thread, workerThread)
+                })
             let counted = counters(client)
             #expect(counted.callbacks_fresh_thread == 3)
             #expect(counted.threads_created == 3)

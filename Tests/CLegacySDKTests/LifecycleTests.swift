@@ -12,8 +12,9 @@ struct LifecycleTests {
         LSDK_CANCEL_CALLBACK_SYNC, LSDK_CANCEL_CALLBACK_ASYNC, LSDK_CANCEL_SILENT, LSDK_CANCEL_IGNORED,
     ]
 
-    @Test("The context is released exactly once, after the last callback, in every delivery and cancel mode",
-          arguments: deliveries)
+    @Test(
+        "The context is released exactly once, after the last callback, in every delivery and cancel mode",
+        arguments: deliveries)
     func contextContractMatrix(delivery: Int) {
         withClient(seed: UInt64(delivery)) { client in
             var recorders: [(Recorder, lsdk_handle_t)] = []
@@ -65,7 +66,8 @@ struct LifecycleTests {
             for index in 0..<400 {
                 let behavior = lsdk_behavior_t.chaos(UInt64(index) &* 7919)
                 let recorder = Recorder()
-                let result = index.isMultiple(of: 2)
+                let result =
+                    index.isMultiple(of: 2)
                     ? startRequest(client, behavior, recorder: recorder, responseSize: 64)
                     : startDownload(client, behavior, recorder: recorder, totalBytes: 16_384)
                 #expect(result.status == Status.ok)
@@ -85,7 +87,9 @@ struct LifecycleTests {
         }
     }
 
-    @Test("Destroy with operations in flight cancels them, skips delays, makes every prescribed callback and releases every context")
+    @Test(
+        "Destroy with operations in flight cancels them, skips delays, makes every prescribed callback and releases every context"
+    )
     func destroyInFlight() throws {
         var config = lsdk_client_config_t()
         lsdk_client_config_init(&config)
@@ -114,8 +118,12 @@ struct LifecycleTests {
         silentCancel.completion_count = 0
         silentCancel.set(cancelMode: LSDK_CANCEL_SILENT)
 
-        let delayedRecorder = Recorder(), ignoredRecorder = Recorder(), streamRecorder = Recorder()
-        let pausedRecorder = Recorder(), freshRecorder = Recorder(), silentRecorder = Recorder()
+        let delayedRecorder = Recorder()
+        let ignoredRecorder = Recorder()
+        let streamRecorder = Recorder()
+        let pausedRecorder = Recorder()
+        let freshRecorder = Recorder()
+        let silentRecorder = Recorder()
         let handles = [
             startRequest(client, delayed, recorder: delayedRecorder).handle,
             startRequest(client, ignored, recorder: ignoredRecorder).handle,
@@ -134,7 +142,9 @@ struct LifecycleTests {
         #expect(seconds < 9, "destroy must skip the 10 s delays")
 
         // Everything was released before destroy returned.
-        for recorder in [delayedRecorder, ignoredRecorder, streamRecorder, pausedRecorder, freshRecorder, silentRecorder] {
+        for recorder in [
+            delayedRecorder, ignoredRecorder, streamRecorder, pausedRecorder, freshRecorder, silentRecorder,
+        ] {
             expectContractKept(recorder)
         }
         #expect(delayedRecorder.entries.map(\.status) == [Status.cancelled, Status.ok])  // + late
@@ -149,7 +159,8 @@ struct LifecycleTests {
         // The pointer stays safe: every call reports the destroyed client; counters stay readable.
         let afterwards = Recorder()
         #expect(startRequest(client, .defaults(), recorder: afterwards).status == Status.clientDestroyed)
-        #expect(startDownload(client, .defaults(), recorder: afterwards, totalBytes: 1).status == Status.clientDestroyed)
+        #expect(
+            startDownload(client, .defaults(), recorder: afterwards, totalBytes: 1).status == Status.clientDestroyed)
         #expect(afterwards.entries.isEmpty)
         #expect(lsdk_client_destroy(client) == Status.clientDestroyed)
         #expect(lsdk_client_set_session_token(client, "x") == Status.clientDestroyed)

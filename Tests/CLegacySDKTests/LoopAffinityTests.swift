@@ -134,11 +134,12 @@ struct LoopAffinityTests {
         // Destroy has closed the queue once a post is refused (every operation finished: none).
         let probe = PostedJob(client: client.raw, lifetime: lifetime)
         var accepted = 0
-        #expect(poll {
-            let status = probe.post()
-            if status == Status.ok { accepted += 1 }
-            return status == Status.clientDestroyed
-        })
+        #expect(
+            poll {
+                let status = probe.post()
+                if status == Status.ok { accepted += 1 }
+                return status == Status.clientDestroyed
+            })
         #expect(queued.allSatisfy { $0.runs == 0 })  // still held behind the blocker
         gate.open()
         #expect(destroyReturned.wait(timeout: .now() + testHangBoundSeconds) == .success)
@@ -218,7 +219,9 @@ struct LoopAffinityTests {
         }
     }
 
-    @Test("A LOOP stream goes back to the loop's queue after every event: a job posted from event k runs before event k+1")
+    @Test(
+        "A LOOP stream goes back to the loop's queue after every event: a job posted from event k runs before event k+1"
+    )
     func loopStreamInterleavesJobs() {
         withClient(loopThread: true) { client in
             var behavior = lsdk_behavior_t.defaults()
@@ -321,7 +324,9 @@ struct LoopAffinityTests {
 
     // MARK: Affinity
 
-    @Test("CREATOR affinity: every covered call from another thread is counted and still performed; the creator's are not")
+    @Test(
+        "CREATOR affinity: every covered call from another thread is counted and still performed; the creator's are not"
+    )
     func creatorAffinity() {
         withClient(affinity: LSDK_AFFINITY_CREATOR) { client in
             let ref = ClientRef(client)
@@ -345,14 +350,14 @@ struct LoopAffinityTests {
             let results = onOtherThread { () -> [lsdk_status_t] in
                 var statuses: [lsdk_status_t] = []
                 let started = startDownload(ref.raw, frozen.value, recorder: foreign, totalBytes: 0)
-                statuses.append(started.status)                                    // 1
-                statuses.append(lsdk_pause(started.handle))                        // 2
-                statuses.append(lsdk_resume(started.handle))                       // 3
+                statuses.append(started.status)  // 1
+                statuses.append(lsdk_pause(started.handle))  // 2
+                statuses.append(lsdk_resume(started.handle))  // 3
                 statuses.append(lsdk_client_set_session_token(ref.raw, "theirs"))  // 4
                 var buffer = [CChar](repeating: 0, count: 16)
                 statuses.append(lsdk_client_get_session_token(ref.raw, &buffer, 16))  // 5
-                statuses.append(lsdk_cancel(started.handle))                       // 6
-                statuses.append(lsdk_cancel(handle))                               // 7
+                statuses.append(lsdk_cancel(started.handle))  // 6
+                statuses.append(lsdk_cancel(handle))  // 7
                 // Not covered: release, counters, is_loop_thread.
                 statuses.append(lsdk_handle_release(started.handle))
                 var out = lsdk_counters_t()
@@ -393,7 +398,9 @@ struct LoopAffinityTests {
         }
     }
 
-    @Test("LOOP affinity: calls from posted jobs and LOOP callbacks are fine; the same calls from the test thread are counted")
+    @Test(
+        "LOOP affinity: calls from posted jobs and LOOP callbacks are fine; the same calls from the test thread are counted"
+    )
     func loopAffinity() {
         withClient(loopThread: true, affinity: LSDK_AFFINITY_LOOP) { client in
             let ref = ClientRef(client)

@@ -76,7 +76,8 @@ struct PullStreamTests {
                 }
                 return answer
             })
-            let (status, handle) = startPullDownload(client, stream(LSDK_DELIVERY_WORKER), recorder: recorder, totalBytes: 100)
+            let (status, handle) = startPullDownload(
+                client, stream(LSDK_DELIVERY_WORKER), recorder: recorder, totalBytes: 100)
             #expect(status == Status.ok)
             #expect(recorder.waitReleased())
             let sequences = recorder.entries.map(\.sequence)
@@ -92,7 +93,8 @@ struct PullStreamTests {
     func endAndBadAnswers() {
         withClient { client in
             let recorder = Recorder(answer: { _, entry in entry.kind == .end ? PullStreamTests.pause : 7 })
-            let (status, handle) = startPullDownload(client, stream(LSDK_DELIVERY_WORKER), recorder: recorder, totalBytes: 30)
+            let (status, handle) = startPullDownload(
+                client, stream(LSDK_DELIVERY_WORKER), recorder: recorder, totalBytes: 30)
             #expect(status == Status.ok)
             #expect(recorder.waitReleased())
             #expect(recorder.entries.map(\.sequence) == [0, 1, 2, 3])
@@ -113,7 +115,8 @@ struct PullStreamTests {
                 #expect(lsdk_pause(recorder.handle) == Status.ok)
             })
             // Worker delivery: event 2 waits until start returned and published the handle.
-            let (status, handle) = startPullDownload(client, stream(LSDK_DELIVERY_WORKER), recorder: recorder, totalBytes: 100)
+            let (status, handle) = startPullDownload(
+                client, stream(LSDK_DELIVERY_WORKER), recorder: recorder, totalBytes: 100)
             #expect(status == Status.ok)
             #expect(poll { counters(client).stream_pauses == 1 })
             #expect(lsdk_resume(handle) == Status.ok)
@@ -129,7 +132,8 @@ struct PullStreamTests {
         withClient { client in
             let refuse = RefuseOnce([5, 6])
             let recorder = Recorder(answer: { _, entry in refuse.answer(entry) })
-            let (status, handle) = startPullDownload(client, stream(concurrency: 4), recorder: recorder, totalBytes: 160)
+            let (status, handle) = startPullDownload(
+                client, stream(concurrency: 4), recorder: recorder, totalBytes: 160)
             #expect(status == Status.ok)
             let beforeResume = recorder.entries.map(\.sequence)
             // The batch [4...7] was delivered whole (inline); nothing after it.
@@ -170,12 +174,16 @@ struct PullStreamTests {
 
     @Test("A cancel discards a refused event; destroy ends a stream that waits with one")
     func cancelAndDestroyWithRefusedEvent() {
-        let destroyed = Recorder(answer: { _, entry in entry.sequence == 1 ? PullStreamTests.pause : PullStreamTests.proceed })
+        let destroyed = Recorder(answer: { _, entry in
+            entry.sequence == 1 ? PullStreamTests.pause : PullStreamTests.proceed
+        })
         var destroyedHandle: lsdk_handle_t = 0
         withClient { client in
             var behavior = stream()
             behavior.set(cancelMode: LSDK_CANCEL_SILENT)
-            let cancelled = Recorder(answer: { _, entry in entry.sequence == 1 ? PullStreamTests.pause : PullStreamTests.proceed })
+            let cancelled = Recorder(answer: { _, entry in
+                entry.sequence == 1 ? PullStreamTests.pause : PullStreamTests.proceed
+            })
             let (status, handle) = startPullDownload(client, behavior, recorder: cancelled, totalBytes: 100)
             #expect(status == Status.ok)
             #expect(cancelled.entries.count == 2)

@@ -142,8 +142,9 @@ struct StreamTests {
         }
     }
 
-    @Test("PAUSE_DROPS: a paused live stream keeps producing and drops (and counts) what it produces",
-          arguments: [UInt32(1), 3])
+    @Test(
+        "PAUSE_DROPS: a paused live stream keeps producing and drops (and counts) what it produces",
+        arguments: [UInt32(1), 3])
     func pauseDrops(concurrency: UInt32) {
         withClient { client in
             var behavior = stream(chunk: 1)
@@ -191,7 +192,8 @@ struct StreamTests {
     }
 
     /// Checks the window promise: when sequence s arrives, every sequence <= s - width arrived.
-    private func checkWindow(_ sequences: [UInt64], width: UInt64, total: UInt64) -> (inversions: Int, windowKept: Bool) {
+    private func checkWindow(_ sequences: [UInt64], width: UInt64, total: UInt64) -> (inversions: Int, windowKept: Bool)
+    {
         var seen = Set<UInt64>()
         var lowestMissing: UInt64 = 0
         var inversions = 0
@@ -207,9 +209,11 @@ struct StreamTests {
         return (inversions, kept && seen.count == sequences.count && lowestMissing == total)
     }
 
-    @Test("Concurrent streams arrive out of order, never beyond their window", arguments: [
-        LSDK_DELIVERY_WORKER, LSDK_DELIVERY_FRESH_THREAD, LSDK_DELIVERY_SYNC, LSDK_DELIVERY_MIXED,
-    ])
+    @Test(
+        "Concurrent streams arrive out of order, never beyond their window",
+        arguments: [
+            LSDK_DELIVERY_WORKER, LSDK_DELIVERY_FRESH_THREAD, LSDK_DELIVERY_SYNC, LSDK_DELIVERY_MIXED,
+        ])
     func concurrentStream(delivery: Int) {
         withClient(seed: 99) { client in
             var behavior = stream(chunk: 1)
@@ -233,9 +237,11 @@ struct StreamTests {
         }
     }
 
-    @Test("In a concurrent stream the END never overtakes earlier events, nor is overtaken by later ones", arguments: [
-        LSDK_DELIVERY_WORKER, LSDK_DELIVERY_FRESH_THREAD, LSDK_DELIVERY_MIXED,
-    ])
+    @Test(
+        "In a concurrent stream the END never overtakes earlier events, nor is overtaken by later ones",
+        arguments: [
+            LSDK_DELIVERY_WORKER, LSDK_DELIVERY_FRESH_THREAD, LSDK_DELIVERY_MIXED,
+        ])
     func concurrentEndIsABarrier(delivery: Int) {
         withClient(seed: 7) { client in
             for seed in UInt64(1)...20 {

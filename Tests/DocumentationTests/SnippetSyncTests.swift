@@ -159,7 +159,8 @@ enum Snippets {
                     blocks.append(
                         Block(
                             document: document, line: index + 2, heading: heading,
-                            isPartial: previous?.trimmingCharacters(in: .whitespaces).hasPrefix("<!-- snippet: partial") == true,
+                            isPartial: previous?.trimmingCharacters(in: .whitespaces).hasPrefix("<!-- snippet: partial")
+                                == true,
                             text: normalized(lines[(index + 1)..<min(end, lines.count)])))
                 }
                 index = end

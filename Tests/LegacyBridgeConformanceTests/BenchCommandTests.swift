@@ -7,10 +7,14 @@ import Testing
 struct BenchCommandTests {
     /// Every key the JSON output promises, as paths, each with a number.
     private static let promisedKeys: [String: [String]] = [
-        "oneShot": ["floorNs", "referenceGateNs", "bridgeNs", "referenceGateMainActorNs", "bridgeMainActorNs", "floorMainActorNs"],
+        "oneShot": [
+            "floorNs", "referenceGateNs", "bridgeNs", "referenceGateMainActorNs", "bridgeMainActorNs",
+            "floorMainActorNs",
+        ],
         "workerThread": ["floorNs", "bridgeNs", "fetchNs"],
         "stream": [
-            "asyncStreamEventsPerSec", "callbackStreamEventsPerSec", "backpressureEventsPerSec", "lockedChannelEventsPerSec",
+            "asyncStreamEventsPerSec", "callbackStreamEventsPerSec", "backpressureEventsPerSec",
+            "lockedChannelEventsPerSec",
             "batchedEventsPerSec", "batchedBackpressureEventsPerSec", "singleBackpressureEventsPerSec",
         ],
         "memory": ["bareBytesPerPending", "bridgeBytesPerPending"],

@@ -19,7 +19,8 @@ enum CLI {
 
     /// An executable of this package, next to the test bundle.
     static func executable(named name: String) -> URL {
-        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        let me =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: me).deletingLastPathComponent()
         // On Darwin the test bundle's binary sits inside Foo.xctest/Contents/MacOS.
@@ -40,9 +41,12 @@ enum CLI {
     ) async throws -> CLIRun {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Result {
-                    try runBlocking(arguments, bound: bound, executable: executable(named: executableName), environment: environment)
-                })
+                continuation.resume(
+                    with: Result {
+                        try runBlocking(
+                            arguments, bound: bound, executable: executable(named: executableName),
+                            environment: environment)
+                    })
             }
         }
     }

@@ -6,7 +6,10 @@ import Testing
 struct CLITests {
     @Test("a trapping adapter is reported as a crash with the signal and the runtime's message")
     func crashIsReported() async throws {
-        let run = try await CLI.run(["conformance", "--adapter", "naive-continuation", "--scenario", "repeated-callback-success-then-error", "--json"])
+        let run = try await CLI.run([
+            "conformance", "--adapter", "naive-continuation", "--scenario", "repeated-callback-success-then-error",
+            "--json",
+        ])
         #expect(run.status == 0)
         let adapter = try #require((run.json?["adapters"] as? [[String: Any]])?.first)
         let scenario = try #require((adapter["scenarios"] as? [[String: Any]])?.first)
@@ -18,10 +21,15 @@ struct CLITests {
 
     @Test("conformance JSON has the documented keys, and a library adapter passes in child processes")
     func conformanceJSONKeys() async throws {
-        let run = try await CLI.run(["conformance", "--adapter", "with-callback", "--scenario", "synchronous-callback,reentrant-cancel", "--watchdog", "60", "--json"])
+        let run = try await CLI.run([
+            "conformance", "--adapter", "with-callback", "--scenario", "synchronous-callback,reentrant-cancel",
+            "--watchdog", "60", "--json",
+        ])
         #expect(run.status == 0, "\(run.errors)")
         let adapter = try #require((run.json?["adapters"] as? [[String: Any]])?.first)
-        for key in ["name", "kind", "gallery", "passed", "failed", "expected", "expectationMet", "scenarios"] { #expect(adapter[key] != nil, "missing \(key)") }
+        for key in ["name", "kind", "gallery", "passed", "failed", "expected", "expectationMet", "scenarios"] {
+            #expect(adapter[key] != nil, "missing \(key)")
+        }
         #expect(adapter["kind"] as? String == "oneShot")
         #expect(adapter["expected"] as? String == "pass")
         #expect(adapter["passed"] as? Int == 2)
@@ -41,23 +49,31 @@ struct CLITests {
         let first = try #require(lines.first { $0.text.contains("synchronous-callback") }, "\(lines.map(\.text))")
         #expect(first.text.hasPrefix("  ok   synchronous-callback"))
         #expect(first.processWasRunning, "the line arrived only when the program ended")
-        let hang = try #require(lines.first { $0.text.contains("HANG never-calls-back-then-cancel") }, "\(lines.map(\.text))")
+        let hang = try #require(
+            lines.first { $0.text.contains("HANG never-calls-back-then-cancel") }, "\(lines.map(\.text))")
         #expect(hang.processWasRunning)
     }
 
     @Test("a one-scenario run of a gallery adapter says what 'expected' means, whichever scenario it is")
     func oneScenarioOfAGalleryAdapter() async throws {
-        let unrelated = try await CLI.run(["conformance", "--adapter", "semaphore-wait", "--scenario", "synchronous-callback"])
+        let unrelated = try await CLI.run([
+            "conformance", "--adapter", "semaphore-wait", "--scenario", "synchronous-callback",
+        ])
         #expect(unrelated.status == 0, "\(unrelated.output)")
         #expect(unrelated.output.contains("not checked"), "\(unrelated.output)")
-        #expect(unrelated.output.contains("expected to be flagged by caller-not-blocked, none of which ran"), "\(unrelated.output)")
-        let flagging = try await CLI.run(["conformance", "--adapter", "semaphore-wait", "--scenario", "caller-not-blocked", "--json"])
+        #expect(
+            unrelated.output.contains("expected to be flagged by caller-not-blocked, none of which ran"),
+            "\(unrelated.output)")
+        let flagging = try await CLI.run([
+            "conformance", "--adapter", "semaphore-wait", "--scenario", "caller-not-blocked", "--json",
+        ])
         #expect(flagging.status == 0, "\(flagging.output)")
         let adapter = try #require((flagging.json?["adapters"] as? [[String: Any]])?.first)
         #expect(adapter["expected"] as? String == "flagged")
         #expect(adapter["expectationMet"] as? Bool == true)
         let text = try await CLI.run(["conformance", "--adapter", "semaphore-wait", "--scenario", "caller-not-blocked"])
-        #expect(text.output.contains("wrong on purpose and flagged by caller-not-blocked, as expected"), "\(text.output)")
+        #expect(
+            text.output.contains("wrong on purpose and flagged by caller-not-blocked, as expected"), "\(text.output)")
     }
 
     @Test("--list-adapters prints one adapter per line: its name, a space, a description")
@@ -76,12 +92,18 @@ struct CLITests {
         let run = try await CLI.run(["stress", "--ops", "500", "--concurrency", "16", "--seed", "3", "--json"])
         #expect(run.status == 0, "\(run.output)\n\(run.errors)")
         let json = try #require(run.json, "\(run.output)")
-        for key in ["seed", "ops", "seconds", "opsPerSecond", "outcomes", "sdk", "violations"] { #expect(json[key] != nil, "missing \(key)") }
+        for key in ["seed", "ops", "seconds", "opsPerSecond", "outcomes", "sdk", "violations"] {
+            #expect(json[key] != nil, "missing \(key)")
+        }
         let outcomes = try #require(json["outcomes"] as? [String: Any])
-        for key in ["success", "failure", "cancelled", "timedOut"] { #expect(outcomes[key] is Int, "missing outcomes.\(key)") }
+        for key in ["success", "failure", "cancelled", "timedOut"] {
+            #expect(outcomes[key] is Int, "missing outcomes.\(key)")
+        }
         let sdk = try #require(json["sdk"] as? [String: Any])
-        for key in ["syncCallbacks", "workerCallbacks", "freshThreadCallbacks", "repeatedCallbacks", "callbacksAfterCancel",
-                    "reentrantCancelCallbacks", "contextsCreated", "contextsReleased", "handlesOutstanding", "streamEvents"] {
+        for key in [
+            "syncCallbacks", "workerCallbacks", "freshThreadCallbacks", "repeatedCallbacks", "callbacksAfterCancel",
+            "reentrantCancelCallbacks", "contextsCreated", "contextsReleased", "handlesOutstanding", "streamEvents",
+        ] {
             #expect(sdk[key] is Int, "missing sdk.\(key)")
         }
         let violations = try #require(json["violations"] as? [String: Int])
@@ -92,11 +114,13 @@ struct CLITests {
         #expect(json["seed"] as? Int == 3)
     }
 
-    @Test("bad usage exits 2 with a message", arguments: [
-        ["bogus"], ["stress", "--ops", "x"], ["stress", "--ops", "0"], ["stress", "--frobnicate"],
-        ["stress", "--seconds", "-1"], ["conformance", "--adapter", "nope"], ["conformance", "--scenario", "nope"],
-        ["conformance", "--watchdog"], ["demo", "extra"],
-    ])
+    @Test(
+        "bad usage exits 2 with a message",
+        arguments: [
+            ["bogus"], ["stress", "--ops", "x"], ["stress", "--ops", "0"], ["stress", "--frobnicate"],
+            ["stress", "--seconds", "-1"], ["conformance", "--adapter", "nope"], ["conformance", "--scenario", "nope"],
+            ["conformance", "--watchdog"], ["demo", "extra"],
+        ])
     func badUsage(arguments: [String]) async throws {
         let run = try await CLI.run(arguments)
         #expect(run.status == 2, "\(arguments): \(run.status)")

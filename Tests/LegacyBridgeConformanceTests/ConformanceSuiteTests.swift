@@ -31,7 +31,8 @@ struct ConformanceSuiteTests {
 
     @Test("an adapter that drops the caller's isolation is caught by main-actor-caller")
     func hoppingAdapterIsCaught() async {
-        let report = await ConformanceSuite.run(HoppingAdapter(), options: .init(watchdog: .seconds(60), only: ["main-actor-caller"]))
+        let report = await ConformanceSuite.run(
+            HoppingAdapter(), options: .init(watchdog: .seconds(60), only: ["main-actor-caller"]))
         #expect(report.results.map(\.name) == ["main-actor-caller"])
         #expect(report.failures.map(\.name) == ["main-actor-caller"])
         #expect(report.failures.first?.detail.contains("hopped") == true)
@@ -39,24 +40,29 @@ struct ConformanceSuiteTests {
 
     @Test("an adapter that keeps every cancel function is caught by captures-freed")
     func leakyAdapterIsCaught() async {
-        let report = await ConformanceSuite.run(LeakyAdapter(), options: .init(watchdog: .seconds(10), only: ["captures-freed"]))
+        let report = await ConformanceSuite.run(
+            LeakyAdapter(), options: .init(watchdog: .seconds(10), only: ["captures-freed"]))
         #expect(report.failures.map(\.name) == ["captures-freed"])
     }
 
     @Test("a stream adapter that keeps the newest 8 events is reported as losing events, not as buffering them")
     func droppingStreamIsCaught() async {
-        let report = await ConformanceSuite.run(DroppingStreamAdapter(), options: .init(watchdog: .seconds(60), only: ["slow-consumer-backpressure"]))
+        let report = await ConformanceSuite.run(
+            DroppingStreamAdapter(), options: .init(watchdog: .seconds(60), only: ["slow-consumer-backpressure"]))
         #expect(report.failures.map(\.name) == ["slow-consumer-backpressure"])
         let detail = report.failures.first?.detail ?? ""
         #expect(detail.contains("never reached the consumer"), "\(detail)")
         #expect(!detail.contains("buffered for a stalled consumer"), "\(detail)")
     }
 
-    @Test("an adapter that drops an outcome arriving on another thread before its continuation exists fails finish-before-install on every seed")
+    @Test(
+        "an adapter that drops an outcome arriving on another thread before its continuation exists fails finish-before-install on every seed"
+    )
     func earlyOutcomeDropIsCaughtEverySeed() async {
         for seed in UInt64(1)...5 {
             let report = await ConformanceSuite.run(
-                DropsEarlyOutcomeAdapter(), options: .init(watchdog: .seconds(1), seed: seed, only: ["finish-before-install"]))
+                DropsEarlyOutcomeAdapter(),
+                options: .init(watchdog: .seconds(1), seed: seed, only: ["finish-before-install"]))
             #expect(report.failures.map(\.name) == ["finish-before-install"], "seed \(seed): \(report.rendered)")
             // The outcome was dropped, so the call never returns: a hang, not some other failure.
             #expect(report.failures.first?.verdict == .hung, "seed \(seed): \(report.rendered)")
@@ -68,18 +74,23 @@ struct ConformanceSuiteTests {
         #expect(report.failures.isEmpty, "\(report.rendered)")
     }
 
-    @Test("stream-exactly-one-terminal delivers the source's failure to a consumer already waiting in next(), on every seed")
+    @Test(
+        "stream-exactly-one-terminal delivers the source's failure to a consumer already waiting in next(), on every seed"
+    )
     func terminalReachesAWaitingConsumer() async {
         let recorder = EndRecorder()
         for seed in UInt64(1)...5 {
             let report = await ConformanceSuite.run(
-                WaitObservingStreamAdapter(recorder: recorder), options: .init(watchdog: .seconds(60), seed: seed, only: ["stream-exactly-one-terminal"]))
+                WaitObservingStreamAdapter(recorder: recorder),
+                options: .init(watchdog: .seconds(60), seed: seed, only: ["stream-exactly-one-terminal"]))
             #expect(report.failures.isEmpty, "seed \(seed): \(report.rendered)")
         }
         #expect(recorder.consumerWaiting == Array(repeating: true, count: 5))
     }
 
-    @Test("an in-process run reports an adapter that blocks every thread it runs on as a hang while those threads are still blocked")
+    @Test(
+        "an in-process run reports an adapter that blocks every thread it runs on as a hang while those threads are still blocked"
+    )
     func watchdogFiresWhileThreadsAreBlocked() async {
         let blocker = ThreadBlockingAdapter()
         // Upper bound only: if the watchdog could not report, the blocked threads are let go
@@ -94,15 +105,23 @@ struct ConformanceSuiteTests {
         #expect(blocker.blockedAtLeastOnce)
     }
 
-    @Test("a C-style adapter that releases its context on cancel is flagged by every scenario that cancels, in process, on every seed")
+    @Test(
+        "a C-style adapter that releases its context on cancel is flagged by every scenario that cancels, in process, on every seed"
+    )
     func doubleReleaseIsCaughtInProcess() async {
-        let cancelling = ["never-calls-back-then-cancel", "cancel-before-handle", "reentrant-cancel", "late-callback-after-cancel", "timeout-silent-operation", "context-released-once"]
+        let cancelling = [
+            "never-calls-back-then-cancel", "cancel-before-handle", "reentrant-cancel", "late-callback-after-cancel",
+            "timeout-silent-operation", "context-released-once",
+        ]
         for seed in UInt64(1)...3 {
             let report = await ConformanceSuite.run(
-                ContextReleasedOnCancelAdapter(), options: .init(watchdog: .seconds(60), seed: seed, only: Set(cancelling)))
+                ContextReleasedOnCancelAdapter(),
+                options: .init(watchdog: .seconds(60), seed: seed, only: Set(cancelling)))
             #expect(Set(report.failures.map(\.name)) == Set(cancelling), "seed \(seed): \(report.rendered)")
             for failure in report.failures {
-                #expect(failure.verdict == .failed && failure.detail.contains("release"), "seed \(seed): \(failure.name): \(failure.detail)")
+                #expect(
+                    failure.verdict == .failed && failure.detail.contains("release"),
+                    "seed \(seed): \(failure.name): \(failure.detail)")
             }
         }
     }
@@ -110,7 +129,8 @@ struct ConformanceSuiteTests {
     @Test("a scenario that never ends is reported as a hang and the suite goes on")
     func hangIsReported() async {
         let report = await ConformanceSuite.run(
-            StuckAdapter(), options: .init(watchdog: .milliseconds(300), only: ["synchronous-callback", "foreign-thread-callback"]))
+            StuckAdapter(),
+            options: .init(watchdog: .milliseconds(300), only: ["synchronous-callback", "foreign-thread-callback"]))
         #expect(report.results.count == 2)
         #expect(report.results.allSatisfy { $0.verdict == .hung })
     }
@@ -124,7 +144,10 @@ struct ConformanceSuiteTests {
             #expect(Set(entry.flaggedBy).isSubset(of: Set(entry.scenarioNames)), "\(entry.name)")
             #expect(entry.summary.hasPrefix("WRONG ON PURPOSE"), "\(entry.name)")
         }
-        #expect(AdapterCatalog.library.map(\.name).sorted() == ["callback-stream", "offload-pool", "sdk-thread-executor", "with-callback", "with-callback-context"])
+        #expect(
+            AdapterCatalog.library.map(\.name).sorted() == [
+                "callback-stream", "offload-pool", "sdk-thread-executor", "with-callback", "with-callback-context",
+            ])
     }
 }
 
@@ -359,7 +382,8 @@ private struct DroppingStreamAdapter: StreamAdapter {
     var name: String { "test-dropping" }
     var summary: String { "bufferingNewest(8)" }
     func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
-        CallbackStream(buffering: .bufferingNewest(8), ordering: .sequenced(window: max(1, source.reorderWindow))) { sink in
+        CallbackStream(buffering: .bufferingNewest(8), ordering: .sequenced(window: max(1, source.reorderWindow))) {
+            sink in
             let control = source.start(
                 onEvent: { sink.yield($0, sequence: $0.sequence) },
                 onEnd: { error in if let error { sink.finish(throwing: error) } else { sink.finish() } })

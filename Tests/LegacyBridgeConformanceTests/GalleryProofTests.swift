@@ -43,7 +43,9 @@ struct GalleryProofTests {
         #expect(gallery.filter(\.flaggedOnlyUnderThreadSanitizer).map(\.name) == ["plain-bool-gate"])
     }
 
-    @Test("flagged on every seed", arguments: AdapterCatalog.all.filter { $0.isGallery && !$0.flaggedOnlyUnderThreadSanitizer }.map(\.name))
+    @Test(
+        "flagged on every seed",
+        arguments: AdapterCatalog.all.filter { $0.isGallery && !$0.flaggedOnlyUnderThreadSanitizer }.map(\.name))
     func flaggedOnEverySeed(adapter name: String) async throws {
         let entry = try #require(AdapterCatalog.entry(named: name))
         let evidence = try #require(Self.evidence[name])
@@ -53,7 +55,8 @@ struct GalleryProofTests {
                 "--watchdog", "3", "--seed", String(seed), "--json",
             ])
             #expect(run.status == 0, "\(name) seed \(seed): \(run.errors)")
-            let adapter = try #require((run.json?["adapters"] as? [[String: Any]])?.first, "\(name) seed \(seed): no JSON in \(run.output)")
+            let adapter = try #require(
+                (run.json?["adapters"] as? [[String: Any]])?.first, "\(name) seed \(seed): no JSON in \(run.output)")
             #expect(adapter["expected"] as? String == "flagged")
             #expect(adapter["expectationMet"] as? Bool == true, "\(name) seed \(seed)")
             let scenarios = try #require(adapter["scenarios"] as? [[String: Any]])
@@ -61,8 +64,12 @@ struct GalleryProofTests {
             for scenario in scenarios {
                 let verdict = scenario["verdict"] as? String ?? ""
                 let detail = scenario["detail"] as? String ?? ""
-                #expect(evidence.verdicts.contains(verdict), "\(name) seed \(seed) \(scenario["name"] ?? "?"): \(verdict): \(detail)")
-                #expect(evidence.details.contains { detail.contains($0) }, "\(name) seed \(seed) \(scenario["name"] ?? "?"): \(detail)")
+                #expect(
+                    evidence.verdicts.contains(verdict),
+                    "\(name) seed \(seed) \(scenario["name"] ?? "?"): \(verdict): \(detail)")
+                #expect(
+                    evidence.details.contains { detail.contains($0) },
+                    "\(name) seed \(seed) \(scenario["name"] ?? "?"): \(detail)")
             }
         }
     }

@@ -34,8 +34,12 @@ struct OffloadConformanceTests {
     @Test("a plain actor around a thread-affine SDK is flagged by both thread-affine scenarios")
     func plainActorIsFlagged() async {
         let report = await ConformanceSuite.run(PlainActorAffineAdapter(), options: Self.patient)
-        #expect(report.failures.map(\.name).sorted() == ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"])
-        #expect(report.failures.allSatisfy { $0.verdict == .failed && $0.detail.contains("thread") }, "\(report.rendered)")
+        #expect(
+            report.failures.map(\.name).sorted() == [
+                "thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread",
+            ])
+        #expect(
+            report.failures.allSatisfy { $0.verdict == .failed && $0.detail.contains("thread") }, "\(report.rendered)")
     }
 }
 

@@ -24,8 +24,10 @@ struct ReadmeExampleTests {
         let compiled = try String(
             contentsOf: Self.root.appendingPathComponent("Sources/MyAdapterConformance/main.swift"), encoding: .utf8)
         let firstLine = try #require(compiled.split(separator: "\n").first.map(String.init))
-        let block = try #require(try Self.readmeBlock(startingWith: firstLine), "no ```swift block in README.md starts with \(firstLine)")
-        #expect(block == compiled, "README.md and Sources/MyAdapterConformance/main.swift differ: copy one onto the other")
+        let block = try #require(
+            try Self.readmeBlock(startingWith: firstLine), "no ```swift block in README.md starts with \(firstLine)")
+        #expect(
+            block == compiled, "README.md and Sources/MyAdapterConformance/main.swift differ: copy one onto the other")
     }
 
     @Test("the example checks both adapters, crash-isolated, and exits 0 with the CLI's JSON")
@@ -49,7 +51,9 @@ struct ReadmeExampleTests {
         #expect(bad.errors.contains("--help"))
         let help = try await CLI.run(["--help"], executableName: "MyAdapterConformance")
         #expect(help.status == 0)
-        for option in ["--adapter", "--scenario", "--json", "--watchdog", "--seed", "--in-process", "--burst", "--flagging-only"] {
+        for option in [
+            "--adapter", "--scenario", "--json", "--watchdog", "--seed", "--in-process", "--burst", "--flagging-only",
+        ] {
             #expect(help.output.contains(option), "\(option)")
         }
     }

@@ -18,9 +18,12 @@ struct RunnerTests {
         ThreadSanitizer: reported 1 warnings
         """
 
-    static func interpret(status: Int32? = 0, signal: Int32? = nil, output: String = passing, errors: String = "") -> ScenarioResult {
+    static func interpret(
+        status: Int32? = 0, signal: Int32? = nil, output: String = passing, errors: String = ""
+    ) -> ScenarioResult {
         ConformanceRunner.interpret(
-            ChildOutcome(exitStatus: status, signal: signal, timedOut: false, standardOutput: output, standardError: errors),
+            ChildOutcome(
+                exitStatus: status, signal: signal, timedOut: false, standardOutput: output, standardError: errors),
             name: "synchronous-callback", summary: "s", bound: .seconds(20))
     }
 
@@ -29,7 +32,9 @@ struct RunnerTests {
         #expect(Self.interpret().verdict == .passed)
     }
 
-    @Test("a child whose scenario passed but which printed a ThreadSanitizer report fails, showing the report's first lines")
+    @Test(
+        "a child whose scenario passed but which printed a ThreadSanitizer report fails, showing the report's first lines"
+    )
     func sanitizerReportFails() {
         let result = Self.interpret(status: 66, errors: Self.tsanReport)
         #expect(result.verdict == .failed)
@@ -55,7 +60,8 @@ struct RunnerTests {
 
     @Test("a failing scenario keeps its own detail and gains the process's report")
     func failureKeepsItsDetail() {
-        let output = #"RESULT [{"detail":"the first callback must decide","name":"synchronous-callback","summary":"s","verdict":"failed"}]"#
+        let output =
+            #"RESULT [{"detail":"the first callback must decide","name":"synchronous-callback","summary":"s","verdict":"failed"}]"#
         let result = Self.interpret(status: 66, output: output, errors: Self.tsanReport)
         #expect(result.verdict == .failed)
         #expect(result.detail.hasPrefix("the first callback must decide"))
@@ -64,7 +70,8 @@ struct RunnerTests {
 
     @Test("a child killed by a signal is a crash; one that printed no result is a crash too")
     func crashes() {
-        #expect(Self.interpret(status: nil, signal: SIGILL, output: "", errors: "Fatal error: boom").verdict == .crashed)
+        #expect(
+            Self.interpret(status: nil, signal: SIGILL, output: "", errors: "Fatal error: boom").verdict == .crashed)
         let silent = Self.interpret(status: 1, output: "", errors: "Fatal error: boom")
         #expect(silent.verdict == .crashed)
         #expect(silent.detail.contains("Fatal error: boom"))
@@ -73,9 +80,12 @@ struct RunnerTests {
     @Test("the public runner checks a user's adapters in process, with the CLI's exit statuses")
     func publicRunnerStatuses() async {
         let good = ConformanceSubject.oneShot(WithCallbackAdapter())
-        #expect(await ConformanceRunner.run([good], arguments: ["--in-process", "--scenario", "synchronous-callback", "--json"]) == 0)
+        #expect(
+            await ConformanceRunner.run(
+                [good], arguments: ["--in-process", "--scenario", "synchronous-callback", "--json"]) == 0)
         let bad = ConformanceSubject.oneShot(FailureAsEmptySuccessAdapter())  // passed as if it were meant to work
-        #expect(await ConformanceRunner.run([bad], arguments: ["--in-process", "--scenario", "single-failure-throws"]) == 1)
+        #expect(
+            await ConformanceRunner.run([bad], arguments: ["--in-process", "--scenario", "single-failure-throws"]) == 1)
         #expect(await ConformanceRunner.run([good], arguments: ["--frobnicate"]) == 2)
         #expect(await ConformanceRunner.run([good, good], arguments: ["--list-adapters"]) == 2)
         #expect(await ConformanceRunner.run([good], arguments: ["--adapter", "nope"]) == 2)

@@ -40,9 +40,12 @@ struct LayeringTests {
 
     @Test("the import scan sees imports, so the check above can fail")
     func importScanFindsImports() {
-        let text = "// import Nope\nimport Foundation\n@preconcurrency import CLegacySDK\nimport struct LegacySimulator.X\n"
+        let text =
+            "// import Nope\nimport Foundation\n@preconcurrency import CLegacySDK\nimport struct LegacySimulator.X\n"
         #expect(Self.importedModules(in: text) == ["Foundation", "CLegacySDK", "LegacySimulator"])
-        #expect(Self.targetDeclaration(named: "A", in: ".target(name: \"A\", dependencies: [\"B\"]),")?.contains("dependencies") == true)
+        #expect(
+            Self.targetDeclaration(named: "A", in: ".target(name: \"A\", dependencies: [\"B\"]),")?.contains(
+                "dependencies") == true)
     }
 
     /// The text of `.target(name: "<name>" ...)` up to its closing parenthesis.
@@ -75,7 +78,9 @@ struct LayeringTests {
     }
 
     static func swiftFiles(under directory: URL) throws -> [URL] {
-        guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else { return [] }
+        guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else {
+            return []
+        }
         return walker.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
     }
 }

@@ -55,16 +55,20 @@ public final class Resolver: Sendable {
     ///   c-ares initialisation.
     /// - Precondition: `attemptTimeout` is positive and `attempts` at least 1.
     public init(configuration: Configuration) throws(AresError) {
-        precondition(configuration.attemptTimeout > .zero,
-                     "Resolver.Configuration.attemptTimeout must be positive, e.g. .milliseconds(500)")
+        precondition(
+            configuration.attemptTimeout > .zero,
+            "Resolver.Configuration.attemptTimeout must be positive, e.g. .milliseconds(500)")
         precondition(configuration.attempts >= 1, "Resolver.Configuration.attempts must be at least 1")
         guard !configuration.servers.isEmpty else { throw AresError.badString }
         try Ares.initializeLibrary()
         let (seconds, attoseconds) = configuration.attemptTimeout.components
         let milliseconds = seconds.multipliedReportingOverflow(by: 1000)
-        let total = milliseconds.overflow
+        let total =
+            milliseconds.overflow
             ? Int64(Int32.max)
-            : milliseconds.partialValue.addingReportingOverflow((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000).partialValue
+            : milliseconds.partialValue.addingReportingOverflow(
+                (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+            ).partialValue
         let options = AresChannelOptions(
             serversCSV: configuration.servers.joined(separator: ","),
             attemptTimeoutMilliseconds: Int32(clamping: max(1, total)),

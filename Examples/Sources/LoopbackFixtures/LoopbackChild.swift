@@ -94,15 +94,20 @@ public final class LoopbackChild: @unchecked Sendable {
                 let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
                 throw FixtureError("python3 \(arguments.first ?? "") printed no port line; its log: \(log)")
             }
-            return LoopbackChild(process: process, input: input, firstLine: first,
-                                 directory: directory, logFile: logFile)
+            return LoopbackChild(
+                process: process, input: input, firstLine: first,
+                directory: directory, logFile: logFile)
         }
     }
 
     /// Stops the child (closes its input, sends SIGTERM), waits for it on a thread of our own and
     /// removes its directory. Safe to call more than once.
     public func stop() async {
-        guard stopped.withLock({ (done: inout Bool) -> Bool in defer { done = true }; return !done }) else { return }
+        guard
+            stopped.withLock({ (done: inout Bool) -> Bool in
+                defer { done = true }; return !done
+            })
+        else { return }
         let process = self.process
         let input = self.input
         let directory = self.directory

@@ -38,7 +38,8 @@ public final class LoopbackDNSResponder: Sendable {
     public static func start(lifetime: Int = 600) async throws -> LoopbackDNSResponder {
         let directory = try makeFixtureDirectory("dns-responder")
         try script.write(to: directory.appendingPathComponent("responder.py"), atomically: true, encoding: .utf8)
-        let child = try await LoopbackChild.launch(arguments: ["responder.py"], directory: directory, lifetime: lifetime)
+        let child = try await LoopbackChild.launch(
+            arguments: ["responder.py"], directory: directory, lifetime: lifetime)
         let numbers = child.firstLine.split(separator: " ").compactMap { Int($0) }
         guard numbers.count == 2 else {
             await child.stop()
@@ -72,50 +73,50 @@ public final class LoopbackDNSResponder: Sendable {
     }
 
     private static let script = #"""
-import os, socket, struct, sys, threading
+        import os, socket, struct, sys, threading
 
-sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-sock.bind(("127.0.0.1", 0))
-dead = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-dead.bind(("127.0.0.1", 0))
-dead_port = dead.getsockname()[1]
-dead.close()
-print(sock.getsockname()[1], dead_port, flush=True)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind(("127.0.0.1", 0))
+        dead = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        dead.bind(("127.0.0.1", 0))
+        dead_port = dead.getsockname()[1]
+        dead.close()
+        print(sock.getsockname()[1], dead_port, flush=True)
 
-def exit_when_input_closes():
-    sys.stdin.read()
-    os._exit(0)
+        def exit_when_input_closes():
+            sys.stdin.read()
+            os._exit(0)
 
-threading.Thread(target=exit_when_input_closes, daemon=True).start()
+        threading.Thread(target=exit_when_input_closes, daemon=True).start()
 
-while True:
-    data, peer = sock.recvfrom(4096)
-    try:
-        ident, flags = struct.unpack("!HH", data[:4])
-        i, labels = 12, []
-        while data[i] != 0:
-            length = data[i]
-            labels.append(data[i + 1:i + 1 + length].decode("ascii", "replace"))
-            i += 1 + length
-        i += 1
-        qtype, _ = struct.unpack("!HH", data[i:i + 4])
-        question = data[12:i + 4]
-    except Exception as error:
-        print("ERR", repr(error), file=sys.stderr, flush=True)
-        continue
-    name = ".".join(labels).lower()
-    print(peer[0], name, qtype, file=sys.stderr, flush=True)
-    if name.endswith(".silent.test"):
-        continue
-    answers = b""
-    count = 0
-    rcode = 3
-    if name.endswith(".answer.test"):
-        rcode = 0
-        if qtype == 1:
-            answers = struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + bytes([127, 0, 0, 53])
-            count = 1
-    reply_flags = 0x8000 | 0x0400 | (flags & 0x0100) | 0x0080 | rcode
-    sock.sendto(struct.pack("!HHHHHH", ident, reply_flags, 1, count, 0, 0) + question + answers, peer)
-"""#
+        while True:
+            data, peer = sock.recvfrom(4096)
+            try:
+                ident, flags = struct.unpack("!HH", data[:4])
+                i, labels = 12, []
+                while data[i] != 0:
+                    length = data[i]
+                    labels.append(data[i + 1:i + 1 + length].decode("ascii", "replace"))
+                    i += 1 + length
+                i += 1
+                qtype, _ = struct.unpack("!HH", data[i:i + 4])
+                question = data[12:i + 4]
+            except Exception as error:
+                print("ERR", repr(error), file=sys.stderr, flush=True)
+                continue
+            name = ".".join(labels).lower()
+            print(peer[0], name, qtype, file=sys.stderr, flush=True)
+            if name.endswith(".silent.test"):
+                continue
+            answers = b""
+            count = 0
+            rcode = 3
+            if name.endswith(".answer.test"):
+                rcode = 0
+                if qtype == 1:
+                    answers = struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + bytes([127, 0, 0, 53])
+                    count = 1
+            reply_flags = 0x8000 | 0x0400 | (flags & 0x0100) | 0x0080 | rcode
+            sock.sendto(struct.pack("!HHHHHH", ident, reply_flags, 1, count, 0, 0) + question + answers, peer)
+        """#
 }

@@ -37,7 +37,8 @@ public final class LoopbackHTTPServer: Sendable {
         // "Serving HTTP on 127.0.0.1 port 43567 (http://127.0.0.1:43567/) ..."
         let words = child.firstLine.split(separator: " ")
         guard let index = words.firstIndex(of: "port"), index + 1 < words.count, let port = Int(words[index + 1]),
-              words.contains("127.0.0.1") else {
+            words.contains("127.0.0.1")
+        else {
             await child.stop()
             throw FixtureError("http.server printed '\(child.firstLine)', not a 127.0.0.1 port")
         }

@@ -24,8 +24,9 @@ struct ResolverStressTests {
     @Test("400 lookups with random cancels and timeouts: every context released once, every channel freed")
     func fourHundredLookups() async throws {
         let responder = try await LoopbackDNSResponder.start()
-        let resolver = try Resolver(configuration: .init(
-            servers: [responder.server], attemptTimeout: .milliseconds(150), attempts: 1))
+        let resolver = try Resolver(
+            configuration: .init(
+                servers: [responder.server], attemptTimeout: .milliseconds(150), attempts: 1))
         #expect(resolver.servers == [responder.server])
         let hostsNames = loopbackNamesInHostsFile()
         var generator = SplitMix(state: 0x5EED)
@@ -40,23 +41,30 @@ struct ResolverStressTests {
         var plans: [Plan] = []
         for index in 0..<400 {
             let kind = Kind.allCases.randomElement(using: &generator)!
-            let (host, family): (String, ResolvedAddress.Family?) = switch kind {
-            case .hostsFile: (hostsNames.randomElement(using: &generator) ?? "localhost", .ipv4)
-            case .localhostV6: ("::1", .ipv6)
-            case .numericV4: ("127.0.0.\(Int.random(in: 1...254, using: &generator))", .ipv4)
-            case .numericUnspecified: ("127.0.0.1", nil)
-            case .answered: ("n\(index).answer.test", .ipv4)
-            case .missing: ("n\(index).missing.test", nil)
-            case .silent: ("n\(index).silent.test", nil)
-            }
+            let (host, family): (String, ResolvedAddress.Family?) =
+                switch kind {
+                case .hostsFile: (hostsNames.randomElement(using: &generator) ?? "localhost", .ipv4)
+                case .localhostV6: ("::1", .ipv6)
+                case .numericV4: ("127.0.0.\(Int.random(in: 1...254, using: &generator))", .ipv4)
+                case .numericUnspecified: ("127.0.0.1", nil)
+                case .answered: ("n\(index).answer.test", .ipv4)
+                case .missing: ("n\(index).missing.test", nil)
+                case .silent: ("n\(index).silent.test", nil)
+                }
             let roll = Int.random(in: 0..<4, using: &generator)
-            plans.append(Plan(
-                index: index, kind: kind, host: host, family: family,
-                timeout: roll == 1 ? .milliseconds(Int.random(in: 1...40, using: &generator)) : nil,
-                cancelAfterYields: roll == 2 ? Int.random(in: 0...20, using: &generator) : nil))
+            plans.append(
+                Plan(
+                    index: index, kind: kind, host: host, family: family,
+                    timeout: roll == 1 ? .milliseconds(Int.random(in: 1...40, using: &generator)) : nil,
+                    cancelAfterYields: roll == 2 ? Int.random(in: 0...20, using: &generator) : nil))
         }
 
-        enum Outcome: Sendable { case addresses([ResolvedAddress]), ares(AresError), cancelled, timedOut, other(String) }
+        enum Outcome: Sendable {
+            case addresses([ResolvedAddress])
+            case ares(AresError)
+            case cancelled, timedOut
+            case other(String)
+        }
         let outcomes = await withTaskGroup(of: (Plan, Outcome).self) { group in
             for plan in plans {
                 group.addTask {
@@ -85,7 +93,9 @@ struct ResolverStressTests {
             return all
         }
         #expect(outcomes.count == 400)
-        var cancelled = 0, timedOut = 0, answered = 0
+        var cancelled = 0
+        var timedOut = 0
+        var answered = 0
         for (plan, outcome) in outcomes {
             switch outcome {
             case .cancelled:
@@ -98,7 +108,9 @@ struct ResolverStressTests {
                 answered += 1
                 switch plan.kind {
                 case .hostsFile, .numericV4, .numericUnspecified, .answered:
-                    #expect(addresses.allSatisfy { $0.family == .ipv4 && $0.bytes.first == 127 }, "\(plan.host): \(addresses)")
+                    #expect(
+                        addresses.allSatisfy { $0.family == .ipv4 && $0.bytes.first == 127 },
+                        "\(plan.host): \(addresses)")
                     #expect(!addresses.isEmpty)
                 case .localhostV6:
                     #expect(addresses.map(\.description) == ["::1"])
@@ -124,11 +136,14 @@ struct ResolverStressTests {
         #expect(s.channelsDestroyed == s.channelsCreated, "every channel destroyed")
         #expect(s.repeatedCallbacks == 0)
         #expect(s.callsOffLoopThread == 0)
-        #expect(s.answersInsideStart + s.answersFromEventLoop + s.answersInsideCancel + s.answersInsideDestroy
+        #expect(
+            s.answersInsideStart + s.answersFromEventLoop + s.answersInsideCancel + s.answersInsideDestroy
                 == s.contextsReleased, "each context was released by exactly one answer")
         let queries = responder.queries()
         #expect(queries.allSatisfy { $0.peer == "127.0.0.1" })
-        print("resolve stress: \(answered) answered, \(cancelled) cancelled, \(timedOut) timed out; \(s); responder saw \(queries.count) queries")
+        print(
+            "resolve stress: \(answered) answered, \(cancelled) cancelled, \(timedOut) timed out; \(s); responder saw \(queries.count) queries"
+        )
         await responder.stop()
     }
 }

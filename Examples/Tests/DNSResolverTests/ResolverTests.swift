@@ -11,8 +11,9 @@ struct ResolverTests {
     static func loopbackResolver(
         _ server: String, attemptTimeout: Duration = .milliseconds(200), attempts: Int = 1
     ) throws -> Resolver {
-        let resolver = try Resolver(configuration: .init(
-            servers: [server], attemptTimeout: attemptTimeout, attempts: attempts))
+        let resolver = try Resolver(
+            configuration: .init(
+                servers: [server], attemptTimeout: attemptTimeout, attempts: attempts))
         #expect(resolver.servers == [server], "c-ares must use exactly the loopback server given")
         return resolver
     }
@@ -28,14 +29,17 @@ struct ResolverTests {
 
     static func expectBalanced(_ s: ResolverStatistics, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(s.contextsRetained == s.queriesStarted, sourceLocation: sourceLocation)
-        #expect(s.contextsReleased == s.contextsRetained, "every context given back once", sourceLocation: sourceLocation)
+        #expect(
+            s.contextsReleased == s.contextsRetained, "every context given back once", sourceLocation: sourceLocation)
         #expect(s.contextsFreed == s.contextsRetained, "every context deallocated", sourceLocation: sourceLocation)
         #expect(s.channelsDestroyed == s.channelsCreated, "every channel destroyed", sourceLocation: sourceLocation)
         #expect(s.repeatedCallbacks == 0, sourceLocation: sourceLocation)
         #expect(s.callsOffLoopThread == 0, sourceLocation: sourceLocation)
     }
 
-    @Test("localhost, /etc/hosts names and numeric addresses of the requested family are answered inside ares_getaddrinfo")
+    @Test(
+        "localhost, /etc/hosts names and numeric addresses of the requested family are answered inside ares_getaddrinfo"
+    )
     func synchronousAnswers() async throws {
         let responder = try await LoopbackDNSResponder.start()
         let resolver = try Self.loopbackResolver(responder.server)

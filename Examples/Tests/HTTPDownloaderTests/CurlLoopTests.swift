@@ -13,7 +13,8 @@ struct CurlLoopTests {
         #expect(s.callsOffLoopThread == 0, sourceLocation: sourceLocation)
         #expect(s.callbacksOffLoopThread == 0, sourceLocation: sourceLocation)
         #expect(s.callsOnLoopThread > 0, sourceLocation: sourceLocation)
-        #expect(s.easyHandlesCleanedUp == s.easyHandlesCreated, "every easy handle freed", sourceLocation: sourceLocation)
+        #expect(
+            s.easyHandlesCleanedUp == s.easyHandlesCreated, "every easy handle freed", sourceLocation: sourceLocation)
         #expect(s.connectionsRefused == 0, "nothing tried to leave the machine", sourceLocation: sourceLocation)
     }
 
@@ -69,8 +70,8 @@ struct CurlLoopTests {
         loop.cancelTransfer(id)
         #expect(try await probe.ended() == .cancelled)
         #expect(await eventually { loop.statistics.easyHandlesCleanedUp == 1 })
-        loop.cancelTransfer(id)   // a second cancel finds nothing to do
-        loop.resumeTransfer(id)   // so does a resume after the end
+        loop.cancelTransfer(id)  // a second cancel finds nothing to do
+        loop.resumeTransfer(id)  // so does a resume after the end
         await loop.shutdown()
         let s = loop.statistics
         #expect(s.transfersFinished == 1)
@@ -100,7 +101,7 @@ struct CurlLoopTests {
     @Test("failures are CurlError values: refused port, HTTP 404, and a non-loopback address refused by the guard")
     func failures() async throws {
         let server = try await LoopbackHTTPServer.start(size: 1024, seed: 11)
-        let responder = try await LoopbackDNSResponder.start()   // only for its dead port
+        let responder = try await LoopbackDNSResponder.start()  // only for its dead port
         let loop = try CurlLoop(loopbackOnly: true)
 
         let refused = TransferProbe(loop: loop)

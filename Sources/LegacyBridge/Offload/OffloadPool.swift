@@ -121,7 +121,8 @@ public final class OffloadPool: Sendable {
     ) async throws -> Value {
         if Task.isCancelled { throw CancellationError() }
         if let timeout {
-            precondition(timeout > .zero, "OffloadPool.run(timeout:) needs a positive duration; pass nil for no timeout")
+            precondition(
+                timeout > .zero, "OffloadPool.run(timeout:) needs a positive duration; pass nil for no timeout")
         }
         let core = self.core
         let body = OffloadBody(body)

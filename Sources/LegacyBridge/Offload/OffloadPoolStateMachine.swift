@@ -172,8 +172,9 @@ struct OffloadPoolStateMachine<Job, Waiter> {
     /// outside the lock by clearing the slot).
     mutating func workerNext(into slot: inout Job?) -> NextAction {
         if let next = queue.popFirst() {
-            running.append(RunningJob(
-                id: next.id, interrupt: next.interruptible ? .armed : .unavailable, bodyReturned: false))
+            running.append(
+                RunningJob(
+                    id: next.id, interrupt: next.interruptible ? .armed : .unavailable, bodyReturned: false))
             slot = next.job
             return .run(next.id)
         }

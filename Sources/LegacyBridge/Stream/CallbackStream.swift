@@ -114,7 +114,9 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     ///
     /// - Returns: A new iterator with its own subscription to the producer.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(subscription: StreamSubscription(buffering: buffering, ordering: ordering, start: start, registry: registry))
+        AsyncIterator(
+            subscription: StreamSubscription(buffering: buffering, ordering: ordering, start: start, registry: registry)
+        )
     }
 
     /// The counters of the most recent subscription of this stream value
@@ -258,7 +260,9 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// the task is cancelled, or the stream is stopped. The wake-up
         /// carries nothing; the caller asks the stream again.
         @usableFromInline
-        static func waitForProducer(_ storage: CallbackStreamStorage<Element>, isolation actor: isolated (any Actor)?) async {
+        static func waitForProducer(
+            _ storage: CallbackStreamStorage<Element>, isolation actor: isolated (any Actor)?
+        ) async {
             await withTaskCancellationHandler(
                 operation: {
                     await withUnsafeContinuation(isolation: actor) { continuation in

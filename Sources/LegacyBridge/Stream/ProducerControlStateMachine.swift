@@ -231,7 +231,9 @@ struct ProducerControlStateMachine: Sendable {
         return nil
     }
 
-    private mutating func deliver(_ operation: Operation, _ control: StreamControl, _ pending: Pending, told: Bool = false) -> Delivery {
+    private mutating func deliver(
+        _ operation: Operation, _ control: StreamControl, _ pending: Pending, told: Bool = false
+    ) -> Delivery {
         let after: Bool
         switch operation {
         case .pause:

@@ -43,9 +43,13 @@ public enum StreamBuffering: Sendable, Hashable {
         case .unbounded:
             break
         case .bufferingOldest(let n):
-            precondition(n >= 1, "StreamBuffering.bufferingOldest(\(n)): n must be at least 1 (use .unbounded to keep everything)")
+            precondition(
+                n >= 1,
+                "StreamBuffering.bufferingOldest(\(n)): n must be at least 1 (use .unbounded to keep everything)")
         case .bufferingNewest(let n):
-            precondition(n >= 1, "StreamBuffering.bufferingNewest(\(n)): n must be at least 1 (use .unbounded to keep everything)")
+            precondition(
+                n >= 1,
+                "StreamBuffering.bufferingNewest(\(n)): n must be at least 1 (use .unbounded to keep everything)")
         case .backpressure(let low, let high):
             precondition(
                 low >= 0 && low < high,
@@ -110,7 +114,8 @@ public struct StreamOrdering: Sendable, Hashable {
         gaps: SequenceGapPolicy = .skip,
         gapTimeout: Duration? = nil
     ) -> StreamOrdering {
-        StreamOrdering(kind: .sequenced(window: window, firstSequence: firstSequence, gaps: gaps, gapTimeout: gapTimeout))
+        StreamOrdering(
+            kind: .sequenced(window: window, firstSequence: firstSequence, gaps: gaps, gapTimeout: gapTimeout))
     }
 
     /// Whether this is a sequenced ordering.

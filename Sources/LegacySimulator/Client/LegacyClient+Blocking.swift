@@ -41,7 +41,8 @@ extension LegacyClient {
         isolation: isolated (any Actor)? = #isolation
     ) async throws -> BlockingCallResult {
         guard duration >= .zero, duration <= .seconds(60) else { throw LegacySDKError.outOfRange }
-        let microseconds = UInt32(duration.components.seconds) * 1_000_000
+        let microseconds =
+            UInt32(duration.components.seconds) * 1_000_000
             + UInt32(duration.components.attoseconds / 1_000_000_000_000)
         let sdk = self.sdk
         let key = self.nextBlockingKey()
@@ -49,12 +50,14 @@ extension LegacyClient {
         return try await self.offload.run(
             isolation: isolation,
             timeout: timeout,
-            interrupt: { call.interrupt { (try? sdk.interrupt(key: key)) ?? true } }
-        ) {
-            try call.perform {
-                BlockingCallResult(key: key, value: try sdk.blockingCall(key: key, durationMicroseconds: microseconds))
+            interrupt: { call.interrupt { (try? sdk.interrupt(key: key)) ?? true } },
+            {
+                try call.perform {
+                    BlockingCallResult(
+                        key: key, value: try sdk.blockingCall(key: key, durationMicroseconds: microseconds))
+                }
             }
-        }
+        )
     }
 }
 

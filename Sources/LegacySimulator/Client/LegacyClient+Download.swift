@@ -47,7 +47,9 @@ extension LegacyClient {
                 onEvent: { event in
                     switch event.kind {
                     case .progress:
-                        sink.yield(.progress(bytesDone: event.bytesDone, totalBytes: event.bytesTotal), sequence: event.sequence)
+                        sink.yield(
+                            .progress(bytesDone: event.bytesDone, totalBytes: event.bytesTotal),
+                            sequence: event.sequence)
                     case .data:
                         sink.yield(.data(offset: event.bytesDone, bytes: event.data), sequence: event.sequence)
                     case .end:

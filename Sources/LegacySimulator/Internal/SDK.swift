@@ -90,8 +90,10 @@ private func sdkCompletionTrampoline(
     let message = payload.message.map { String(cString: $0) } ?? ""
     if status == lsdk_status_t(LSDK_OK) {
         let body = payload.body.map { Array(UnsafeBufferPointer(start: $0, count: payload.body_length)) } ?? []
-        onCompletion(.success(FetchResponse(
-            requestID: payload.request_id, attempt: Int(payload.attempt), body: body, message: message)))
+        onCompletion(
+            .success(
+                FetchResponse(
+                    requestID: payload.request_id, attempt: Int(payload.attempt), body: body, message: message)))
     } else {
         onCompletion(.failure(LegacySDKError(rawValue: status, message: message)))
     }
@@ -105,7 +107,8 @@ private func sdkRawEvent(_ payload: lsdk_event_t) -> RawDownloadEvent {
     case LSDK_EVENT_DATA: kind = .data
     default: kind = .end
     }
-    let data = kind == .data
+    let data =
+        kind == .data
         ? payload.data.map { Array(UnsafeBufferPointer(start: $0, count: payload.length)) } ?? []
         : []
     return RawDownloadEvent(
@@ -297,6 +300,7 @@ package final class SDKClient: @unchecked Sendable {
     /// ``LegacySDKActor`` serialises every call.
     ///
     /// - Parameter token: The token (at most 255 bytes are kept), or `nil` to clear it.
+    /// - Throws: The SDK's error status, if it refuses the call.
     @LegacySDKActor
     func setSessionToken(_ token: String?) throws(LegacySDKError) {
         let status = withExtendedLifetime(self) {

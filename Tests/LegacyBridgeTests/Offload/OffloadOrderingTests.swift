@@ -103,7 +103,10 @@ private final class Model: @unchecked Sendable {
     var problems: [String] = []
     var step = -1
 
-    init(width: Int, queueLimit: Int, interruptible: [Bool], continuation: UnsafeContinuation<Int, any Error>, sequence: [Event]) {
+    init(
+        width: Int, queueLimit: Int, interruptible: [Bool], continuation: UnsafeContinuation<Int, any Error>,
+        sequence: [Event]
+    ) {
         let jobs = interruptible.count
         self.pool = Pool(width: width, queueLimit: queueLimit)
         self.gates = Array(repeating: Gate(), count: jobs)
@@ -191,7 +194,10 @@ private final class Model: @unchecked Sendable {
             break
         }
         if waiting {
-            expect(deliveries[job] == [.cancelled], "job \(job): cancelling a waiting caller did not resume it at once with CancellationError: \(deliveries[job])")
+            expect(
+                deliveries[job] == [.cancelled],
+                "job \(job): cancelling a waiting caller did not resume it at once with CancellationError: \(deliveries[job])"
+            )
         }
     }
 
@@ -204,7 +210,9 @@ private final class Model: @unchecked Sendable {
         switch pool.cancel(id) {
         case .none:
             expect(starts[job] == 1, "job \(job): cancelled while waiting, but the pool kept it")
-            expect(!(bodyRunning && interruptible[job]), "job \(job): cancelled while running, but its interrupt was not scheduled")
+            expect(
+                !(bodyRunning && interruptible[job]),
+                "job \(job): cancelled while running, but its interrupt was not scheduled")
         case .dropQueued(let dropped):
             expect(starts[job] == 0, "job \(job): dropped after it started")
             expect(dropped == job, "cancel(\(job)) dropped job \(dropped)")
@@ -239,9 +247,13 @@ private final class Model: @unchecked Sendable {
         interrupting.remove(job)
         switch pool.interruptReturned(id) {
         case .none:
-            expect(workers.contains { $0 == .running(job: job, id: id) }, "job \(job): interrupt returned, no worker waits, but the body is not running")
+            expect(
+                workers.contains { $0 == .running(job: job, id: id) },
+                "job \(job): interrupt returned, no worker waits, but the body is not running")
         case .wakeWorker:
-            expect(workers.contains { $0 == .awaitingInterrupt(job: job, id: id) }, "job \(job): woke a worker that does not wait")
+            expect(
+                workers.contains { $0 == .awaitingInterrupt(job: job, id: id) },
+                "job \(job): woke a worker that does not wait")
         }
     }
 
@@ -300,7 +312,9 @@ private final class Model: @unchecked Sendable {
             expect(dropped[job] == 0 && rejected[job] == 0, "job \(job) started after it was dropped or rejected")
             expect(id > lastStartedID, "job \(job) (id \(id)) started out of FIFO order (after id \(lastStartedID))")
             if let previous = lastJob[index] {
-                expect(!interrupting.contains(previous), "worker \(index) took job \(job) while job \(previous)'s interrupt runs")
+                expect(
+                    !interrupting.contains(previous),
+                    "worker \(index) took job \(job) while job \(previous)'s interrupt runs")
             }
             lastStartedID = id
             lastJob[index] = job
@@ -349,7 +363,8 @@ private final class Model: @unchecked Sendable {
     func noteResumes(_ count: Int) {
         guard count > 0 else { return }
         shutdownResumes += count
-        expect(workers.allSatisfy { $0 == .exited }, "shutdown waiter resumed while workers are still alive: \(workers)")
+        expect(
+            workers.allSatisfy { $0 == .exited }, "shutdown waiter resumed while workers are still alive: \(workers)")
         expect(pool.lifecycle == .stopped, "shutdown waiter resumed before the pool stopped")
     }
 
@@ -359,7 +374,8 @@ private final class Model: @unchecked Sendable {
     func checkStep() {
         let accepted = ids.indices.filter { ids[$0] != nil }
         let ended = accepted.filter { finishes[$0] + dropped[$0] + rejected[$0] > 0 }
-        expect(accepted.count - ended.count <= pool.width + pool.queueLimit, "more jobs in flight than width + queueLimit")
+        expect(
+            accepted.count - ended.count <= pool.width + pool.queueLimit, "more jobs in flight than width + queueLimit")
         for job in ids.indices {
             expect(deliveries[job].count <= 1, "job \(job): caller resumed \(deliveries[job].count) times")
             expect(starts[job] <= 1, "job \(job): started \(starts[job]) times")
@@ -398,10 +414,14 @@ private final class Model: @unchecked Sendable {
         expect(pool.runningIDs.isEmpty, "jobs \(pool.runningIDs) still count as running at rest")
         for job in ids.indices {
             if called[job] {
-                expect(deliveries[job].count == 1, "job \(job): caller resumed \(deliveries[job].count) times, expected once")
+                expect(
+                    deliveries[job].count == 1,
+                    "job \(job): caller resumed \(deliveries[job].count) times, expected once")
             }
             if ids[job] != nil {
-                expect(starts[job] + dropped[job] + rejected[job] == 1, "job \(job): accepted but neither ran, was dropped, nor rejected")
+                expect(
+                    starts[job] + dropped[job] + rejected[job] == 1,
+                    "job \(job): accepted but neither ran, was dropped, nor rejected")
                 expect(starts[job] == finishes[job], "job \(job): started \(starts[job]), finished \(finishes[job])")
             } else {
                 expect(starts[job] == 0, "job \(job): ran without being accepted")
@@ -409,14 +429,17 @@ private final class Model: @unchecked Sendable {
             let delivered = deliveries[job].first
             switch delivered {
             case .value(let value)?:
-                expect(value == Self.value(of: job) && starts[job] == 1, "job \(job): delivered \(value) without running")
+                expect(
+                    value == Self.value(of: job) && starts[job] == 1, "job \(job): delivered \(value) without running")
                 expect(discards[job].isEmpty, "job \(job): the delivered value was also discarded")
             case .cancelled?:
                 expect(sequence.contains(.cancel(job)), "job \(job): cancelled without a cancel")
-                expect(discards[job] == (starts[job] == 1 ? [Self.value(of: job)] : []),
-                       "job \(job): late value went to onDiscard \(discards[job]) (started \(starts[job]))")
+                expect(
+                    discards[job] == (starts[job] == 1 ? [Self.value(of: job)] : []),
+                    "job \(job): late value went to onDiscard \(discards[job]) (started \(starts[job]))")
             case .error(.shutDown)?:
-                expect(rejected[job] == 1 || rejectedAtSubmit[job] == .shutDown, "job \(job): shutDown without a shutdown")
+                expect(
+                    rejected[job] == 1 || rejectedAtSubmit[job] == .shutDown, "job \(job): shutDown without a shutdown")
                 expect(starts[job] == 0, "job \(job): rejected but ran")
             case .error(.queueFull)?:
                 expect(rejectedAtSubmit[job] != nil, "job \(job): queueFull without a refused submission")
@@ -428,12 +451,16 @@ private final class Model: @unchecked Sendable {
                 break
             }
             if interruptCalls[job] == 1 {
-                expect(cancelledWhileRunning[job] && delivered == .cancelled, "job \(job): interrupted without being cancelled while running")
+                expect(
+                    cancelledWhileRunning[job] && delivered == .cancelled,
+                    "job \(job): interrupted without being cancelled while running")
             }
         }
         if shutdownCalls > 0 {
             expect(workers.allSatisfy { $0 == .exited }, "after shutdown, workers are still alive at rest: \(workers)")
-            expect(shutdownResumes == shutdownCalls, "shutdown waiters resumed \(shutdownResumes) times for \(shutdownCalls) calls")
+            expect(
+                shutdownResumes == shutdownCalls,
+                "shutdown waiters resumed \(shutdownResumes) times for \(shutdownCalls) calls")
         } else {
             expect(shutdownResumes == 0, "a shutdown waiter was resumed without a shutdown")
             expect(!workers.contains(.exited), "a worker left without a shutdown")
@@ -545,17 +572,22 @@ struct OffloadOrderingTests {
         #expect(count == 6_720)  // 8! / 3!
     }
 
-    @Test("one thread, one waiting slot: a third call overflows; cancel of the second; shutdown drains", arguments: [
-        OffloadPool.ShutdownMode.drain, .rejectQueued,
-    ])
+    @Test(
+        "one thread, one waiting slot: a third call overflows; cancel of the second; shutdown drains",
+        arguments: [
+            OffloadPool.ShutdownMode.drain, .rejectQueued,
+        ])
     func queueBoundAndShutdown(mode: OffloadPool.ShutdownMode) async {
-        let events: [Event] = [.call(0), .call(1), .call(2), .cancel(1), .shutdown(mode), .worker(0), .worker(0), .worker(0)]
+        let events: [Event] = [
+            .call(0), .call(1), .call(2), .cancel(1), .shutdown(mode), .worker(0), .worker(0), .worker(0),
+        ]
         let count = await checkAll(events, Setup(width: 1, queueLimit: 1, interruptible: [false, false, false]))
         #expect(count == 6_720)
     }
 
-    @Test("two threads: both calls cancelled and interrupted, shutdown, each worker stepping",
-          .disabled(if: offloadUnderThreadSanitizer, "pure state machine: run without ThreadSanitizer"))
+    @Test(
+        "two threads: both calls cancelled and interrupted, shutdown, each worker stepping",
+        .disabled(if: offloadUnderThreadSanitizer, "pure state machine: run without ThreadSanitizer"))
     func twoWorkers() async {
         let events: [Event] = [
             .call(0), .call(1), .cancel(0), .cancel(1), .interruptStart(0), .interruptStart(1), .worker(0), .worker(1),
@@ -574,9 +606,11 @@ struct OffloadOrderingTests {
         #expect(count == 15_120)  // 9! / 4!
     }
 
-    @Test("shutdown racing calls, a cancel and a parked worker, with interrupts", arguments: [
-        OffloadPool.ShutdownMode.drain, .rejectQueued,
-    ])
+    @Test(
+        "shutdown racing calls, a cancel and a parked worker, with interrupts",
+        arguments: [
+            OffloadPool.ShutdownMode.drain, .rejectQueued,
+        ])
     func shutdownRaces(mode: OffloadPool.ShutdownMode) async {
         let events: [Event] = [
             .worker(0), .call(0), .call(1), .cancel(0), .interruptStart(0), .shutdown(mode), .worker(0), .worker(0),

@@ -82,8 +82,12 @@ struct OffloadPoolStateMachineTests {
         let b = try #require(accept(&machine, "b", interruptible: true))
         _ = try #require(take(&machine))
         guard case .dropQueued("b") = machine.cancel(b) else { Issue.record("waiting job was not dropped"); return }
-        guard case .scheduleInterrupt(a) = machine.cancel(a) else { Issue.record("running job's interrupt was not scheduled"); return }
-        guard case .none = machine.cancel(a) else { Issue.record("a second cancel scheduled the interrupt again"); return }
+        guard case .scheduleInterrupt(a) = machine.cancel(a) else {
+            Issue.record("running job's interrupt was not scheduled"); return
+        }
+        guard case .none = machine.cancel(a) else {
+            Issue.record("a second cancel scheduled the interrupt again"); return
+        }
         #expect(machine.interruptState(of: a) == .requested)
     }
 
@@ -102,8 +106,12 @@ struct OffloadPoolStateMachineTests {
         let a = try #require(accept(&machine, "a", interruptible: true))
         _ = try #require(take(&machine))
         _ = machine.cancel(a)
-        guard case .next = machine.finish(a) else { Issue.record("finish waited without an interrupt in progress"); return }
-        guard case .none = machine.interruptDue(a) else { Issue.record("an interrupt was called after its body returned"); return }
+        guard case .next = machine.finish(a) else {
+            Issue.record("finish waited without an interrupt in progress"); return
+        }
+        guard case .none = machine.interruptDue(a) else {
+            Issue.record("an interrupt was called after its body returned"); return
+        }
     }
 
     @Test("a body that returns while its interrupt runs holds its worker until the interrupt returns")
@@ -113,9 +121,13 @@ struct OffloadPoolStateMachineTests {
         _ = try #require(take(&machine))
         _ = machine.cancel(a)
         guard case .call = machine.interruptDue(a) else { Issue.record("a due interrupt was not called"); return }
-        guard case .awaitInterrupt = machine.finish(a) else { Issue.record("the worker did not wait for the interrupt"); return }
+        guard case .awaitInterrupt = machine.finish(a) else {
+            Issue.record("the worker did not wait for the interrupt"); return
+        }
         #expect(machine.isAwaitingInterrupt(a))
-        guard case .wakeWorker = machine.interruptReturned(a) else { Issue.record("the waiting worker was not woken"); return }
+        guard case .wakeWorker = machine.interruptReturned(a) else {
+            Issue.record("the waiting worker was not woken"); return
+        }
         #expect(!machine.isAwaitingInterrupt(a) && machine.runningIDs.isEmpty)
     }
 
@@ -131,10 +143,14 @@ struct OffloadPoolStateMachineTests {
         let second = machine.shutdown(.rejectQueued, waiter: 2)
         #expect(second.rejected == ["b", "c"])
         var slot: String? = nil
-        guard case .exit(let none) = machine.workerNext(into: &slot) else { Issue.record("idle worker did not leave"); return }
+        guard case .exit(let none) = machine.workerNext(into: &slot) else {
+            Issue.record("idle worker did not leave"); return
+        }
         #expect(none.isEmpty)
         _ = machine.finish(running)
-        guard case .exit(let waiters) = machine.workerNext(into: &slot) else { Issue.record("last worker did not leave"); return }
+        guard case .exit(let waiters) = machine.workerNext(into: &slot) else {
+            Issue.record("last worker did not leave"); return
+        }
         #expect(waiters == [1, 2])
         #expect(machine.lifecycle == .stopped)
         #expect(machine.shutdown(.drain, waiter: 3).resume == [3])

@@ -27,7 +27,9 @@ struct OffloadPoolTests {
     @Test("an error thrown by the body is thrown to the caller, and the pool goes on")
     func bodyThrows() async throws {
         let pool = try OffloadPool(threads: 1)
-        let outcome = await oneShotOutcome { try await pool.run { () throws -> Int in throw OneShotTestError(code: 7) } }
+        let outcome = await oneShotOutcome {
+            try await pool.run { () throws -> Int in throw OneShotTestError(code: 7) }
+        }
         #expect(outcome == .failure(7))
         #expect(try await pool.run { 8 } == 8)
         await pool.shutdown()
@@ -66,10 +68,18 @@ struct OffloadPoolTests {
     func cancelWhileQueued() async throws {
         let pool = try OffloadPool(threads: 1)
         let blocker = OffloadLatch()
-        let blocking = OneShotCall { try await pool.run { blocker.wait(); return 1 } }
+        let blocking = OneShotCall {
+            try await pool.run {
+                blocker.wait(); return 1
+            }
+        }
         #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
         let ran = OffloadFlag()
-        let waiting = OneShotCall { try await pool.run { ran.set(); return 2 } }
+        let waiting = OneShotCall {
+            try await pool.run {
+                ran.set(); return 2
+            }
+        }
         #expect(await offloadEventually("second call queued") { pool.offloadSnapshot.queuedIDs.count == 1 })
         waiting.cancel()
         #expect(await waiting.outcome() == .cancelled)
@@ -82,7 +92,9 @@ struct OffloadPoolTests {
         await pool.shutdown()
     }
 
-    @Test("cancel while the body runs: CancellationError at once, the interrupt is called, the late value goes to onDiscard")
+    @Test(
+        "cancel while the body runs: CancellationError at once, the interrupt is called, the late value goes to onDiscard"
+    )
     func cancelWhileRunning() async throws {
         let pool = try OffloadPool(threads: 1)
         let bodyRelease = OffloadLatch()
@@ -120,7 +132,11 @@ struct OffloadPoolTests {
         let pool = try OffloadPool(threads: 1)
         let bodyRelease = OffloadLatch()
         let discarded = OneShotRecorder<Int>()
-        let call = OneShotCall { try await pool.run(onDiscard: { discarded.append($0) }) { bodyRelease.wait(); return 9 } }
+        let call = OneShotCall {
+            try await pool.run(onDiscard: { discarded.append($0) }) {
+                bodyRelease.wait(); return 9
+            }
+        }
         #expect(await offloadEventually("body running") { pool.offloadSnapshot.runningIDs.count == 1 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
@@ -150,10 +166,17 @@ struct OffloadPoolTests {
         #expect(await first.outcome() == .cancelled)
         #expect(await offloadEventually("interrupt running") { interruptStarted.isSet })
         let secondStarted = OffloadFlag()
-        let second = OneShotCall { try await pool.run { secondStarted.set(); return 2 } }
+        let second = OneShotCall {
+            try await pool.run {
+                secondStarted.set(); return 2
+            }
+        }
         #expect(await offloadEventually("second call queued") { pool.offloadSnapshot.queuedIDs.count == 1 })
         bodyRelease.open()  // the first body returns while its interrupt is still running
-        #expect(await offloadEventually("worker waits for the interrupt") { pool.offloadSnapshot.isAwaitingInterrupt(firstID) })
+        #expect(
+            await offloadEventually("worker waits for the interrupt") {
+                pool.offloadSnapshot.isAwaitingInterrupt(firstID)
+            })
         #expect(pool.offloadSnapshot.queuedIDs.count == 1)
         #expect(!secondStarted.isSet)
         interruptRelease.open()
@@ -185,7 +208,13 @@ struct OffloadPoolTests {
     func queueBound() async throws {
         let pool = try OffloadPool(threads: 1, queueLimit: 2)
         let blocker = OffloadLatch()
-        let calls = [OneShotCall { try await pool.run { blocker.wait(); return 0 } }]
+        let calls = [
+            OneShotCall {
+                try await pool.run {
+                    blocker.wait(); return 0
+                }
+            }
+        ]
         #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
         var waiting: [OneShotCall<Int>] = []
         for index in 1...2 {
@@ -208,14 +237,23 @@ struct OffloadPoolTests {
         let pool = try OffloadPool(threads: 1)
         let blocker = OffloadLatch()
         let order = OneShotRecorder<Int>()
-        let first = OneShotCall { try await pool.run { blocker.wait(); order.append(0); return 0 } }
+        let first = OneShotCall {
+            try await pool.run {
+                blocker.wait(); order.append(0); return 0
+            }
+        }
         #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
         var calls: [OneShotCall<Int>] = []
         for index in 1...12 {
             if index.isMultiple(of: 3) {
                 try pool.execute { order.append(index) }
             } else {
-                calls.append(OneShotCall { try await pool.run { order.append(index); return index } })
+                calls.append(
+                    OneShotCall {
+                        try await pool.run {
+                            order.append(index); return index
+                        }
+                    })
             }
             #expect(await offloadEventually("job \(index) queued") { pool.offloadSnapshot.queuedIDs.count == index })
         }
@@ -233,7 +271,11 @@ struct OffloadPoolTests {
     func shutdownDrains() async throws {
         let pool = try OffloadPool(threads: 1)
         let blocker = OffloadLatch()
-        let first = OneShotCall { try await pool.run { blocker.wait(); return 0 } }
+        let first = OneShotCall {
+            try await pool.run {
+                blocker.wait(); return 0
+            }
+        }
         #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
         let queued = OneShotCall { try await pool.run { 1 } }
         #expect(await offloadEventually("call queued") { pool.offloadSnapshot.queuedIDs.count == 1 })
@@ -258,10 +300,18 @@ struct OffloadPoolTests {
     func shutdownRejects() async throws {
         let pool = try OffloadPool(threads: 1)
         let blocker = OffloadLatch()
-        let first = OneShotCall { try await pool.run { blocker.wait(); return 0 } }
+        let first = OneShotCall {
+            try await pool.run {
+                blocker.wait(); return 0
+            }
+        }
         #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
         let ran = OffloadFlag()
-        let queued = OneShotCall { try await pool.run { ran.set(); return 1 } }
+        let queued = OneShotCall {
+            try await pool.run {
+                ran.set(); return 1
+            }
+        }
         let postedRan = OffloadFlag()
         try pool.execute { postedRan.set() }
         #expect(await offloadEventually("both queued") { pool.offloadSnapshot.queuedIDs.count == 2 })
@@ -283,7 +333,9 @@ struct OffloadPoolTests {
         do {
             let pool = try OffloadPool(threads: 1)
             core = OneShotWeak(pool.core)
-            try pool.execute { blocker.wait(); done.increment() }
+            try pool.execute {
+                blocker.wait(); done.increment()
+            }
             for _ in 0..<3 { try pool.execute { done.increment() } }
         }
         blocker.open()
@@ -324,7 +376,13 @@ struct OffloadPoolTests {
         let width = 2 * ProcessInfo.processInfo.activeProcessorCount + 2
         let pool = try OffloadPool(threads: width)
         let blocker = OffloadLatch()
-        let calls = (0..<width).map { index in OneShotCall { try await pool.run { blocker.wait(); return index } } }
+        let calls = (0..<width).map { index in
+            OneShotCall {
+                try await pool.run {
+                    blocker.wait(); return index
+                }
+            }
+        }
         #expect(await offloadEventually("all blocked") { pool.offloadSnapshot.runningIDs.count == width })
         let started = OffloadFlag()
         let unrelated = Task { started.set() }

@@ -32,7 +32,9 @@ private final class OffloadRunMark: Sendable {
 
 @Suite("Offload: under concurrent stress")
 struct OffloadStressTests {
-    @Test("2,000 blocking calls with random cancels, interrupts and throws: each value delivered or discarded exactly once", .timeLimit(.minutes(5)))
+    @Test(
+        "2,000 blocking calls with random cancels, interrupts and throws: each value delivered or discarded exactly once",
+        .timeLimit(.minutes(5)))
     func poolStress() async throws {
         let counters = OffloadStressCounters()
         let calls = 2_000
@@ -72,18 +74,23 @@ struct OffloadStressTests {
         let valued = counters.bodiesReturningValue.load(ordering: .acquiring)
         let values = counters.values.load(ordering: .acquiring)
         let discards = counters.discards.load(ordering: .acquiring)
-        let ended = values + counters.cancelled.load(ordering: .acquiring) + counters.bodyErrors.load(ordering: .acquiring)
+        let ended =
+            values + counters.cancelled.load(ordering: .acquiring) + counters.bodyErrors.load(ordering: .acquiring)
             + counters.queueFull.load(ordering: .acquiring)
         #expect(counters.doubleRuns.load(ordering: .acquiring) == 0)
         #expect(counters.other.load(ordering: .acquiring) == 0)
         #expect(ended == calls, "every caller ends exactly once")
-        #expect(values + discards == valued, "each value goes to its caller or to onDiscard: \(values) + \(discards) vs \(valued)")
+        #expect(
+            values + discards == valued,
+            "each value goes to its caller or to onDiscard: \(values) + \(discards) vs \(valued)")
         #expect(counters.bodyErrors.load(ordering: .acquiring) <= counters.bodiesThrowing.load(ordering: .acquiring))
         #expect(run <= calls)
         #expect(await offloadEventually("pool state freed") { core.object == nil })
     }
 
-    @Test("8 tasks × 300 calls into an SDK-thread actor, with posted closures in between: one thread, nothing lost", .timeLimit(.minutes(5)))
+    @Test(
+        "8 tasks × 300 calls into an SDK-thread actor, with posted closures in between: one thread, nothing lost",
+        .timeLimit(.minutes(5)))
     func executorStress() async throws {
         let executor = try SDKThreadExecutor()
         let counter = OffloadStressActor(executor: executor)

@@ -55,7 +55,8 @@ struct SDKThreadExecutorTests {
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<64 {
                 group.addTask {
-                    let result = index.isMultiple(of: 4)
+                    let result =
+                        index.isMultiple(of: 4)
                         ? await Task { @MainActor in await actor.call() }.value
                         : await actor.call()
                     if result { onThread.increment() }
@@ -116,7 +117,9 @@ struct SDKThreadExecutorTests {
     func runResults() async throws {
         let executor = try SDKThreadExecutor()
         #expect(try await executor.run { executor.isCurrentThread })
-        await #expect(throws: OneShotTestError(code: 3)) { try await executor.run { () throws -> Int in throw OneShotTestError(code: 3) } }
+        await #expect(throws: OneShotTestError(code: 3)) {
+            try await executor.run { () throws -> Int in throw OneShotTestError(code: 3) }
+        }
     }
 
     @Test("an executor over a thread the SDK gives runs the actor's jobs through the SDK's post function")
@@ -151,7 +154,9 @@ struct SDKThreadExecutorTests {
         do {
             let executor = try SDKThreadExecutor()
             core = OneShotWeak(try #require(executor.dedicatedCore))
-            executor.execute { blocker.wait(); ran.increment() }
+            executor.execute {
+                blocker.wait(); ran.increment()
+            }
             executor.execute { ran.increment() }
         }
         blocker.open()

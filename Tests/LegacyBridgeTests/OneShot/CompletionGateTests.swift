@@ -129,7 +129,9 @@ struct OneShotCompletionGateTests {
         }
     }
 
-    @Test("a timeout of zero or less times out as soon as start returns without an outcome, and cancels the operation once")
+    @Test(
+        "a timeout of zero or less times out as soon as start returns without an outcome, and cancels the operation once"
+    )
     func zeroTimeout() async throws {
         for timeout in [Duration.zero, .seconds(-5)] {
             let cancels = StreamShared(0)

@@ -212,12 +212,13 @@ private func checkSynchronously(
         case .install, .attach, .startReturned, .armTimer: .other("not a decider")
         }
     }
-    let cancelDecides: Bool = deciderIndex.map { index in
-        switch sequence[index] {
-        case .cancel, .timeout: true
-        default: false
-        }
-    } ?? false
+    let cancelDecides: Bool =
+        deciderIndex.map { index in
+            switch sequence[index] {
+            case .cancel, .timeout: true
+            default: false
+            }
+        } ?? false
 
     var handleKind: HandleKind? = nil
     for event in sequence {
@@ -268,7 +269,9 @@ private func checkSynchronously(
         "waiter received \(simulation.deliveries) but expected \(expectedDeliveries) delivery"
     )
     if let delivered = simulation.deliveries.first {
-        expect(delivered == expectedOutcome, "waiter got \(delivered), first outcome was \(String(describing: expectedOutcome))")
+        expect(
+            delivered == expectedOutcome,
+            "waiter got \(delivered), first outcome was \(String(describing: expectedOutcome))")
     }
     if flow == .withCallback, sequence.contains(where: { if case .startReturned = $0 { true } else { false } }) {
         expect(simulation.deliveries.count <= 1, "withCallback's caller saw more than one outcome")
@@ -384,7 +387,8 @@ private struct OneShotSplitMix: RandomNumberGenerator {
 struct OneShotOrderingTests {
     @Test("all orderings of install, success, failure, cancel, timeout and attach(handle)")
     func withHandle() async {
-        let count = await checkAll([.install, .succeed(1), .fail(2), .cancel, .timeout, .attach(.counting)], flow: .free)
+        let count = await checkAll(
+            [.install, .succeed(1), .fail(2), .cancel, .timeout, .attach(.counting)], flow: .free)
         #expect(count == 1957)  // all k-permutations of 6 events
     }
 

@@ -267,8 +267,9 @@ struct OneShotStateMachineTests {
             _ = machine.attach(aHandle)
             _ = machine.armTimer(Task {})
             #expect(machine.holdsWaiter && machine.holdsHandle && machine.holdsTimer)
-            #expect(Effects(machine.finish(.failure(OneShotTestError(code: 1))))
-                == Effects(resumes: .failure(1), releasesHandle: true, cancelsTimer: true))
+            #expect(
+                Effects(machine.finish(.failure(OneShotTestError(code: 1))))
+                    == Effects(resumes: .failure(1), releasesHandle: true, cancelsTimer: true))
             #expect(!machine.holdsWaiter && !machine.holdsHandle && !machine.holdsTimer && !machine.holdsOutcome)
         }
     }

@@ -161,7 +161,9 @@ extension OneShotCall where T == Int {
 }
 
 /// Runs `body` as a watched call and returns its outcome (a hang becomes `.other`).
-func oneShotOutcome(within seconds: Int = testHangBoundSeconds, _ body: @escaping @Sendable () async throws -> Int) async -> OneShotOutcome {
+func oneShotOutcome(
+    within seconds: Int = testHangBoundSeconds, _ body: @escaping @Sendable () async throws -> Int
+) async -> OneShotOutcome {
     await OneShotCall(body).outcome(within: seconds)
 }
 

@@ -73,49 +73,50 @@ struct OneShotStressTests {
                 let operation = StressOperation(index: index)
                 operations.append(operation)
                 let token = OneShotToken(alive)
-                tasks.append(OneShotCall {
-                    try await withCallback(
-                        timeout: operation.kind == .silentTimeout ? .milliseconds(Int.random(in: 1...5)) : nil,
-                        onDiscard: { value in
-                            _ = token  // the gate (which holds onDiscard) keeps the token alive
-                            operation.record.withLock { $0.discarded.append(value) }
-                        }
-                    ) { (completion: Completion<Int>) in
-                        let first = operation.index * 10 + 1
-                        switch operation.kind {
-                        case .synchronous:
-                            operation.report(completion, .success(first))
-                            sdkPending.increment()
-                            DispatchQueue.global().async {
-                                operation.report(completion, .success(first + 1))
-                                sdkDone.increment()
+                tasks.append(
+                    OneShotCall {
+                        try await withCallback(
+                            timeout: operation.kind == .silentTimeout ? .milliseconds(Int.random(in: 1...5)) : nil,
+                            onDiscard: { value in
+                                _ = token  // the gate (which holds onDiscard) keeps the token alive
+                                operation.record.withLock { $0.discarded.append(value) }
                             }
-                        case .asynchronous, .reentrantHandle:
-                            sdkPending.increment()
-                            DispatchQueue.global().async {
+                        ) { (completion: Completion<Int>) in
+                            let first = operation.index * 10 + 1
+                            switch operation.kind {
+                            case .synchronous:
                                 operation.report(completion, .success(first))
-                                operation.report(completion, .success(first + 1))
-                                sdkDone.increment()
+                                sdkPending.increment()
+                                DispatchQueue.global().async {
+                                    operation.report(completion, .success(first + 1))
+                                    sdkDone.increment()
+                                }
+                            case .asynchronous, .reentrantHandle:
+                                sdkPending.increment()
+                                DispatchQueue.global().async {
+                                    operation.report(completion, .success(first))
+                                    operation.report(completion, .success(first + 1))
+                                    sdkDone.increment()
+                                }
+                            case .failThenSucceed:
+                                sdkPending.increment()
+                                DispatchQueue.global().async {
+                                    operation.report(completion, .failure(OneShotTestError(code: operation.index)))
+                                    operation.report(completion, .success(first))
+                                    sdkDone.increment()
+                                }
+                            case .silentCancelled, .silentTimeout:
+                                break
                             }
-                        case .failThenSucceed:
-                            sdkPending.increment()
-                            DispatchQueue.global().async {
-                                operation.report(completion, .failure(OneShotTestError(code: operation.index)))
-                                operation.report(completion, .success(first))
-                                sdkDone.increment()
+                            let reentrant = operation.kind == .reentrantHandle
+                            return CancelHandle {
+                                operation.record.withLock { $0.handleCalls += 1 }
+                                if reentrant {
+                                    operation.report(completion, .failure(OneShotTestError(code: -1)))
+                                }
                             }
-                        case .silentCancelled, .silentTimeout:
-                            break
                         }
-                        let reentrant = operation.kind == .reentrantHandle
-                        return CancelHandle {
-                            operation.record.withLock { $0.handleCalls += 1 }
-                            if reentrant {
-                                operation.report(completion, .failure(OneShotTestError(code: -1)))
-                            }
-                        }
-                    }
-                })
+                    })
             }
             // Cancel every silent-cancelled call and a random quarter of the others,
             // from a Dispatch thread, racing with the calls themselves.
@@ -132,20 +133,24 @@ struct OneShotStressTests {
         }
 
         #expect(outcomes.count == total)
-        #expect(await oneShotEventually() { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
+        #expect(await oneShotEventually { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
 
         var problems: [String] = []
         var counts: [String: Int] = [:]
         for (operation, outcome) in zip(operations, outcomes) {
             let record = operation.record.withLock { $0 }
             func expect(_ condition: Bool, _ message: String) {
-                if !condition { problems.append("#\(operation.index) \(operation.kind) -> \(outcome): \(message); \(record)") }
+                if !condition {
+                    problems.append("#\(operation.index) \(operation.kind) -> \(outcome): \(message); \(record)")
+                }
             }
             var losers = record.sentSuccesses
             switch outcome {
             case .success(let value):
                 counts["success", default: 0] += 1
-                expect(record.decidingCompletions == 1 && record.decidingValue == value, "the returned value did not decide")
+                expect(
+                    record.decidingCompletions == 1 && record.decidingValue == value,
+                    "the returned value did not decide")
                 expect(record.handleCalls == 0, "handle called although the completion decided")
                 losers.removeAll { $0 == value }
             case .failure:

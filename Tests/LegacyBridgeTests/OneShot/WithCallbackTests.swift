@@ -164,7 +164,9 @@ struct OneShotWithCallbackTests {
 
     // MARK: 5: cancel-handle race
 
-    @Test("cancel before the handle is returned: the task cancels itself inside start; the handle is called once on return")
+    @Test(
+        "cancel before the handle is returned: the task cancels itself inside start; the handle is called once on return"
+    )
     func cancelBeforeHandleIsReturned() async {
         let operation = FakeOperation()
         let callsDuringStart = OneShotRecorder<Int>()
@@ -269,7 +271,8 @@ struct OneShotWithCallbackTests {
         let reentrantResults = OneShotRecorder<Bool>()
         let timeout: Duration? = path == "timeout" ? .milliseconds(10) : nil
         let call = OneShotCall {
-            try await withCallback(timeout: timeout, onDiscard: { discarded.append($0) }) { (completion: Completion<Int>) in
+            try await withCallback(timeout: timeout, onDiscard: { discarded.append($0) }) {
+                (completion: Completion<Int>) in
                 completionSlot.store(completion)
                 if path == "cancel before the handle is returned" {
                     withUnsafeCurrentTask { $0?.cancel() }
@@ -383,12 +386,15 @@ struct OneShotWithCallbackTests {
     @Test("a caller on a custom actor runs start and resumes on it with no extra executor hops")
     func actorIsolation() async throws {
         let caller = OneShotIsolatedCaller()
-        let synchronous = try #require(await OneShotCall { try await caller.callCompletingSynchronously() }.result()).get()
+        let synchronous = try #require(await OneShotCall { try await caller.callCompletingSynchronously() }.result())
+            .get()
         #expect(synchronous.value == 1)
         #expect(synchronous.startOnActor && synchronous.afterOnActor)
         #expect(synchronous.hops == 0)  // completed inside start: never left the actor
 
-        let asynchronous = try #require(await OneShotCall { try await caller.callCompletingFromForeignThread() }.result()).get()
+        let asynchronous = try #require(
+            await OneShotCall { try await caller.callCompletingFromForeignThread() }.result()
+        ).get()
         #expect(asynchronous.value == 2)
         #expect(asynchronous.startOnActor && asynchronous.afterOnActor)
         // At most the one resumption onto the actor (zero if the callback won the

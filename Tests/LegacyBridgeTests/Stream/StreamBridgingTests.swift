@@ -4,7 +4,9 @@ import Testing
 
 @Suite("Stream: AsyncThrowingStream bridging")
 struct StreamBridgingTests {
-    @Test("start runs eagerly, elements arrive before the terminal, the terminal once; later yields are .terminated and counted")
+    @Test(
+        "start runs eagerly, elements arrive before the terminal, the terminal once; later yields are .terminated and counted"
+    )
     func terminalAfterElements() async throws {
         let starts = StreamShared(0)
         let sinkBox = StreamShared<EventSink<Int>?>(nil)
@@ -65,7 +67,9 @@ struct StreamBridgingTests {
         #expect(log.all == ["cancel"])
     }
 
-    @Test("leaving the loop with break cancels the producer exactly once (when the stream value goes away, as AsyncThrowingStream does)")
+    @Test(
+        "leaving the loop with break cancels the producer exactly once (when the stream value goes away, as AsyncThrowingStream does)"
+    )
     func breakCancels() async throws {
         let log = StreamCallLog()
         do {
@@ -108,7 +112,9 @@ struct StreamBridgingTests {
         #expect(outcomes.value == [.terminated])
     }
 
-    @Test("termination before start returned its control: cancel is made once, when the control arrives; never after a finish")
+    @Test(
+        "termination before start returned its control: cancel is made once, when the control arrives; never after a finish"
+    )
     func cancelBeforeControl() async {
         // The consumer cannot exist before `bridging` returns, so the race is
         // forced on the subscription's storage: the consumer goes away first, then the handle arrives.
@@ -119,7 +125,9 @@ struct StreamBridgingTests {
         storage.controlArrived(StreamControl(cancel: { log.append("cancel") }))
         await streamPoll("the cancel ran") { log.all == ["cancel"] }
         storage.consumerTerminated(cancelled: true)
-        #expect(storage.control.withLock { if case .closed = $0.state { true } else { false } }, "nothing may follow cancel")
+        #expect(
+            storage.control.withLock { if case .closed = $0.state { true } else { false } }, "nothing may follow cancel"
+        )
 
         let finished = CallbackStreamStorage<Int>(buffering: .unbounded, ordering: .arrival)
         finished.finish(nil)
@@ -131,7 +139,9 @@ struct StreamBridgingTests {
 
     @Test("buffering policies map onto AsyncThrowingStream's, with drop counts in the sink's statistics")
     func bufferingPolicies() async throws {
-        for (buffering, expected) in [(StreamBuffering.bufferingOldest(2), [0, 1]), (.bufferingNewest(2), [8, 9]), (.unbounded, Array(0..<10))] {
+        for (buffering, expected) in [
+            (StreamBuffering.bufferingOldest(2), [0, 1]), (.bufferingNewest(2), [8, 9]), (.unbounded, Array(0..<10)),
+        ] {
             let sinkBox = StreamShared<EventSink<Int>?>(nil)
             let stream = AsyncThrowingStream.bridging(of: Int.self, buffering: buffering) { sink in
                 sinkBox.value = sink
@@ -146,17 +156,21 @@ struct StreamBridgingTests {
         }
     }
 
-    @Test("backpressure works through the bridge: the producer is told to stop at high and resumed at low, nothing is dropped")
+    @Test(
+        "backpressure works through the bridge: the producer is told to stop at high and resumed at low, nothing is dropped"
+    )
     func backpressureBridged() async throws {
         let log = StreamCallLog()
         let outcomes = StreamShared<[YieldOutcome]>([])
         let stream = AsyncThrowingStream.bridging(of: Int.self, buffering: .backpressure(low: 1, high: 3)) { sink in
             outcomes.value = (0..<4).map { sink.yield($0) }
-            return StreamControl(cancel: { log.append("cancel") }, pause: { log.append("pause") }, resume: {
-                log.append("resume")
-                sink.yield(4)
-                sink.finish()
-            })
+            return StreamControl(
+                cancel: { log.append("cancel") }, pause: { log.append("pause") },
+                resume: {
+                    log.append("resume")
+                    sink.yield(4)
+                    sink.finish()
+                })
         }
         // Every yield returns at once; from high on, the answer says stop.
         #expect(outcomes.value == [.enqueued, .enqueued, .stopProducing, .stopProducing])
@@ -183,7 +197,9 @@ struct StreamBridgingTests {
                         let sequence = index * threads + thread
                         sink.yield(sequence, sequence: UInt64(sequence))
                     }
-                    if done.update({ $0 += 1; return $0 }) == threads {
+                    if done.update({
+                        $0 += 1; return $0
+                    }) == threads {
                         sink.yield(0, sequence: 0)  // a duplicate of an already delivered number
                         sink.finish()
                     }
@@ -197,7 +213,9 @@ struct StreamBridgingTests {
         #expect(sinkBox.value?.statistics.droppedStale == 1)
     }
 
-    @Test("a sequenced bridge under .fail ends with SequenceGapError after the in-order prefix and cancels the producer once")
+    @Test(
+        "a sequenced bridge under .fail ends with SequenceGapError after the in-order prefix and cancels the producer once"
+    )
     func sequencedGapFails() async throws {
         let log = StreamCallLog()
         let stream = AsyncThrowingStream.bridging(of: Int.self, ordering: .sequenced(window: 2, gaps: .fail)) { sink in

@@ -39,7 +39,9 @@ struct StreamCallbackStreamTests {
     func coldPerIterator() async throws {
         let starts = StreamShared(0)
         let stream = CallbackStream(of: Int.self) { sink in
-            let run = starts.update { $0 += 1; return $0 }
+            let run = starts.update {
+                $0 += 1; return $0
+            }
             sink.yield(run)
             sink.finish()
             return nil
@@ -58,7 +60,9 @@ struct StreamCallbackStreamTests {
 
     // MARK: 2. Terminal
 
-    @Test("the terminal arrives after every element yielded before it, exactly once; later yields are .terminated and counted")
+    @Test(
+        "the terminal arrives after every element yielded before it, exactly once; later yields are .terminated and counted"
+    )
     func terminalFromAnotherThread() async throws {
         let late = StreamShared<[YieldOutcome]>([])
         let stream = CallbackStream(of: Int.self) { sink in
@@ -127,7 +131,9 @@ struct StreamCallbackStreamTests {
         #expect(log.all == ["cancel"])
     }
 
-    @Test("a task cancelled while it holds a batch stops within 64 elements (where cancellation is checked), drops the rest and cancels once")
+    @Test(
+        "a task cancelled while it holds a batch stops within 64 elements (where cancellation is checked), drops the rest and cancels once"
+    )
     func taskCancelWithBuffered() async throws {
         let log = StreamCallLog()
         let stream = CallbackStream(of: Int.self) { sink in
@@ -196,7 +202,9 @@ struct StreamCallbackStreamTests {
 
     // MARK: 4. Cancel before control
 
-    @Test("a consumer cancelled while start is still running gets the producer cancelled exactly once, as soon as start returns")
+    @Test(
+        "a consumer cancelled while start is still running gets the producer cancelled exactly once, as soon as start returns"
+    )
     func cancelBeforeControl() async throws {
         let log = StreamCallLog()
         let entered = StreamGate()
@@ -253,8 +261,12 @@ struct StreamCallbackStreamTests {
             sink.yield(1)
             return StreamControl(
                 cancel: { log.append("cancel") },
-                pause: { log.append("pause"); sinkBox.value?.yield(100) },
-                resume: { log.append("resume"); sinkBox.value?.yield(101); sinkBox.value?.finish() }
+                pause: {
+                    log.append("pause"); sinkBox.value?.yield(100)
+                },
+                resume: {
+                    log.append("resume"); sinkBox.value?.yield(101); sinkBox.value?.finish()
+                }
             )
         }
         var received: [Int] = []
@@ -268,7 +280,9 @@ struct StreamCallbackStreamTests {
 
     @Test("drop counts of bufferingOldest/bufferingNewest are readable from the iterator and the sink")
     func dropCountsReadable() async throws {
-        for (buffering, expected) in [(StreamBuffering.bufferingOldest(3), [0, 1, 2]), (.bufferingNewest(3), [7, 8, 9])] {
+        for (buffering, expected) in [
+            (StreamBuffering.bufferingOldest(3), [0, 1, 2]), (.bufferingNewest(3), [7, 8, 9]),
+        ] {
             let sinkBox = StreamShared<EventSink<Int>?>(nil)
             let stream = CallbackStream(of: Int.self, buffering: buffering) { sink in
                 sinkBox.value = sink
@@ -287,7 +301,9 @@ struct StreamCallbackStreamTests {
         }
     }
 
-    @Test("pause and resume land in the order decided: a pause due while a resume is in flight is made after it, and the producer ends paused")
+    @Test(
+        "pause and resume land in the order decided: a pause due while a resume is in flight is made after it, and the producer ends paused"
+    )
     func pauseWaitsForResumeInFlight() async throws {
         let log = StreamCallLog()
         let resumeEntered = StreamGate()
@@ -332,7 +348,9 @@ struct StreamCallbackStreamTests {
         #expect(log.all == ["pause", "resume begins", "resume ends", "pause"])
     }
 
-    @Test("a yield that makes a pause due behind another thread's resume call returns at once with .stopProducing; the resuming thread makes the pause right after")
+    @Test(
+        "a yield that makes a pause due behind another thread's resume call returns at once with .stopProducing; the resuming thread makes the pause right after"
+    )
     func pauseBehindResumeNeverWaits() async throws {
         let log = StreamCallLog()
         let resumeEntered = StreamGate()
@@ -377,7 +395,8 @@ struct StreamCallbackStreamTests {
         #expect(log.all == ["pause", "resume begins", "resume ends", "pause"])
     }
 
-    @Test("elements the consumer has taken but not yet consumed count towards high, so batching cannot double the bound")
+    @Test(
+        "elements the consumer has taken but not yet consumed count towards high, so batching cannot double the bound")
     func batchCountsTowardsHigh() async throws {
         let log = StreamCallLog()
         let holdingBatch = StreamGate()
@@ -414,7 +433,9 @@ struct StreamCallbackStreamTests {
         #expect(log.all == ["pause", "resume"])
     }
 
-    @Test("a slow consumer over a fast producer with backpressure(low: 16, high: 64) holds at most high plus in-flight, drops none, gets all in order")
+    @Test(
+        "a slow consumer over a fast producer with backpressure(low: 16, high: 64) holds at most high plus in-flight, drops none, gets all in order"
+    )
     func backpressureStress() async throws {
         let total = StreamProbe.underThreadSanitizer ? 100_000 : 1_000_000
         let high = 64
@@ -466,11 +487,21 @@ struct StreamCallbackStreamTests {
 
     @Test("invalid buffering and ordering arguments stop the program with a message")
     func validatesArguments() async {
-        await #expect(processExitsWith: .failure) { _ = CallbackStream(of: Int.self, buffering: .bufferingOldest(0)) { _ in nil } }
-        await #expect(processExitsWith: .failure) { _ = CallbackStream(of: Int.self, buffering: .bufferingNewest(-1)) { _ in nil } }
-        await #expect(processExitsWith: .failure) { _ = CallbackStream(of: Int.self, buffering: .backpressure(low: 4, high: 4)) { _ in nil } }
-        await #expect(processExitsWith: .failure) { _ = CallbackStream(of: Int.self, buffering: .backpressure(low: -1, high: 4)) { _ in nil } }
-        await #expect(processExitsWith: .failure) { _ = CallbackStream(of: Int.self, ordering: .sequenced(window: 0)) { _ in nil } }
+        await #expect(processExitsWith: .failure) {
+            _ = CallbackStream(of: Int.self, buffering: .bufferingOldest(0)) { _ in nil }
+        }
+        await #expect(processExitsWith: .failure) {
+            _ = CallbackStream(of: Int.self, buffering: .bufferingNewest(-1)) { _ in nil }
+        }
+        await #expect(processExitsWith: .failure) {
+            _ = CallbackStream(of: Int.self, buffering: .backpressure(low: 4, high: 4)) { _ in nil }
+        }
+        await #expect(processExitsWith: .failure) {
+            _ = CallbackStream(of: Int.self, buffering: .backpressure(low: -1, high: 4)) { _ in nil }
+        }
+        await #expect(processExitsWith: .failure) {
+            _ = CallbackStream(of: Int.self, ordering: .sequenced(window: 0)) { _ in nil }
+        }
     }
 
     // MARK: 7. Batching
@@ -545,10 +576,13 @@ struct StreamCallbackStreamTests {
         #expect(iterator.statistics.skippedSequences == 0)
     }
 
-    @Test("a sequenced stream under .fail ends with SequenceGapError after the in-order prefix and cancels the producer once")
+    @Test(
+        "a sequenced stream under .fail ends with SequenceGapError after the in-order prefix and cancels the producer once"
+    )
     func sequencedGapFails() async throws {
         let log = StreamCallLog()
-        let stream = CallbackStream(of: Int.self, ordering: .sequenced(window: 2, firstSequence: 5, gaps: .fail)) { sink in
+        let stream = CallbackStream(of: Int.self, ordering: .sequenced(window: 2, firstSequence: 5, gaps: .fail)) {
+            sink in
             sink.yield(5, sequence: 5)
             sink.yield(7, sequence: 7)
             sink.yield(8, sequence: 8)  // 6 is missing and 8 does not fit the window

@@ -49,9 +49,9 @@ struct StreamProducerControlTests {
         driver.complete()
         driver.want(false)  // consumer thread starts delivering resume…
         #expect(driver.inFlight == .resume)
-        driver.want(true)   // …producer drives the buffer back to high meanwhile
+        driver.want(true)  // …producer drives the buffer back to high meanwhile
         #expect(driver.delivered == [.pause, .resume], "the new pause must wait for the resume in flight")
-        driver.complete()                               // resume returns; the same deliverer makes the pause
+        driver.complete()  // resume returns; the same deliverer makes the pause
         #expect(driver.delivered == [.pause, .resume, .pause])
         driver.completeAll()
         #expect(driver.machine.pausedAsTold == true)
@@ -69,14 +69,16 @@ struct StreamProducerControlTests {
         #expect(driver.machine.pausedAsTold == true)
     }
 
-    @Test("a pause decided while a resume is in flight is made even if unwanted again (the producer may have stopped on the yield's answer), then the resume")
+    @Test(
+        "a pause decided while a resume is in flight is made even if unwanted again (the producer may have stopped on the yield's answer), then the resume"
+    )
     func pauseIsNeverDropped() {
         var driver = Driver()
         driver.take(driver.machine.controlArrived(control))
         driver.want(true)
         driver.complete()
         driver.want(false)  // resume in flight
-        driver.want(true)   // a yield answered stopProducing: a pull-style producer stops itself
+        driver.want(true)  // a yield answered stopProducing: a pull-style producer stops itself
         driver.want(false)  // the consumer drained again before the resume returned
         driver.completeAll()
         #expect(driver.delivered == [.pause, .resume, .pause, .resume])
@@ -127,7 +129,9 @@ struct StreamProducerControlTests {
         #expect(driver.delivered == [.pause, .cancel])
     }
 
-    @Test("a pause decision older than the newest one is ignored (decisions applied after the stream's lock was released may arrive out of order)")
+    @Test(
+        "a pause decision older than the newest one is ignored (decisions applied after the stream's lock was released may arrive out of order)"
+    )
     func staleDecisionIgnored() {
         var driver = Driver()
         driver.take(driver.machine.controlArrived(control))
@@ -158,7 +162,9 @@ struct StreamProducerControlTests {
         #expect(finished.delivered.isEmpty)
     }
 
-    @Test("every sequence of up to 7 events (control arrives or is nil, pause, resume, cancel, finish, a call returns) keeps the invariants")
+    @Test(
+        "every sequence of up to 7 events (control arrives or is nil, pause, resume, cancel, finish, a call returns) keeps the invariants"
+    )
     func exhaustiveInvariants() {
         var checked = 0
         var failures = 0
@@ -187,7 +193,9 @@ struct StreamProducerControlTests {
         #expect(checked == expected && expected == 361_327)
     }
 
-    @Test("random event orders keep the invariants: one call in flight, alternating pause/resume, last wanted state reached, cancel once and last")
+    @Test(
+        "random event orders keep the invariants: one call in flight, alternating pause/resume, last wanted state reached, cancel once and last"
+    )
     func randomisedInvariants() {
         var generator = StreamSplitMix(seed: 42)
         for _ in 0..<3000 {

@@ -8,10 +8,12 @@ import Testing
 // implementation, and against invariants. Set LEGACY_BRIDGE_PROPERTY_SEED to replay a seed and
 // LEGACY_BRIDGE_PROPERTY_SEQUENCES to run more (or fewer) sequences.
 
-private let propertySeed: UInt64 = ProcessInfo.processInfo.environment["LEGACY_BRIDGE_PROPERTY_SEED"].flatMap { UInt64($0) } ?? 0x5EED_2026
+private let propertySeed: UInt64 =
+    ProcessInfo.processInfo.environment["LEGACY_BRIDGE_PROPERTY_SEED"].flatMap { UInt64($0) } ?? 0x5EED_2026
 /// A million in plain runs; under ThreadSanitizer (every access instrumented, nothing here is
 /// concurrent) a twentieth, so the sanitizer pass stays within CI time.
-private let propertySequences: Int = ProcessInfo.processInfo.environment["LEGACY_BRIDGE_PROPERTY_SEQUENCES"].flatMap { Int($0) }
+private let propertySequences: Int =
+    ProcessInfo.processInfo.environment["LEGACY_BRIDGE_PROPERTY_SEQUENCES"].flatMap { Int($0) }
     ?? (StreamProbe.underThreadSanitizer ? 50_000 : 1_000_000)
 
 // MARK: - Reference model of the reorderer
@@ -176,14 +178,16 @@ struct StreamPropertyTests {
                     placement = real.insert(step, sequence: sequence) { released.append($0) }
                     let modelPlacement = model.insert(step, sequence, &expected)
                     if placement != modelPlacement {
-                        mismatches.append("sequence \(index) step \(step): placement \(placement) != model \(modelPlacement)")
+                        mismatches.append(
+                            "sequence \(index) step \(step): placement \(placement) != model \(modelPlacement)")
                     }
                 }
                 if released != expected || real.nextSequence != model.next || real.heldCount != model.heldCount
                     || real.droppedStale != model.stale || real.skippedSequences != model.skipped
                 {
                     mismatches.append(
-                        "sequence \(index) (seed \(propertySeed)) step \(step), window \(window), \(policy), insert \(sequence): released \(released) vs \(expected), next \(real.nextSequence) vs \(model.next), held \(real.heldCount) vs \(model.heldCount), stale \(real.droppedStale) vs \(model.stale), skipped \(real.skippedSequences) vs \(model.skipped)")
+                        "sequence \(index) (seed \(propertySeed)) step \(step), window \(window), \(policy), insert \(sequence): released \(released) vs \(expected), next \(real.nextSequence) vs \(model.next), held \(real.heldCount) vs \(model.heldCount), stale \(real.droppedStale) vs \(model.stale), skipped \(real.skippedSequences) vs \(model.skipped)"
+                    )
                 }
                 if placement == .rejected { break }
             }
@@ -192,7 +196,9 @@ struct StreamPropertyTests {
         #expect(mismatches.isEmpty, "\(mismatches.prefix(5).joined(separator: "\n"))")
     }
 
-    @Test("the stream machine keeps its contract on a million random event sequences: order, drops, answers, terminal once, control calls (seeded)")
+    @Test(
+        "the stream machine keeps its contract on a million random event sequences: order, drops, answers, terminal once, control calls (seeded)"
+    )
     func streamMachineInvariants() {
         var random = StreamSplitMix(seed: propertySeed ^ 0xABCD)
         let policies: [StreamBuffering] = [
@@ -240,7 +246,9 @@ struct StreamPropertyTests {
                     problem = "\(what): answered \(outcome) while a pause is \(wantsStop ? "" : "not ")wanted"
                 }
                 let held = machine.buffer.count + machine.inBatch
-                if machine.statistics.peakBuffered < held { problem = "\(what): peak \(machine.statistics.peakBuffered) below held \(held)" }
+                if machine.statistics.peakBuffered < held {
+                    problem = "\(what): peak \(machine.statistics.peakBuffered) below held \(held)"
+                }
             }
             var value = 0
             let steps = 1 + Int(random.next() % 16)

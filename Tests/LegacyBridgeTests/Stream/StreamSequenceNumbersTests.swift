@@ -11,7 +11,9 @@ struct StreamSequenceNumbersTests {
     private func run(
         _ sequences: [UInt64], window: Int, first: UInt64 = 0, gaps: SequenceGapPolicy = .skip
     ) async throws -> (received: [Int], statistics: StreamStatistics) {
-        let stream = CallbackStream(of: Int.self, ordering: .sequenced(window: window, firstSequence: first, gaps: gaps)) { sink in
+        let stream = CallbackStream(
+            of: Int.self, ordering: .sequenced(window: window, firstSequence: first, gaps: gaps)
+        ) { sink in
             streamThread {
                 for (index, sequence) in sequences.enumerated() { sink.yield(index, sequence: sequence) }
                 sink.finish()
@@ -79,7 +81,8 @@ struct StreamSequenceNumbersTests {
         #expect(iterator.statistics.skippedSequences == 1)
     }
 
-    @Test("a gap timeout gives up a gap that makes no progress: the held elements arrive while the producer stays silent")
+    @Test(
+        "a gap timeout gives up a gap that makes no progress: the held elements arrive while the producer stays silent")
     func gapTimeoutReleasesHeldElements() async throws {
         for timeout in [Duration.zero, .milliseconds(50)] {
             let stream = CallbackStream(of: Int.self, ordering: .sequenced(window: 8, gapTimeout: timeout)) { sink in
@@ -104,7 +107,9 @@ struct StreamSequenceNumbersTests {
     @Test("a gap timeout under .fail ends the stream with SequenceGapError and cancels the silent producer")
     func gapTimeoutFails() async throws {
         let log = StreamCallLog()
-        let stream = CallbackStream(of: Int.self, ordering: .sequenced(window: 8, gaps: .fail, gapTimeout: .milliseconds(20))) { sink in
+        let stream = CallbackStream(
+            of: Int.self, ordering: .sequenced(window: 8, gaps: .fail, gapTimeout: .milliseconds(20))
+        ) { sink in
             sink.yield(0, sequence: 0)
             sink.yield(2, sequence: 2)
             return StreamControl(cancel: { log.append("cancel") })
@@ -119,7 +124,8 @@ struct StreamSequenceNumbersTests {
 
     @Test("the gap timer of a gap that was filled in time does nothing")
     func filledGapTimerIsIgnored() {
-        var machine = CallbackStreamStateMachine<Int>(buffering: .unbounded, ordering: .sequenced(window: 8, gapTimeout: .seconds(1)))
+        var machine = CallbackStreamStateMachine<Int>(
+            buffering: .unbounded, ordering: .sequenced(window: 8, gapTimeout: .seconds(1)))
         let (_, opened) = machine.yield(2, sequence: 2)
         #expect(opened.armGapTimer != nil, "a gap opened: a timer is armed")
         _ = machine.yield(0, sequence: 0)

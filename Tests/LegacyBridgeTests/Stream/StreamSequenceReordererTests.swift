@@ -3,11 +3,14 @@ import Testing
 
 @Suite("Stream: SequenceReorderer")
 struct StreamSequenceReordererTests {
-    private func feed(_ reorderer: inout SequenceReorderer<Int>, _ sequences: [UInt64]) -> (released: [Int], placements: [SequenceReorderer<Int>.Placement]) {
+    private func feed(
+        _ reorderer: inout SequenceReorderer<Int>, _ sequences: [UInt64]
+    ) -> (released: [Int], placements: [SequenceReorderer<Int>.Placement]) {
         var released: [Int] = []
         var placements: [SequenceReorderer<Int>.Placement] = []
         for sequence in sequences {
-            placements.append(reorderer.insert(Int(truncatingIfNeeded: sequence), sequence: sequence) { released.append($0) })
+            placements.append(
+                reorderer.insert(Int(truncatingIfNeeded: sequence), sequence: sequence) { released.append($0) })
         }
         return (released, placements)
     }
@@ -128,7 +131,8 @@ struct StreamSequenceReordererTests {
         var reorderer = SequenceReorderer<Int>(window: 4, firstSequence: UInt64.max - 2)
         let (released, placements) = feed(&reorderer, [UInt64.max - 1, UInt64.max - 2, 0, UInt64.max, 2, 1])
         #expect(placements == [.held, .released, .held, .released, .held, .released])
-        #expect(released.map { UInt64(bitPattern: Int64($0)) } == [UInt64.max - 2, UInt64.max - 1, UInt64.max, 0, 1, 2])
+        #expect(
+            released.map { UInt64(bitPattern: Int64($0)) } == [UInt64.max - 2, UInt64.max - 1, UInt64.max, 0, 1, 2])
         #expect(reorderer.nextSequence == 3)
         #expect(reorderer.droppedStale == 0 && reorderer.skippedSequences == 0)
     }
@@ -158,7 +162,9 @@ struct StreamSequenceReordererTests {
         #expect(reorderer.skippedSequences == 0)
     }
 
-    @Test("a real far jump (a discontinuity) is followed once the next arrival confirms it; the skipped numbers are counted")
+    @Test(
+        "a real far jump (a discontinuity) is followed once the next arrival confirms it; the skipped numbers are counted"
+    )
     func realFarJumpIsFollowed() {
         var reorderer = SequenceReorderer<Int>(window: 4)
         let base: UInt64 = 1 << 40
@@ -242,11 +248,13 @@ struct StreamSequenceReordererTests {
                 default: sequence = base &+ (generator.next() % UInt64(window &+ 3))
                 }
                 inserted += 1
-                let placement = reorderer.insert(0, sequence: sequence, release: { _ in released += 1 }, discard: { _ in discarded += 1 })
+                let placement = reorderer.insert(
+                    0, sequence: sequence, release: { _ in released += 1 }, discard: { _ in discarded += 1 })
                 if placement == .rejected { rejected += 1 }
             }
-            #expect(inserted == released + reorderer.heldCount + reorderer.droppedStale + rejected,
-                    "every element is released, held, dropped as stale/garbage or rejected: \(policy)")
+            #expect(
+                inserted == released + reorderer.heldCount + reorderer.droppedStale + rejected,
+                "every element is released, held, dropped as stale/garbage or rejected: \(policy)")
             #expect(discarded <= reorderer.droppedStale)
         }
     }

@@ -100,7 +100,8 @@ private struct Harness {
 
 @Suite("Stream: state machine")
 struct StreamStateMachineTests {
-    @Test("terminal comes after the elements buffered before it, exactly once; later yields are .terminated and counted")
+    @Test(
+        "terminal comes after the elements buffered before it, exactly once; later yields are .terminated and counted")
     func terminalAfterElements() {
         var h = Harness()
         h.arrive()
@@ -116,9 +117,11 @@ struct StreamStateMachineTests {
         #expect(h.calls.isEmpty)
     }
 
-    @Test("no buffering policy drops the terminal", arguments: [
-        StreamBuffering.unbounded, .bufferingOldest(1), .bufferingNewest(1), .backpressure(low: 0, high: 1),
-    ])
+    @Test(
+        "no buffering policy drops the terminal",
+        arguments: [
+            StreamBuffering.unbounded, .bufferingOldest(1), .bufferingNewest(1), .backpressure(low: 0, high: 1),
+        ])
     func terminalNeverDropped(buffering: StreamBuffering) {
         var h = Harness(buffering)
         h.arrive()
@@ -148,7 +151,9 @@ struct StreamStateMachineTests {
         #expect(newest.take() == .elements([5, 6]))
     }
 
-    @Test("backpressure pauses once at high, counts the consumer's batch as buffered, resumes once below low, drops nothing")
+    @Test(
+        "backpressure pauses once at high, counts the consumer's batch as buffered, resumes once below low, drops nothing"
+    )
     func backpressureWatermarks() {
         var h = Harness(.backpressure(low: 2, high: 4))
         h.arrive()

@@ -10,7 +10,10 @@ final class StreamGate: Sendable {
     func open() { semaphore.signal() }
 
     /// Waits for `open()`; records an issue instead of hanging forever.
-    func wait(what: String = "gate", seconds: Double = Double(testHangBoundSeconds), sourceLocation: SourceLocation = #_sourceLocation) {
+    func wait(
+        what: String = "gate", seconds: Double = Double(testHangBoundSeconds),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         if semaphore.wait(timeout: .now() + seconds) == .timedOut {
             Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
         }

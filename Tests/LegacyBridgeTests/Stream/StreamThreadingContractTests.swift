@@ -91,7 +91,9 @@ private func insideTask() -> Bool {
 struct StreamThreadingContractTests {
     // MARK: With a scheduler
 
-    @Test("with a scheduler, every pause, resume and cancel runs only as a posted job, on the loop, one at a time, in decided order")
+    @Test(
+        "with a scheduler, every pause, resume and cancel runs only as a posted job, on the loop, one at a time, in decided order"
+    )
     func schedulerRunsEveryCall() async throws {
         let loop = TestLoop(draining: false)
         defer { loop.stop() }
@@ -101,7 +103,9 @@ struct StreamThreadingContractTests {
         let maxInFlight = StreamShared(0)
         @Sendable func call(_ name: String) {
             if !loop.isCurrent { offLoop.update { $0 += 1 } }
-            let now = inFlight.update { $0 += 1; return $0 }
+            let now = inFlight.update {
+                $0 += 1; return $0
+            }
             maxInFlight.update { $0 = max($0, now) }
             log.append(name)
             inFlight.update { $0 -= 1 }
@@ -134,7 +138,9 @@ struct StreamThreadingContractTests {
         #expect(sink.yield(9) == .terminated)
     }
 
-    @Test("a pull-style producer on its own loop, told to stop by the yield alone (no pause), never goes past high and finishes")
+    @Test(
+        "a pull-style producer on its own loop, told to stop by the yield alone (no pause), never goes past high and finishes"
+    )
     func pullStyleProducerOnItsLoop() async throws {
         let loop = TestLoop()
         defer { loop.stop() }
@@ -187,7 +193,9 @@ struct StreamThreadingContractTests {
 
     // MARK: Without a scheduler
 
-    @Test("without a scheduler, a gap failure's cancel is made on another thread, after the yield that found the gap returned")
+    @Test(
+        "without a scheduler, a gap failure's cancel is made on another thread, after the yield that found the gap returned"
+    )
     func gapCancelNeverInsideYield() async throws {
         let yieldReturned = StreamGate()
         let cancelThread = StreamShared<pthread_t?>(nil)
@@ -217,7 +225,9 @@ struct StreamThreadingContractTests {
         #expect(pthread_equal(cancel, producer) == 0)
     }
 
-    @Test("a consuming task cancelled while the SDK's cancel is stuck resumes at once, and the pool stays free for other tasks")
+    @Test(
+        "a consuming task cancelled while the SDK's cancel is stuck resumes at once, and the pool stays free for other tasks"
+    )
     func slowCancelDelaysNobody() async throws {
         // Two streams whose cancel blocks until the test opens the gate (an SDK whose cancel takes
         // seconds). If the stream made the cancel inside the cancellation handler, or on the
@@ -263,27 +273,34 @@ struct StreamThreadingContractTests {
         releaseCancels.open()
     }
 
-    @Test("while start is still running, a large synchronous snapshot is accepted without waiting, whatever the watermarks")
+    @Test(
+        "while start is still running, a large synchronous snapshot is accepted without waiting, whatever the watermarks"
+    )
     func snapshotInsideStartNeverWaits() async throws {
         let outcomes = StreamShared<[YieldOutcome]>([])
         let log = StreamCallLog()
         let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: 1, high: 4)) { sink in
             // 204 elements before the control exists: no way to pause yet, and no waiting.
             outcomes.value = (0..<204).map { sink.yield($0) }
-            return StreamControl(cancel: {}, pause: { log.append("pause") }, resume: {
-                log.append("resume")
-                sink.finish()
-            })
+            return StreamControl(
+                cancel: {}, pause: { log.append("pause") },
+                resume: {
+                    log.append("resume")
+                    sink.finish()
+                })
         }
         var received: [Int] = []
         for try await element in stream { received.append(element) }
         #expect(received == Array(0..<204))
-        #expect(outcomes.value == Array(repeating: .enqueued, count: 3) + Array(repeating: .stopProducing, count: 201),
-                "every yield returns at once; from high on, the answer says stop")
+        #expect(
+            outcomes.value == Array(repeating: .enqueued, count: 3) + Array(repeating: .stopProducing, count: 201),
+            "every yield returns at once; from high on, the answer says stop")
         #expect(log.all == ["pause", "resume"], "the pause due at high is made once the control arrives")
     }
 
-    @Test("backpressure(low: 0, high:) resumes once everything held was consumed; all elements of a pausing producer arrive")
+    @Test(
+        "backpressure(low: 0, high:) resumes once everything held was consumed; all elements of a pausing producer arrive"
+    )
     func lowZeroWorks() async throws {
         let total = 1_000
         let paused = StreamShared(false)
@@ -299,10 +316,12 @@ struct StreamThreadingContractTests {
                 }
                 sink.finish()
             }
-            return StreamControl(cancel: {}, pause: { paused.value = true }, resume: {
-                paused.value = false
-                resumeSignal.signal()
-            })
+            return StreamControl(
+                cancel: {}, pause: { paused.value = true },
+                resume: {
+                    paused.value = false
+                    resumeSignal.signal()
+                })
         }
         var iterator = stream.makeAsyncIterator()
         var received: [Int] = []
@@ -352,7 +371,9 @@ struct StreamThreadingContractTests {
         #expect(stream.statistics.peakBuffered == 2)
     }
 
-    @Test("stop() ends a running for-try-await loop normally, cancels the producer once, and later iterations end at once")
+    @Test(
+        "stop() ends a running for-try-await loop normally, cancels the producer once, and later iterations end at once"
+    )
     func stopEndsSubscriptions() async throws {
         let log = StreamCallLog()
         let starts = StreamShared(0)

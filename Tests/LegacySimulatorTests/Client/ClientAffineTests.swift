@@ -16,7 +16,8 @@ struct ClientAffineTests {
     @Test("fetches from many tasks and the main actor all succeed with no affinity violation", arguments: owners)
     func fetchesStayOnOwner(owner: LegacyAffineClient.Owner) async throws {
         let client = try await LegacyAffineClient(owner: owner, workerThreads: 2, seed: 7)
-        let behaviors: [SimulatedBehavior] = owner == .sdkLoopThread
+        let behaviors: [SimulatedBehavior] =
+            owner == .sdkLoopThread
             ? [.wellBehaved, .synchronous, .wellBehaved.with { $0.delivery = .loop }]
             : [.wellBehaved, .synchronous, .freshThread]
         let succeeded = Atomic<Int>(0)
@@ -26,7 +27,8 @@ struct ClientAffineTests {
                 group.addTask {
                     let request = FetchRequest(path: "/affine/\(index)", responseSize: 8)
                     if index.isMultiple(of: 5) {
-                        return await Task { @MainActor in (try? await client.fetch(request, behavior: behavior)) != nil }.value
+                        return await Task { @MainActor in (try? await client.fetch(request, behavior: behavior)) != nil
+                        }.value
                     }
                     return (try? await client.fetch(request, behavior: behavior)) != nil
                 }

@@ -57,7 +57,9 @@ struct ClientBlockingTests {
         #expect(await clientTestEventually { client.counters.blockingCallsInterrupted == 1 })
     }
 
-    @Test("with more blocking calls in flight than cores, an unrelated task still starts; destroy would interrupt them, cancel does")
+    @Test(
+        "with more blocking calls in flight than cores, an unrelated task still starts; destroy would interrupt them, cancel does"
+    )
     func poolStaysFree() async throws {
         let count = 2 * ProcessInfo.processInfo.activeProcessorCount + 2
         let client = try LegacyClient(configuration: .init(workerThreads: 1, blockingThreads: count))
@@ -83,7 +85,9 @@ struct ClientBlockingRaceTests {
     func interruptFirst() {
         let state = BlockingCallState()
         let attempts = Atomic<Int>(0)
-        state.interrupt { attempts.add(1, ordering: .relaxed); return false }
+        state.interrupt {
+            attempts.add(1, ordering: .relaxed); return false
+        }
         let firstAttempts = attempts.load(ordering: .relaxed)
         #expect(firstAttempts == 0)  // nothing was calling: no SDK interrupt
         let called = Atomic<Bool>(false)

@@ -26,14 +26,15 @@ struct ClientTestStreamCase: Sendable, CustomTestStringConvertible {
         }
         for concurrency in UInt32(2)...8 {
             for seed in UInt64(1)...3 {
-                cases.append(.init(
-                    name: "out of order, concurrency \(concurrency), seed \(seed)",
-                    behavior: .wellBehaved.with {
-                        $0.streamConcurrency = concurrency
-                        $0.seed = seed
-                        $0.chunkSize = 1024
-                        $0.delivery = seed == 3 ? .mixed : .worker
-                    }))
+                cases.append(
+                    .init(
+                        name: "out of order, concurrency \(concurrency), seed \(seed)",
+                        behavior: .wellBehaved.with {
+                            $0.streamConcurrency = concurrency
+                            $0.seed = seed
+                            $0.chunkSize = 1024
+                            $0.delivery = seed == 3 ? .mixed : .worker
+                        }))
             }
         }
         return cases
@@ -44,8 +45,9 @@ struct ClientTestStreamCase: Sendable, CustomTestStringConvertible {
 struct ClientDownloadTests {
     // MARK: Delivery and order
 
-    @Test("every delivery: the bytes received equal the bytes sent, in order, and progress never goes backwards",
-          arguments: ClientTestStreamCase.deliveries)
+    @Test(
+        "every delivery: the bytes received equal the bytes sent, in order, and progress never goes backwards",
+        arguments: ClientTestStreamCase.deliveries)
     func delivery(streamCase: ClientTestStreamCase) async throws {
         let client = try LegacyClient()
         let totalBytes = 100_003
@@ -81,7 +83,8 @@ struct ClientDownloadTests {
     @Test("an empty download ends at once, with nothing but its end")
     func emptyDownload() async throws {
         let client = try LegacyClient()
-        let result = await clientTestConsume(client.download(DownloadRequest(path: "/0", totalBytes: 0)), requestID: 1, totalBytes: 0)
+        let result = await clientTestConsume(
+            client.download(DownloadRequest(path: "/0", totalBytes: 0)), requestID: 1, totalBytes: 0)
         #expect(result.end == .finished)
         #expect(result.check.dataEvents == 0 && result.check.progressEvents == 0)
         let counters = await clientTestSettledCounters(client)
@@ -124,7 +127,9 @@ struct ClientDownloadTests {
     func failingStream(delivery: SimulatedBehavior.Delivery) async throws {
         let client = try LegacyClient()
         let totalBytes = 30_000
-        let behavior = SimulatedBehavior.failing(LegacySDKError(rawValue: 77), message: "disk on fire").with { $0.delivery = delivery }
+        let behavior = SimulatedBehavior.failing(LegacySDKError(rawValue: 77), message: "disk on fire").with {
+            $0.delivery = delivery
+        }
         let result = await clientTestConsume(
             client.download(DownloadRequest(path: "/f", totalBytes: totalBytes), behavior: behavior),
             requestID: 1, totalBytes: totalBytes)
@@ -137,7 +142,9 @@ struct ClientDownloadTests {
         #expect(counters.contextsReleased == 1 && counters.handlesOutstanding == 0)
     }
 
-    @Test("a stream that goes silent after its data: the consumer's task cancel ends it and cancels the SDK download once")
+    @Test(
+        "a stream that goes silent after its data: the consumer's task cancel ends it and cancels the SDK download once"
+    )
     func silentStreamCancelled() async throws {
         let client = try LegacyClient()
         let totalBytes = 20_000
@@ -167,7 +174,9 @@ struct ClientDownloadTests {
 
     // MARK: Live stream
 
-    @Test("a live stream drops events while paused: gaps are skipped, everything received is in order and correct at its offset")
+    @Test(
+        "a live stream drops events while paused: gaps are skipped, everything received is in order and correct at its offset"
+    )
     func liveStreamGaps() async throws {
         let client = try LegacyClient()
         // 1 TiB on a 20 µs schedule: the source outlives the test, which stops it with `break`.
@@ -184,7 +193,9 @@ struct ClientDownloadTests {
             if check.dataEvents == 1 {
                 // Stop consuming until the stream has paused the source and the source dropped
                 // events: a forced gap, followed by new data once the consumer drains the buffer.
-                guard await clientTestEventually({ client.counters.streamEventsDroppedPaused > 0 }) else { return false }
+                guard await clientTestEventually({ client.counters.streamEventsDroppedPaused > 0 }) else {
+                    return false
+                }
             }
             if check.gaps > 0 { eventsAfterGap += 1 }
             // The source never ends: a bound in case no gap ever shows.
@@ -232,7 +243,8 @@ struct ClientDownloadTests {
         #expect(counters.contextsReleased == 1 && counters.handlesOutstanding == 0)
     }
 
-    @Test("a live stream that goes silent after a gap: every event the SDK delivered after the gap reaches the consumer")
+    @Test(
+        "a live stream that goes silent after a gap: every event the SDK delivered after the gap reaches the consumer")
     func liveStreamSilentAfterGap() async throws {
         // One worker: a callback that holds it stops the source (production, drops included).
         let client = try LegacyClient(configuration: .init(workerThreads: 1))
@@ -270,7 +282,9 @@ struct ClientDownloadTests {
                 if check.dataEvents == 1 {
                     // Hold the first event: the stream pauses the source, which drops events
                     // until the watcher stops it.
-                    guard await clientTestEventually({ blocker.withLock { $0?.isInside ?? false } }) else { return false }
+                    guard await clientTestEventually({ blocker.withLock { $0?.isInside ?? false } }) else {
+                        return false
+                    }
                 }
                 if check.gaps > 0 { receivedAfterGap.add(1, ordering: .relaxed) }
                 received.store(check.dataEvents, ordering: .releasing)
@@ -278,18 +292,25 @@ struct ClientDownloadTests {
             }
         }
         // The consumer drained what came before the gap and the stream resumed the source.
-        #expect(await clientTestEventually { client.counters.streamResumes == 1 && received.load(ordering: .acquiring) == high })
+        #expect(
+            await clientTestEventually {
+                client.counters.streamResumes == 1 && received.load(ordering: .acquiring) == high
+            })
         #expect(client.counters.streamEventsDroppedPaused < UInt64(events - high))
         blocker.withLock { $0 }?.open()
         // The source delivers the rest of its data (nothing more is dropped) and goes silent.
-        #expect(await clientTestEventually {
-            let counters = client.counters
-            return counters.streamEvents + counters.streamEventsDroppedPaused == UInt64(events)
-        })
+        #expect(
+            await clientTestEventually {
+                let counters = client.counters
+                return counters.streamEvents + counters.streamEventsDroppedPaused == UInt64(events)
+            })
         let delivered = Int(client.counters.streamEvents)
         #expect(delivered > high)
         // Everything delivered reaches the consumer; nothing waits for the dropped events.
-        #expect(await clientTestEventually(seconds: Double(testHangBoundSeconds)) { received.load(ordering: .acquiring) == delivered })
+        #expect(
+            await clientTestEventually(seconds: Double(testHangBoundSeconds)) {
+                received.load(ordering: .acquiring) == delivered
+            })
         #expect(receivedAfterGap.load(ordering: .relaxed) == delivered - high)
         call.cancel()
         let result = try #require(await call.result()).get()
@@ -310,9 +331,11 @@ struct ClientDownloadTests {
 
     @Test(
         "the consumer stops (break or task cancel): the SDK download is cancelled once and produces nothing more",
-        arguments: StopKind.allCases, [
+        arguments: StopKind.allCases,
+        [
             ClientTestStreamCase(name: "worker, cancel later", behavior: .wellBehaved),
-            ClientTestStreamCase(name: "worker, cancel calls back synchronously", behavior: .cancelCallsBackSynchronously),
+            ClientTestStreamCase(
+                name: "worker, cancel calls back synchronously", behavior: .cancelCallsBackSynchronously),
             ClientTestStreamCase(name: "worker, silent cancel", behavior: .cancelSilently),
             ClientTestStreamCase(name: "out of order, cancel later", behavior: .concurrentOutOfOrderStream),
             ClientTestStreamCase(
@@ -350,7 +373,9 @@ struct ClientDownloadTests {
         #expect(counters.streamEventsAfterTerminal <= 1)  // a late data event after the cancellation end
     }
 
-    @Test("the consumer stops while backpressure has paused an SDK download whose cancel is ignored: the download still runs to its end and is released")
+    @Test(
+        "the consumer stops while backpressure has paused an SDK download whose cancel is ignored: the download still runs to its end and is released"
+    )
     func stopWhilePausedWithIgnoredCancel() async throws {
         let client = try LegacyClient()
         let totalBytes = 1 << 20
@@ -375,7 +400,9 @@ struct ClientDownloadTests {
         #expect(counters.streamEvents == UInt64(2 * (totalBytes / 4096) + 1))
     }
 
-    @Test("the consumer's task is cancelled while a synchronous download is still delivering inside start: CancellationError, nothing buffered after the cancel")
+    @Test(
+        "the consumer's task is cancelled while a synchronous download is still delivering inside start: CancellationError, nothing buffered after the cancel"
+    )
     func cancelDuringSynchronousStart() async throws {
         let client = try LegacyClient()
         // Every event is delivered inside the start call, on the consumer's thread.
@@ -415,7 +442,9 @@ struct ClientDownloadTests {
 
     // MARK: Backpressure
 
-    @Test("backpressure: a slow consumer of a fast million-event download stays bounded (high plus the overshoot the stream counts), drops nothing, receives everything")
+    @Test(
+        "backpressure: a slow consumer of a fast million-event download stays bounded (high plus the overshoot the stream counts), drops nothing, receives everything"
+    )
     func backpressure() async throws {
         let client = try LegacyClient()
         // Under ThreadSanitizer every event costs far more; 200,000 events still make thousands
@@ -438,7 +467,9 @@ struct ClientDownloadTests {
         var maxLag: UInt64 = 0
         var forcedPauses = 0
         let result = await clientTestConsume(
-            client.download(DownloadRequest(path: "/fast", totalBytes: totalBytes), behavior: behavior, buffering: .backpressure(low: low, high: high)),
+            client.download(
+                DownloadRequest(path: "/fast", totalBytes: totalBytes), behavior: behavior,
+                buffering: .backpressure(low: low, high: high)),
             requestID: 1, totalBytes: totalBytes
         ) { check in
             let consumed = UInt64(check.dataEvents)
@@ -449,7 +480,9 @@ struct ClientDownloadTests {
                 // (the stream must pause it: nothing is consumed meanwhile).
                 if consumed % 10_240 == 0 && consumed + UInt64(high) * 2 < UInt64(totalBytes) {
                     // A stream that never pauses the SDK ends the test here.
-                    guard await clientTestEventually({ client.counters.streamPauses > pausesSeen }) else { return false }
+                    guard await clientTestEventually({ client.counters.streamPauses > pausesSeen }) else {
+                        return false
+                    }
                     forcedPauses += 1
                     pausesSeen = client.counters.streamPauses
                     maxLag = max(maxLag, client.counters.streamEvents - consumed)
@@ -517,4 +550,3 @@ struct ClientDownloadTests {
         #expect(counters.contextsReleased == 2 && counters.handlesOutstanding == 0)
     }
 }
-

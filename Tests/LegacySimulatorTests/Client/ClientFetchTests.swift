@@ -35,7 +35,8 @@ struct ClientFetchTests {
         let client = try LegacyClient()
         let behavior = SimulatedBehavior.wellBehaved.with { $0.delivery = delivery }
         for index in 1...20 {
-            let response = try await client.fetch(FetchRequest(path: "/r\(index)", responseSize: index * 7), behavior: behavior)
+            let response = try await client.fetch(
+                FetchRequest(path: "/r\(index)", responseSize: index * 7), behavior: behavior)
             #expect(response.requestID == UInt64(index))
             #expect(response.attempt == 1)
             #expect(response.message == "/r\(index)")
@@ -55,7 +56,8 @@ struct ClientFetchTests {
     func mixedDelivery() async throws {
         let client = try LegacyClient()
         for seed in UInt64(1)...60 {
-            let response = try await client.fetch(FetchRequest(path: "/m", responseSize: 64), behavior: .mixedDelivery(seed: seed))
+            let response = try await client.fetch(
+                FetchRequest(path: "/m", responseSize: 64), behavior: .mixedDelivery(seed: seed))
             #expect(response.requestID == seed)
             #expect(response.body == clientTestContent(requestID: seed, count: 64))
         }
@@ -78,7 +80,8 @@ struct ClientFetchTests {
         // A default client has no loop thread, so loop delivery is the SDK layer's to test.
         for delivery in SimulatedBehavior.Delivery.allCases where delivery != .loop {
             let response = try await client.fetch(
-                FetchRequest(path: "/payload", responseSize: size), behavior: .wellBehaved.with { $0.delivery = delivery })
+                FetchRequest(path: "/payload", responseSize: size),
+                behavior: .wellBehaved.with { $0.delivery = delivery })
             #expect(response.body.count == size)
             let firstWrong = clientTestFirstMismatch(response.body, requestID: response.requestID)
             #expect(firstWrong == nil, "byte \(firstWrong ?? -1) of \(delivery) differs")
@@ -92,7 +95,8 @@ struct ClientFetchTests {
     @Test("success then error: the first success (attempt 1) wins, the repeat is ignored")
     func successThenError() async throws {
         let client = try LegacyClient()
-        let response = try await client.fetch(FetchRequest(path: "/twice", responseSize: 8), behavior: .repeats([.success, .failure]))
+        let response = try await client.fetch(
+            FetchRequest(path: "/twice", responseSize: 8), behavior: .repeats([.success, .failure]))
         #expect(response.attempt == 1)
         #expect(response.body == clientTestContent(requestID: 1, count: 8))
         let counters = await clientTestSettledCounters(client)
@@ -105,7 +109,8 @@ struct ClientFetchTests {
     func errorThenSuccess() async throws {
         let client = try LegacyClient()
         let behavior = SimulatedBehavior.repeats([.failure, .success]).with { $0.errorMessage = "first" }
-        let outcome = ClientTestOutcome(await clientTestResult { try await client.fetch(FetchRequest(path: "/e"), behavior: behavior) })
+        let outcome = ClientTestOutcome(
+            await clientTestResult { try await client.fetch(FetchRequest(path: "/e"), behavior: behavior) })
         #expect(outcome == .sdkError(LegacySDKError.remote.rawValue, "first"))
         let counters = await clientTestSettledCounters(client)
         #expect(counters.callbacksRepeated == 1)
@@ -131,15 +136,21 @@ struct ClientFetchTests {
     @Test("an injected failure is thrown as LegacySDKError with its status and message")
     func injectedFailure() async throws {
         let client = try LegacyClient()
-        let custom = ClientTestOutcome(await clientTestResult {
-            try await client.fetch(FetchRequest(path: "/f"), behavior: .failing(LegacySDKError(rawValue: 42), message: "disk on fire"))
-        })
+        let custom = ClientTestOutcome(
+            await clientTestResult {
+                try await client.fetch(
+                    FetchRequest(path: "/f"), behavior: .failing(LegacySDKError(rawValue: 42), message: "disk on fire"))
+            })
         #expect(custom == .sdkError(42, "disk on fire"))
-        let standard = ClientTestOutcome(await clientTestResult { try await client.fetch(FetchRequest(path: "/f"), behavior: .failing()) })
+        let standard = ClientTestOutcome(
+            await clientTestResult { try await client.fetch(FetchRequest(path: "/f"), behavior: .failing()) })
         #expect(standard == .sdkError(LegacySDKError.remote.rawValue, "simulated remote failure"))
-        let synchronous = ClientTestOutcome(await clientTestResult {
-            try await client.fetch(FetchRequest(path: "/f"), behavior: .failing(.resources, message: "m").with { $0.delivery = .synchronous })
-        })
+        let synchronous = ClientTestOutcome(
+            await clientTestResult {
+                try await client.fetch(
+                    FetchRequest(path: "/f"),
+                    behavior: .failing(.resources, message: "m").with { $0.delivery = .synchronous })
+            })
         #expect(synchronous == .sdkError(LegacySDKError.resources.rawValue, "m"))
         let counters = await clientTestSettledCounters(client)
         #expect(counters.contextsReleased == 3 && counters.handlesOutstanding == 0)
@@ -147,7 +158,9 @@ struct ClientFetchTests {
 
     // MARK: Never completes: cancellation and timeout
 
-    @Test("never completes + task cancel: CancellationError, the SDK operation is cancelled once, context and handle released")
+    @Test(
+        "never completes + task cancel: CancellationError, the SDK operation is cancelled once, context and handle released"
+    )
     func neverCompletesCancelled() async throws {
         let client = try LegacyClient()
         let call = ClientTestCall { try await client.fetch(FetchRequest(path: "/never"), behavior: .neverCompletes) }
@@ -170,7 +183,8 @@ struct ClientFetchTests {
         let client = try LegacyClient()
         let call = ClientTestCall { () async throws -> FetchResponse in
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await client.fetch(FetchRequest(path: "/never"), behavior: .neverCompletes.with { $0.cancelMode = mode })
+            return try await client.fetch(
+                FetchRequest(path: "/never"), behavior: .neverCompletes.with { $0.cancelMode = mode })
         }
         #expect(await call.outcome() == .cancelled)
         let counters = await clientTestSettledCounters(client)
@@ -182,9 +196,11 @@ struct ClientFetchTests {
     @Test("never completes + timeout: BridgeTimeoutError, the SDK operation is cancelled, context and handle released")
     func neverCompletesTimeout() async throws {
         let client = try LegacyClient()
-        let outcome = ClientTestOutcome(await clientTestResult {
-            try await client.fetch(FetchRequest(path: "/never"), behavior: .neverCompletes, timeout: .milliseconds(20))
-        })
+        let outcome = ClientTestOutcome(
+            await clientTestResult {
+                try await client.fetch(
+                    FetchRequest(path: "/never"), behavior: .neverCompletes, timeout: .milliseconds(20))
+            })
         #expect(outcome == .timedOut(.milliseconds(20)))
         let counters = await clientTestSettledCounters(client)
         #expect(counters.cancels == 1)
@@ -223,16 +239,19 @@ struct ClientFetchTests {
     func timeoutWithSynchronousCancel() async throws {
         let client = try LegacyClient()
         let behavior = SimulatedBehavior.neverCompletes.with { $0.cancelMode = .callbackSynchronously }
-        let outcome = ClientTestOutcome(await clientTestResult {
-            try await client.fetch(FetchRequest(path: "/s"), behavior: behavior, timeout: .milliseconds(5))
-        })
+        let outcome = ClientTestOutcome(
+            await clientTestResult {
+                try await client.fetch(FetchRequest(path: "/s"), behavior: behavior, timeout: .milliseconds(5))
+            })
         #expect(outcome == .timedOut(.milliseconds(5)))
         let counters = await clientTestSettledCounters(client)
         #expect(counters.callbacksReentrantCancel == 1)
         #expect(counters.cancels == 1 && counters.handlesOutstanding == 0)
     }
 
-    @Test("cancel calls back later: the caller gets CancellationError without waiting for the SDK's cancellation callback")
+    @Test(
+        "cancel calls back later: the caller gets CancellationError without waiting for the SDK's cancellation callback"
+    )
     func cancelCallsBackLater() async throws {
         // One worker, held by a blocking callback: the SDK's asynchronous cancellation callback
         // cannot run until the test lets it, so the caller provably did not wait for it.
@@ -300,7 +319,9 @@ struct ClientFetchTests {
             $0.cancelMode = mode
             $0.lateCallbackAfterCancel = true
         }
-        let call = ClientTestCall { try await client.fetch(FetchRequest(path: "/late", responseSize: 32), behavior: behavior) }
+        let call = ClientTestCall {
+            try await client.fetch(FetchRequest(path: "/late", responseSize: 32), behavior: behavior)
+        }
         #expect(await clientTestEventually { client.counters.contextsCreated == 1 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
@@ -325,7 +346,9 @@ struct ClientFetchTests {
                     // with an ignored cancel); the others have only a hang bound.
                     let timeout: Duration = behavior.outcomes.isEmpty ? .milliseconds(30) : .seconds(60)
                     let result = await clientTestResult {
-                        try await client.fetch(FetchRequest(path: "/chaos", responseSize: Int(seed % 512)), behavior: behavior, timeout: timeout)
+                        try await client.fetch(
+                            FetchRequest(path: "/chaos", responseSize: Int(seed % 512)), behavior: behavior,
+                            timeout: timeout)
                     }
                     return (seed, ClientTestOutcome(result))
                 }
@@ -352,7 +375,9 @@ struct ClientFetchTests {
                     continue
                 }
                 #expect(response.attempt == 1, "seed \(seed)")
-                #expect(response.body == clientTestContent(requestID: response.requestID, count: Int(seed % 512)), "seed \(seed)")
+                #expect(
+                    response.body == clientTestContent(requestID: response.requestID, count: Int(seed % 512)),
+                    "seed \(seed)")
                 seen.insert("success")
             }
         }
@@ -379,9 +404,11 @@ struct ClientFetchTests {
         ])
     func invalidInput(name: String, behavior: SimulatedBehavior, responseSize: Int) async throws {
         let client = try LegacyClient()
-        let outcome = ClientTestOutcome(await clientTestResult {
-            try await client.fetch(FetchRequest(path: "/bad", responseSize: responseSize), behavior: behavior, timeout: .seconds(60))
-        })
+        let outcome = ClientTestOutcome(
+            await clientTestResult {
+                try await client.fetch(
+                    FetchRequest(path: "/bad", responseSize: responseSize), behavior: behavior, timeout: .seconds(60))
+            })
         #expect(outcome == .sdkError(LegacySDKError.outOfRange.rawValue, nil), "\(name)")
         let counters = client.counters
         #expect(counters.badCalls == 1)
@@ -412,7 +439,8 @@ struct ClientFetchTests {
         #expect(DispatchQueue.getSpecific(key: key) == 1)
         #expect(response.body == clientTestContent(requestID: 1, count: 3))
         let cancelled = ClientTestCall { @MainActor in
-            try await client.fetch(FetchRequest(path: "/main"), behavior: .neverCompletes.with { $0.delivery = delivery })
+            try await client.fetch(
+                FetchRequest(path: "/main"), behavior: .neverCompletes.with { $0.delivery = delivery })
         }
         #expect(await clientTestEventually { client.counters.contextsCreated == 2 })
         cancelled.cancel()
@@ -421,7 +449,9 @@ struct ClientFetchTests {
         #expect(counters.handlesOutstanding == 0 && counters.contextsReleased == 2)
     }
 
-    @Test("from a custom actor: a synchronous fetch never leaves the actor (no executor hop), an asynchronous one hops back once at most")
+    @Test(
+        "from a custom actor: a synchronous fetch never leaves the actor (no executor hop), an asynchronous one hops back once at most"
+    )
     func customActorCaller() async throws {
         let caller = ClientTestCountingActor()
         let client = try LegacyClient()
@@ -480,7 +510,8 @@ private actor ClientTestCountingActor {
     func fetchFailingSynchronously(_ client: LegacyClient) async throws -> Observation {
         let before = executor.hops
         do {
-            _ = try await client.fetch(FetchRequest(path: "/actor"), behavior: .failing().with { $0.delivery = .synchronous })
+            _ = try await client.fetch(
+                FetchRequest(path: "/actor"), behavior: .failing().with { $0.delivery = .synchronous })
             Issue.record("a failing fetch returned a value")
         } catch let error as LegacySDKError {
             #expect(error == .remote)

@@ -40,7 +40,9 @@ private final class ClientTestInFlight: Sendable {
 
 @Suite("LegacyClient bursts", .serialized)
 struct ClientStressTests {
-    @Test("24,000 fetches issued at once, over 10,000 in flight together, over chaos behaviours with random cancellations and timeouts: all end, nothing leaks")
+    @Test(
+        "24,000 fetches issued at once, over 10,000 in flight together, over chaos behaviours with random cancellations and timeouts: all end, nothing leaks"
+    )
     func fetchBurst() async throws {
         // About a third of chaos calls complete synchronously inside their start and some are
         // cancelled before they start; the rest (over 10,000) are in flight together.
@@ -130,7 +132,8 @@ struct ClientStressTests {
         // Every call is issued before any result is taken, so the calls that do not end inside
         // their start are in flight together (about 11,400 here; the runtime runs jobs in order).
         #expect(inFlight.peak >= 10_000)
-        print("fetch burst: peak \(inFlight.peak) calls in flight at once; outcomes \(kinds.sorted { $0.key < $1.key })")
+        print(
+            "fetch burst: peak \(inFlight.peak) calls in flight at once; outcomes \(kinds.sorted { $0.key < $1.key })")
     }
 
     @Test("1,000 concurrent downloads over chaos behaviours with random consumer cancellations: all end, nothing leaks")
@@ -168,8 +171,10 @@ struct ClientStressTests {
             ClientTestCall { () -> ClientTestDownloadResult in
                 let behavior = SimulatedBehavior.chaos(seed: plan.seed)
                 // The request id is only known once data arrives: identify it from the first bytes.
-                var stream = client.download(DownloadRequest(path: "/burst", totalBytes: plan.totalBytes), behavior: behavior)
-                    .makeAsyncIterator()
+                var stream = client.download(
+                    DownloadRequest(path: "/burst", totalBytes: plan.totalBytes), behavior: behavior
+                )
+                .makeAsyncIterator()
                 var check: ClientTestDownloadCheck?
                 var events = 0
                 var end: ClientTestStreamEnd = .finished
@@ -183,7 +188,8 @@ struct ClientStressTests {
                                 }
                             }
                             check = ClientTestDownloadCheck(
-                                requestID: id ?? 0, totalBytes: UInt64(plan.totalBytes), gapsAllowed: behavior.pauseMode == .drops)
+                                requestID: id ?? 0, totalBytes: UInt64(plan.totalBytes),
+                                gapsAllowed: behavior.pauseMode == .drops)
                         }
                         check?.check(event)
                         if case .breakAfter(let limit) = plan.stop, events >= limit {
@@ -205,7 +211,10 @@ struct ClientStressTests {
             }
         }
         // Every consumer of a stream that ends by itself ends without help.
-        #expect(await clientTestEventually(seconds: Double(testHangBoundSeconds)) { endedAlone.load(ordering: .relaxed) == mustEndAlone })
+        #expect(
+            await clientTestEventually(seconds: Double(testHangBoundSeconds)) {
+                endedAlone.load(ordering: .relaxed) == mustEndAlone
+            })
         for consumer in consumers { consumer.cancel() }
         var ends: [String: Int] = [:]
         for (plan, consumer) in zip(plans, consumers) {
@@ -238,6 +247,8 @@ struct ClientStressTests {
         #expect(counters.handlesOutstanding == 0)
         #expect(counters.handlesCreated == counters.contextsCreated)
         #expect(counters.cancels > 0)
-        print("download burst: \(counters.contextsCreated) downloads, \(counters.streamEvents) events, \(counters.streamPauses) pauses; ends \(ends.sorted { $0.key < $1.key })")
+        print(
+            "download burst: \(counters.contextsCreated) downloads, \(counters.streamEvents) events, \(counters.streamPauses) pauses; ends \(ends.sorted { $0.key < $1.key })"
+        )
     }
 }

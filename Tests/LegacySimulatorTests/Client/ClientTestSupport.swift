@@ -84,7 +84,9 @@ final class ClientTestCall<Value: Sendable>: Sendable {
 }
 
 extension ClientTestCall where Value == FetchResponse {
-    func outcome(isolation: isolated (any Actor)? = #isolation, within seconds: Double = Double(testHangBoundSeconds)) async -> ClientTestOutcome {
+    func outcome(
+        isolation: isolated (any Actor)? = #isolation, within seconds: Double = Double(testHangBoundSeconds)
+    ) async -> ClientTestOutcome {
         ClientTestOutcome(await result(within: seconds))
     }
 }
@@ -103,7 +105,8 @@ func clientTestResult<Value: Sendable>(
 /// Polls `condition` until it holds; the bound is only an upper limit for something that must
 /// happen, never a guess at a schedule.
 func clientTestEventually(
-    isolation: isolated (any Actor)? = #isolation, seconds: Double = Double(testHangBoundSeconds), _ condition: () -> Bool
+    isolation: isolated (any Actor)? = #isolation, seconds: Double = Double(testHangBoundSeconds),
+    _ condition: () -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while !condition() {
@@ -128,7 +131,8 @@ func clientTestSpinUntil(seconds: Double = Double(testHangBoundSeconds), _ condi
 /// every handle was released, then returns the counters (also when the bound expired: the
 /// caller's expectations then show what is missing).
 func clientTestSettledCounters(
-    isolation: isolated (any Actor)? = #isolation, _ client: LegacyClient, seconds: Double = Double(testHangBoundSeconds)
+    isolation: isolated (any Actor)? = #isolation, _ client: LegacyClient,
+    seconds: Double = Double(testHangBoundSeconds)
 ) async -> SDKCounters {
     _ = await clientTestEventually(seconds: seconds) {
         let counters = client.counters

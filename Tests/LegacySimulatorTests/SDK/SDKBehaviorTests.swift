@@ -8,23 +8,28 @@ import LegacyBridge
 struct SDKBehaviorTests {
     @Test("Swift enum cases carry the SDK's constants")
     func enumConstants() {
-        #expect(SimulatedBehavior.Delivery.allCases.map(\.rawValue) == [
-            Int32(LSDK_DELIVERY_SYNC), Int32(LSDK_DELIVERY_WORKER), Int32(LSDK_DELIVERY_FRESH_THREAD),
-            Int32(LSDK_DELIVERY_MIXED), Int32(LSDK_DELIVERY_LOOP),
-        ])
-        #expect(SimulatedBehavior.Outcome.allCases.map(\.rawValue) == [
-            Int32(LSDK_OUTCOME_SUCCESS), Int32(LSDK_OUTCOME_ERROR),
-        ])
-        #expect(SimulatedBehavior.CancelMode.allCases.map(\.rawValue) == [
-            Int32(LSDK_CANCEL_CALLBACK_SYNC), Int32(LSDK_CANCEL_CALLBACK_ASYNC), Int32(LSDK_CANCEL_SILENT),
-            Int32(LSDK_CANCEL_IGNORED), Int32(LSDK_CANCEL_WAITS),
-        ])
-        #expect(SimulatedBehavior.StreamEnd.allCases.map(\.rawValue) == [
-            Int32(LSDK_STREAM_END_SUCCESS), Int32(LSDK_STREAM_END_ERROR), Int32(LSDK_STREAM_END_NONE),
-        ])
-        #expect(SimulatedBehavior.PauseMode.allCases.map(\.rawValue) == [
-            Int32(LSDK_PAUSE_STOPS), Int32(LSDK_PAUSE_DROPS),
-        ])
+        #expect(
+            SimulatedBehavior.Delivery.allCases.map(\.rawValue) == [
+                Int32(LSDK_DELIVERY_SYNC), Int32(LSDK_DELIVERY_WORKER), Int32(LSDK_DELIVERY_FRESH_THREAD),
+                Int32(LSDK_DELIVERY_MIXED), Int32(LSDK_DELIVERY_LOOP),
+            ])
+        #expect(
+            SimulatedBehavior.Outcome.allCases.map(\.rawValue) == [
+                Int32(LSDK_OUTCOME_SUCCESS), Int32(LSDK_OUTCOME_ERROR),
+            ])
+        #expect(
+            SimulatedBehavior.CancelMode.allCases.map(\.rawValue) == [
+                Int32(LSDK_CANCEL_CALLBACK_SYNC), Int32(LSDK_CANCEL_CALLBACK_ASYNC), Int32(LSDK_CANCEL_SILENT),
+                Int32(LSDK_CANCEL_IGNORED), Int32(LSDK_CANCEL_WAITS),
+            ])
+        #expect(
+            SimulatedBehavior.StreamEnd.allCases.map(\.rawValue) == [
+                Int32(LSDK_STREAM_END_SUCCESS), Int32(LSDK_STREAM_END_ERROR), Int32(LSDK_STREAM_END_NONE),
+            ])
+        #expect(
+            SimulatedBehavior.PauseMode.allCases.map(\.rawValue) == [
+                Int32(LSDK_PAUSE_STOPS), Int32(LSDK_PAUSE_DROPS),
+            ])
     }
 
     @Test("The default behaviour is the SDK's, field by field")
@@ -60,31 +65,34 @@ struct SDKBehaviorTests {
         ("lateCallbackAfterCancel", .lateCallbackAfterCancel),
         ("concurrentOutOfOrderStream", .concurrentOutOfOrderStream), ("liveStream", .liveStream),
         ("failing", .failing(.resources, message: "no disk")), ("chaos", .chaos(seed: 77)),
-        ("everything changed", SimulatedBehavior().with {
-            $0.delivery = .mixed
-            $0.delayMicroseconds = 11
-            $0.jitterMicroseconds = 12
-            $0.outcomes = [.failure, .success, .failure, .failure, .success, .success, .failure, .success]
-            $0.cancelMode = .ignored
-            $0.lateCallbackAfterCancel = true
-            $0.chunkSize = 13
-            $0.progressEvery = 14
-            $0.intervalMicroseconds = 15
-            $0.streamConcurrency = 7
-            $0.streamEnd = .none
-            $0.duplicateTerminal = true
-            $0.eventsAfterTerminal = 16
-            $0.pauseMode = .drops
-            $0.errorStatus = LegacySDKError(rawValue: 99)
-            $0.errorMessage = "message"
-            $0.seed = 17
-            $0.firstSequence = 200
-            $0.sequenceBits = 8
-            $0.sequenceJumpAt = 18
-            $0.sequenceJump = 19
-            $0.sequenceCorruptAt = 20
-            $0.sequenceCorruptValue = .max
-        }),
+        (
+            "everything changed",
+            SimulatedBehavior().with {
+                $0.delivery = .mixed
+                $0.delayMicroseconds = 11
+                $0.jitterMicroseconds = 12
+                $0.outcomes = [.failure, .success, .failure, .failure, .success, .success, .failure, .success]
+                $0.cancelMode = .ignored
+                $0.lateCallbackAfterCancel = true
+                $0.chunkSize = 13
+                $0.progressEvery = 14
+                $0.intervalMicroseconds = 15
+                $0.streamConcurrency = 7
+                $0.streamEnd = .none
+                $0.duplicateTerminal = true
+                $0.eventsAfterTerminal = 16
+                $0.pauseMode = .drops
+                $0.errorStatus = LegacySDKError(rawValue: 99)
+                $0.errorMessage = "message"
+                $0.seed = 17
+                $0.firstSequence = 200
+                $0.sequenceBits = 8
+                $0.sequenceJumpAt = 18
+                $0.sequenceJump = 19
+                $0.sequenceCorruptAt = 20
+                $0.sequenceCorruptValue = .max
+            }
+        ),
     ]
 
     @Test("Every preset round-trips through lsdk_behavior_t unchanged", arguments: presets.map(\.0))
@@ -94,7 +102,7 @@ struct SDKBehaviorTests {
         #expect(back == preset)
         #expect(back.errorStatus.rawValue == preset.errorStatus.rawValue)
         // And the SDK accepts it.
-        let valid = SDK.withCBehavior(preset) { SDKTestValidate($0) }
+        let valid = SDK.withCBehavior(preset) { sdkTestValidate($0) }
         #expect(valid == .ok)
     }
 
@@ -131,7 +139,7 @@ struct SDKBehaviorTests {
 }
 
 /// The SDK's verdict on a behaviour, through a request start that is cancelled at once.
-private func SDKTestValidate(_ behavior: UnsafePointer<lsdk_behavior_t>) -> SDKTestVerdict {
+private func sdkTestValidate(_ behavior: UnsafePointer<lsdk_behavior_t>) -> SDKTestVerdict {
     var copy = behavior.pointee
     copy.completion_count = 0
     copy.cancel_mode = Int32(LSDK_CANCEL_SILENT)
@@ -142,13 +150,16 @@ private func SDKTestValidate(_ behavior: UnsafePointer<lsdk_behavior_t>) -> SDKT
     guard lsdk_client_create(&config, &client) == 0 else { return .failed(-1) }
     defer { _ = lsdk_client_destroy(client) }
     var handle: lsdk_handle_t = 0
-    let status = lsdk_request_start(client, nil, &copy, SDKTestIgnoreCompletion, nil, nil, &handle)
+    let status = lsdk_request_start(client, nil, &copy, sdkTestIgnoreCompletion, nil, nil, &handle)
     if status == 0 { _ = lsdk_handle_release(handle) }
     return status == 0 ? .ok : .failed(status)
 }
 
-private enum SDKTestVerdict: Equatable { case ok, failed(Int32) }
+private enum SDKTestVerdict: Equatable {
+    case ok
+    case failed(Int32)
+}
 
-private func SDKTestIgnoreCompletion(
+private func sdkTestIgnoreCompletion(
     _ context: UnsafeMutableRawPointer?, _ status: lsdk_status_t, _ response: UnsafePointer<lsdk_response_t>?
 ) {}

@@ -15,9 +15,10 @@ struct SDKBlockingTests {
 
         let outcome = SDKTestCollector<Result<UInt64, LegacySDKError>>()
         Thread {
-            outcome.append(Result { () throws(LegacySDKError) -> UInt64 in
-                try client.blockingCall(key: 6, durationMicroseconds: 60_000_000)
-            })
+            outcome.append(
+                Result { () throws(LegacySDKError) -> UInt64 in
+                    try client.blockingCall(key: 6, durationMicroseconds: 60_000_000)
+                })
         }.start()
         #expect(sdkTestPoll { client.counters.blockingInFlight == 1 })
         #expect(try client.interrupt(key: 6) == true)

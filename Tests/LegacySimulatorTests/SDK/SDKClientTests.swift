@@ -121,14 +121,15 @@ struct SDKClientTests {
     func actorSerialises() async throws {
         let callers = 64
         let probe = SDKTestTokenProbe()
-        let client = try LegacyClient(sdk: try SDKClient(sessionTokenProbe: {
-            probe.entered()
-            // The first call stays inside until every caller has made its call: unserialised
-            // callers would now collide with it (and get BUSY) rather than wait.
-            if probe.firstEntry.exchange(false, ordering: .relaxed) {
-                _ = sdkTestPoll { probe.arrived.load(ordering: .relaxed) == callers }
-            }
-        }))
+        let client = try LegacyClient(
+            sdk: try SDKClient(sessionTokenProbe: {
+                probe.entered()
+                // The first call stays inside until every caller has made its call: unserialised
+                // callers would now collide with it (and get BUSY) rather than wait.
+                if probe.firstEntry.exchange(false, ordering: .relaxed) {
+                    _ = sdkTestPoll { probe.arrived.load(ordering: .relaxed) == callers }
+                }
+            }))
         let failures = await withTaskGroup(of: Int.self) { group in
             for index in 0..<callers {
                 group.addTask {

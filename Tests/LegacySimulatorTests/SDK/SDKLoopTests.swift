@@ -49,9 +49,10 @@ struct SDKLoopTests {
     @Test("Loop affinity needs a loop thread: outOfRange")
     func loopAffinityNeedsLoop() {
         #expect(throws: LegacySDKError.outOfRange) { try SDKClient(affinity: .loop) }
-        #expect(SDKClient.Affinity.allCases.map(\.rawValue) == [
-            Int32(LSDK_AFFINITY_ANY), Int32(LSDK_AFFINITY_CREATOR), Int32(LSDK_AFFINITY_LOOP),
-        ])
+        #expect(
+            SDKClient.Affinity.allCases.map(\.rawValue) == [
+                Int32(LSDK_AFFINITY_ANY), Int32(LSDK_AFFINITY_CREATOR), Int32(LSDK_AFFINITY_LOOP),
+            ])
     }
 
     @Test("Loop delivery: every event of a download arrives on the loop thread; counted as loop callbacks")

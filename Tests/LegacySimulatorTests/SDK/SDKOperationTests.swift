@@ -8,7 +8,9 @@ import LegacyBridge
 
 @Suite("The SDK layer: starts, callbacks, handles")
 struct SDKOperationTests {
-    @Test("A request's completions are copied into Swift values; onRelease comes once, after the last, then the closures are freed")
+    @Test(
+        "A request's completions are copied into Swift values; onRelease comes once, after the last, then the closures are freed"
+    )
     func requestCompletions() throws {
         let client = try SDKClient()
         let results = SDKTestCollector<Result<FetchResponse, LegacySDKError>>()
@@ -61,9 +63,11 @@ struct SDKOperationTests {
         let data = values.filter { $0.kind == .data }
         #expect(data.map(\.data.count) == [100, 100, 50])
         for event in data {
-            #expect(event.data == (0..<event.data.count).map {
-                SDK.contentByte(requestID: event.requestID, offset: event.bytesDone + UInt64($0))
-            })
+            #expect(
+                event.data
+                    == (0..<event.data.count).map {
+                        SDK.contentByte(requestID: event.requestID, offset: event.bytesDone + UInt64($0))
+                    })
         }
         #expect(values.last?.error == nil && values.last?.status == 0)
         #expect(values.allSatisfy { $0.bytesTotal == 250 })
@@ -186,9 +190,10 @@ struct SDKOperationTests {
         dropped.increment()
         #expect(sdkTestPoll { released.value == 1 })
         // The shell of a destroyed client stays valid: it reports the destroy once done.
-        #expect(sdkTestPoll {
-            lsdk_client_set_session_token(OpaquePointer(bitPattern: raw), nil) == Int32(LSDK_ERR_CLIENT_DESTROYED)
-        })
+        #expect(
+            sdkTestPoll {
+                lsdk_client_set_session_token(OpaquePointer(bitPattern: raw), nil) == Int32(LSDK_ERR_CLIENT_DESTROYED)
+            })
         withExtendedLifetime(handle) {}
     }
 }

@@ -28,7 +28,9 @@ final class SDKTestCollector<Value: Sendable>: @unchecked Sendable {
         return true
     }
 
-    func waitReleased(timeout: Double = Double(testHangBoundSeconds)) -> Bool { wait(timeout: timeout) { $0.releaseCount > 0 } }
+    func waitReleased(timeout: Double = Double(testHangBoundSeconds)) -> Bool {
+        wait(timeout: timeout) { $0.releaseCount > 0 }
+    }
 }
 
 /// An object whose deinit is counted: captured by SDK closures to prove they were released.

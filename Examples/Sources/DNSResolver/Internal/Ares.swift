@@ -87,8 +87,10 @@ private final class AresQuery {
     var callSite = AresCallSite.idle
     var answered = false
 
-    init(id: UInt64, counters: ResolverCounters,
-         onAnswer: @escaping @Sendable (Result<[ResolvedAddress], AresError>) -> Void) {
+    init(
+        id: UInt64, counters: ResolverCounters,
+        onAnswer: @escaping @Sendable (Result<[ResolvedAddress], AresError>) -> Void
+    ) {
         self.id = id
         self.counters = counters
         self.onAnswer = onAnswer
@@ -117,7 +119,7 @@ private func addrinfoTrampoline(
         return
     }
     query.answered = true
-    unmanaged.release()   // c-ares calls back once and has no release callback: give the retain back now
+    unmanaged.release()  // c-ares calls back once and has no release callback: give the retain back now
     query.counters.contextsReleased.increment()
     switch query.callSite {
     case .insideStart: query.counters.answersInsideStart.increment()
@@ -139,12 +141,14 @@ private func copyAddresses(_ result: UnsafeMutablePointer<ares_addrinfo>) -> [Re
                 let bytes = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { inet in
                     withUnsafeBytes(of: inet.pointee.sin_addr) { Array($0) }
                 }
-                addresses.append(ResolvedAddress(family: .ipv4, bytes: bytes, description: presentation(AF_INET, bytes)))
+                addresses.append(
+                    ResolvedAddress(family: .ipv4, bytes: bytes, description: presentation(AF_INET, bytes)))
             case AF_INET6:
                 let bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { inet6 in
                     withUnsafeBytes(of: inet6.pointee.sin6_addr) { Array($0) }
                 }
-                addresses.append(ResolvedAddress(family: .ipv6, bytes: bytes, description: presentation(AF_INET6, bytes)))
+                addresses.append(
+                    ResolvedAddress(family: .ipv6, bytes: bytes, description: presentation(AF_INET6, bytes)))
             default:
                 break
             }
@@ -191,8 +195,8 @@ final class AresDriver {
         channelOptions.timeout = options.attemptTimeoutMilliseconds
         channelOptions.tries = options.attempts
         channelOptions.domains = nil
-        channelOptions.ndomains = 0   // no search domains: a name is asked for as given, once
-        let lookups = strdup("fb")    // /etc/hosts first, then DNS
+        channelOptions.ndomains = 0  // no search domains: a name is asked for as given, once
+        let lookups = strdup("fb")  // /etc/hosts first, then DNS
         defer { free(lookups) }
         channelOptions.lookups = lookups
         let mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS
@@ -228,7 +232,8 @@ final class AresDriver {
         var node = list
         while let current = node {
             let family = current.pointee.family
-            let bytes: [UInt8] = family == AF_INET
+            let bytes: [UInt8] =
+                family == AF_INET
                 ? withUnsafeBytes(of: current.pointee.addr.addr4) { Array($0) }
                 : withUnsafeBytes(of: current.pointee.addr.addr6) { Array($0) }
             let host = presentation(family, bytes)
@@ -364,7 +369,7 @@ final class AresDriver {
     private func destroyIfAnswered(_ query: AresQuery) {
         guard query.answered, let channel = query.channel else { return }
         query.channel = nil
-        ares_destroy(channel)   // nothing pending on it: no callback
+        ares_destroy(channel)  // nothing pending on it: no callback
         counters.channelsDestroyed.increment()
         queries[query.id] = nil
     }

@@ -191,7 +191,7 @@ final class CurlDriver {
         onLoop {
             set(ccurl_easy_setopt_string(easy, CURLOPT_URL, url))
             set(ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"))
-            set(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, ""))       // ignore *_proxy variables
+            set(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, ""))  // ignore *_proxy variables
             set(ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1))
             set(ccurl_easy_setopt_long(easy, CURLOPT_FAILONERROR, 1))
             set(ccurl_easy_setopt_write_function(easy, writeTrampoline))
@@ -249,7 +249,8 @@ final class CurlDriver {
         var queued: Int32 = 0
         while let message = onLoop({ curl_multi_info_read(multi, &queued) }) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                  let transfer = byHandle[easy] else { continue }
+                let transfer = byHandle[easy]
+            else { continue }
             let code = message.pointee.data.result
             if code == CURLE_OK {
                 var status = 0
