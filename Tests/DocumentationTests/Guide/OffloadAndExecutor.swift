@@ -1,0 +1,54 @@
+// swift-format-ignore-file
+// (The snippets below are the documentation's text, kept byte for byte: not reformatted.)
+import LegacyBridge
+
+/// Stand-ins for the SQLite and camera SDK calls the guide's examples make.
+enum GuideBlockingStubs {
+    struct Database: Sendable {}
+    struct Statement: Sendable {}
+    struct Rows: Sendable {
+        init(stepping statement: Statement) throws {}
+        func free() {}
+    }
+    static let db = Database()
+    static func sqlite3_interrupt(_ db: Database) {}
+    static func sqlite3_prepare(_ db: Database, _ sql: String) -> Statement { Statement() }
+
+    static func example() async throws {
+        // snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
+        let pool = try OffloadPool(threads: 4, queueLimit: 256)    // pthreads of their own
+
+        func query(_ sql: String) async throws -> Rows {
+            try await pool.run(
+                interrupt: { sqlite3_interrupt(db) },                 // asks the blocked call to give up
+                onDiscard: { rows in rows.free() }                    // a result nobody waits for any more
+            ) {
+                try Rows(stepping: sqlite3_prepare(db, sql))          // blocks a pool thread, not a task
+            }
+        }
+        // end snippet
+        _ = try await query("select 1")
+        await pool.shutdown(.drain)
+    }
+}
+
+enum GuideThreadAffine {
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
+    /// The camera SDK's handle: not thread-safe, so it only ever crosses into the camera's thread.
+    struct Device: @unchecked Sendable { let handle: OpaquePointer }
+
+    actor Camera {
+        private let executor: SDKThreadExecutor
+        private let device: Device
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+        init() async throws {
+            let executor = try SDKThreadExecutor(name: "camera")               // one dedicated pthread
+            self.executor = executor
+            self.device = try await executor.run { Device(handle: try cam_open()) }   // created on that thread
+        }
+
+        func exposure() -> Double { cam_exposure(device.handle) }             // runs on that thread
+    }
+    // end snippet
+}

@@ -1,0 +1,79 @@
+// swift-format-ignore-file
+// (The snippets below are the documentation's text, kept byte for byte: not reformatted.)
+import LegacyBridge
+
+// Stand-ins for the c-ares example's types (the real ones live in Examples/, which links c-ares):
+// enough for the guide's two snippets to compile against LegacyBridge as written.
+
+struct ResolvedAddress: Sendable {}
+
+struct AresError: Error, Sendable {
+    var rawValue: Int32
+    init(rawValue: Int32) { self.rawValue = rawValue }
+    static let destruction = AresError(rawValue: 13)
+}
+
+let ARES_SUCCESS: Int32 = 0
+
+struct ares_addrinfo {}
+func ares_freeaddrinfo(_ result: UnsafeMutablePointer<ares_addrinfo>) {}
+func copyAddresses(_ result: UnsafeMutablePointer<ares_addrinfo>) -> [ResolvedAddress] { [] }
+
+/// A lookup's context, as the loop's table keeps it.
+final class Query {
+    var answered = false
+    let onAnswer: (Result<[ResolvedAddress], any Error>) -> Void
+    init(onAnswer: @escaping (Result<[ResolvedAddress], any Error>) -> Void) { self.onAnswer = onAnswer }
+}
+
+/// The loop thread's side: what a posted job gets.
+struct AresDriver {
+    func start(id: UInt64, host: String, onAnswer: @escaping @Sendable (Result<[ResolvedAddress], any Error>) -> Void) {}
+    func cancel(id: UInt64) {}
+}
+
+/// The loop: runs posted jobs on its thread in order; refuses them once shut down.
+struct AresLoop: Sendable {
+    @discardableResult
+    func post(_ job: @escaping @Sendable (AresDriver) -> Void) -> Bool { false }
+}
+
+struct GuideResolver: Sendable {
+    let loop = AresLoop()
+    func nextID() -> UInt64 { 1 }
+
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
+    public func resolve(host: String, timeout: Duration? = nil,
+                        isolation: isolated (any Actor)? = #isolation) async throws -> [ResolvedAddress] {
+        let id = nextID()
+        return try await withCallback(isolation: isolation, timeout: timeout) { completion in
+            guard loop.post({ driver in driver.start(id: id, host: host, onAnswer: { completion($0) }) }) else {
+                throw AresError.destruction                       // the loop has shut down
+            }
+            return CancelHandle { loop.post { driver in driver.cancel(id: id) } }
+        }
+    }
+    // end snippet
+}
+
+/// Only touched on the loop thread, like everything in the c-ares example's driver.
+nonisolated(unsafe) var repeatedCallbacks = 0
+
+// snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
+private func onAnswer(_ argument: UnsafeMutableRawPointer?, _ status: Int32, _ timeouts: Int32,
+                      _ result: UnsafeMutablePointer<ares_addrinfo>?) {
+    let unmanaged = Unmanaged<Query>.fromOpaque(argument!)
+    let query = unmanaged.takeUnretainedValue()            // still owned by the loop's table
+    let addresses = result.map(copyAddresses) ?? []        // copy now: the answer dies here
+    if let result { ares_freeaddrinfo(result) }
+    guard !query.answered else { repeatedCallbacks += 1; return }   // a broken contract, counted
+    query.answered = true
+    unmanaged.release()                                    // the one callback: give the retain back
+    query.onAnswer(status == ARES_SUCCESS ? .success(addresses) : .failure(AresError(rawValue: status)))
+}
+// end snippet
+
+/// Keeps `onAnswer` used (it is the C callback in the real example).
+func guideAresCallback() -> (UnsafeMutableRawPointer?, Int32, Int32, UnsafeMutablePointer<ares_addrinfo>?) -> Void {
+    onAnswer
+}
