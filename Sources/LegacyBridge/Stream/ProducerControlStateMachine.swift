@@ -24,12 +24,17 @@
 /// element lock: a deliverer coming back from `resume` must not compete with
 /// a producer that yields in a tight loop (an unfair mutex can starve it
 /// while the producer overshoots `high`). Pause decisions therefore carry a
-/// version assigned under the stream's lock; an older decision that arrives
-/// late is ignored.
+/// version assigned under the stream's lock; an older resume that arrives
+/// late is ignored, an older pause is still made (see below).
 ///
-/// Where a delivery runs (inline, on a Dispatch worker, or as a job posted
+/// Where a delivery runs (inline, on a library-owned thread, or as a job posted
 /// through the control's `ControlScheduler`) is the storage's business; the
 /// machine only guarantees one call in flight, in decided order.
+///
+/// A pause decision that arrives after a newer one (decisions are applied
+/// after the stream's lock is released, so two threads can apply theirs out
+/// of order) is not simply dropped: its yield answered `.stopProducing`, so
+/// it is made, followed by the newest wanted state (see `stalePause()`).
 @usableFromInline
 struct ProducerControlStateMachine: Sendable {
     @usableFromInline
@@ -116,10 +121,13 @@ struct ProducerControlStateMachine: Sendable {
     }
 
     /// The stream wants the producer paused (`true`) or running (`false`).
-    /// `version` orders decisions: one older than the newest seen is ignored.
+    /// `version` orders decisions: an older resume than the newest seen is
+    /// ignored; an older pause is made, then the newest wanted state.
     @usableFromInline
     mutating func setPaused(_ paused: Bool, version: UInt64) -> Delivery? {
-        guard version > self.version else { return nil }
+        guard version > self.version else {
+            return paused ? stalePause() : nil
+        }
         self.version = version
         switch state {
         case .awaitingControl(var pending):
@@ -160,6 +168,33 @@ struct ProducerControlStateMachine: Sendable {
         case .delivering(let control, let inFlight, let after, var pending):
             if pending.producerFinished || pending.cancelRequested || inFlight == .cancel { return nil }
             pending.cancelRequested = true
+            state = .delivering(control: control, inFlight: inFlight, pausedAfterInFlight: after, pending: pending)
+            return nil
+        case .closed:
+            return nil
+        }
+    }
+
+    /// A pause decided before the newest decision but applied after it. The
+    /// yield that decided it answered `.stopProducing`, so the producer may
+    /// have stopped itself; the newer decision (a resume) found the producer
+    /// told "running" and made nothing. So the pause is made now, and the
+    /// newest wanted state after it: a producer that stopped on an answer is
+    /// always resumed when demand returns.
+    private mutating func stalePause() -> Delivery? {
+        switch state {
+        case .awaitingControl(var pending):
+            pending.pauseDue = true
+            state = .awaitingControl(pending)
+            return nil
+        case .idle(let control, let paused):
+            // Told paused already: a resume will follow when one is wanted.
+            guard !paused else { return nil }
+            var pending = Pending()
+            pending.wantPaused = false
+            return deliver(.pause, control, pending)
+        case .delivering(let control, let inFlight, let after, var pending):
+            if !after { pending.pauseDue = true }
             state = .delivering(control: control, inFlight: inFlight, pausedAfterInFlight: after, pending: pending)
             return nil
         case .closed:

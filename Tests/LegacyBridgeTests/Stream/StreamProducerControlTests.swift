@@ -300,3 +300,109 @@ private func checkControlInvariants(_ steps: [ControlStep]) -> String? {
     }
     return nil
 }
+
+/// Every order in which the stream's alternating pause/resume decisions (versions 1, 2, … in the
+/// order the stream's lock made them) can be applied to the machine, interleaved with the handle
+/// arriving and with in-flight calls completing, checked against the contract a pull-style
+/// producer relies on.
+@Suite("Stream: producer control, every application order")
+private struct StreamProducerControlOrderTests {
+    /// One step of a schedule.
+    enum Step: Hashable {
+        case apply(Int)  // apply decision with this index (version = index + 1)
+        case complete
+        case controlArrives
+    }
+
+    /// Runs `schedule` (decisions alternate pause, resume, pause, … starting with pause) and
+    /// returns the calls made, each with the step index at which it was handed out.
+    static func run(_ schedule: [Step], decisions: Int) -> (calls: [(Operation, Int)], machine: Machine)? {
+        var machine = Machine()
+        var inFlight: Operation?
+        var calls: [(Operation, Int)] = []
+        func take(_ delivery: Machine.Delivery?, at step: Int) -> Bool {
+            guard let delivery else { return true }
+            if inFlight != nil { return false }
+            inFlight = delivery.operation
+            calls.append((delivery.operation, step))
+            return true
+        }
+        for (index, step) in schedule.enumerated() {
+            switch step {
+            case .apply(let decision):
+                let paused = decision % 2 == 0
+                guard take(machine.setPaused(paused, version: UInt64(decision + 1)), at: index) else { return nil }
+            case .complete:
+                guard inFlight != nil else { return nil }  // not a valid schedule
+                inFlight = nil
+                guard take(machine.deliveryCompleted(), at: index) else { return nil }
+            case .controlArrives:
+                guard take(machine.controlArrived(control), at: index) else { return nil }
+            }
+        }
+        while inFlight != nil {
+            inFlight = nil
+            guard take(machine.deliveryCompleted(), at: schedule.count) else { return nil }
+        }
+        return (calls, machine)
+    }
+
+    /// Every schedule: the decisions in any order, the handle arriving at any point, and a
+    /// `complete` allowed wherever a call could be in flight.
+    static func schedules(decisions: Int) -> [[Step]] {
+        var result: [[Step]] = []
+        func extend(_ prefix: [Step], remaining: Set<Int>, controlDone: Bool, completes: Int) {
+            if remaining.isEmpty && controlDone {
+                result.append(prefix)
+            }
+            for decision in remaining.sorted() {
+                extend(
+                    prefix + [.apply(decision)], remaining: remaining.subtracting([decision]), controlDone: controlDone,
+                    completes: completes)
+            }
+            if !controlDone {
+                extend(prefix + [.controlArrives], remaining: remaining, controlDone: true, completes: completes)
+            }
+            // A complete step between others (invalid ones are discarded when run); bounded.
+            if controlDone && completes < decisions + 1 && !remaining.isEmpty && prefix.last != .complete {
+                extend(prefix + [.complete], remaining: remaining, controlDone: controlDone, completes: completes + 1)
+            }
+        }
+        extend([], remaining: Set(0..<decisions), controlDone: false, completes: 0)
+        return result
+    }
+
+    @Test(
+        "for up to 4 decisions applied in every order: calls never overlap, the producer ends in the newest wanted state, and every applied pause (its yield said stop) is followed by a resume unless the newest decision is a pause"
+    )
+    func everyOrder() {
+        var checked = 0
+        for decisions in 1...4 {
+            for schedule in Self.schedules(decisions: decisions) {
+                guard let (calls, machine) = Self.run(schedule, decisions: decisions) else { continue }
+                checked += 1
+                let newestWantsPause = (decisions - 1) % 2 == 0
+                #expect(machine.pausedAsTold == newestWantsPause, "\(schedule): \(calls.map(\.0))")
+                if !newestWantsPause {
+                    // Each pause decision's application step must be followed by a resume call.
+                    for (index, step) in schedule.enumerated() {
+                        guard case .apply(let decision) = step, decision % 2 == 0 else { continue }
+                        let resumedAfter = calls.contains { $0.0 == .resume && $0.1 >= index }
+                        let madeAnyCall = !calls.isEmpty
+                        // Before the handle arrives nothing can be called; the pause is then due on arrival.
+                        #expect(
+                            resumedAfter && madeAnyCall,
+                            "pause decision \(decision + 1) applied at step \(index) was never followed by a resume: \(schedule) → \(calls.map(\.0))"
+                        )
+                    }
+                }
+                // Calls alternate: a pause is never followed by another pause without a resume between.
+                let operations = calls.map(\.0)
+                for (first, second) in zip(operations, operations.dropFirst()) {
+                    #expect(first != second, "\(schedule): two \(first) calls in a row: \(operations)")
+                }
+            }
+        }
+        #expect(checked > 400, "only \(checked) schedules were valid")
+    }
+}
