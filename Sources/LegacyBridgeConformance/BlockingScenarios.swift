@@ -83,7 +83,7 @@ enum BlockingScenarios {
             }
         }
         let verdict = FirstResultLatch<String?>()
-        verdictQueue().async {
+        onVerdictThread {
             // Let the calls get going (they need not all be blocked: a pool may queue some).
             _ = waitOnThisThread(upTo: promptly / 2) { lab.entered >= min(count, cores + 1) }
             let started = LockedBox(false)
@@ -129,7 +129,7 @@ enum BlockingScenarios {
             ended.withLock { $0 = result }
         }
         let verdict = FirstResultLatch<String?>()
-        verdictQueue().async {
+        onVerdictThread {
             guard waitOnThisThread(upTo: patience, { lab.entered == 1 }) else {
                 lab.releaseAll()
                 verdict.offer("the blocking call never started")
@@ -229,8 +229,8 @@ final class BlockingLab: Sendable {
 /// A queue of its own for a scenario's verdict, which waits (polling) on its thread: a serial
 /// queue gets a thread even when the global queue's threads are all busy, and its waits never
 /// take a global thread away from the code under test.
-func verdictQueue() -> DispatchQueue {
-    DispatchQueue(label: "legacy-bridge.conformance.verdict")
+func onVerdictThread(_ body: @escaping @Sendable () -> Void) {
+    onDedicatedThread("conformance verdict", body)
 }
 
 /// A bound in words, e.g. "666 ms".

@@ -138,13 +138,13 @@ package func runChild(
     return outcome
 }
 
-/// ``runChild(executable:arguments:bound:environment:)`` on a Dispatch thread, so the waiting
-/// never blocks a thread of the cooperative pool.
+/// ``runChild(executable:arguments:bound:environment:)`` on a thread of its own, so the waiting
+/// never blocks a thread of the cooperative pool (on Linux, Dispatch's global threads are the pool).
 package func runChildOffThePool(
     executable: String, arguments: [String], bound: Duration, environment: [String: String] = [:]
 ) async throws -> ChildOutcome {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
+        onDedicatedThread("conformance child") {
             continuation.resume(
                 with: Result {
                     try runChild(executable: executable, arguments: arguments, bound: bound, environment: environment)

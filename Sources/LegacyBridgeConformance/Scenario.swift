@@ -103,7 +103,7 @@ func execute<Adapter: Sendable>(
 /// Cancels `task` from a thread outside the cooperative pool, so an adapter that deadlocks inside
 /// its cancellation handler strands that thread and not the pool.
 func cancelFromForeignThread<Success, Failure>(_ task: Task<Success, Failure>) {
-    DispatchQueue.global().async { task.cancel() }
+    onDedicatedThread("conformance canceller") { task.cancel() }
 }
 
 /// Runs the adapter in its own task so a scenario can cancel it.

@@ -1,4 +1,5 @@
 import Foundation
+import LegacyBridgeConformance
 
 /// Runs the built `legacy-bridge` executable (it sits next to the test bundle) and captures its
 /// output and exit status.
@@ -33,14 +34,15 @@ enum CLI {
     /// Runs the CLI with `arguments` (and `environment` added to this process's); stops the child
     /// after `bound` seconds.
     ///
-    /// The waiting happens on a Dispatch thread, never on the cooperative pool: a test that blocked
-    /// a pool thread for the seconds a child runs would starve every other test running beside it.
+    /// The waiting happens on a thread of its own, never on the cooperative pool (on Linux Dispatch's
+    /// global threads are the pool): a test that blocked a pool thread for the seconds a child runs
+    /// would starve every other test running beside it.
     static func run(
         _ arguments: [String], bound: TimeInterval = 300, executableName: String = "legacy-bridge",
         environment: [String: String] = [:]
     ) async throws -> CLIRun {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            onDedicatedThread("cli test child") {
                 continuation.resume(
                     with: Result {
                         try runBlocking(
@@ -73,7 +75,11 @@ enum CLI {
         let errData = LockedData()
         let readers = DispatchGroup()
         for (pipe, sink) in [(out, outData), (err, errData)] {
-            DispatchQueue.global().async(group: readers) { sink.set(pipe.fileHandleForReading.readDataToEndOfFile()) }
+            readers.enter()
+            onDedicatedThread("cli test reader") {
+                sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
+                readers.leave()
+            }
         }
         if done.wait(timeout: .now() + bound) == .timedOut {
             process.terminate()
@@ -97,7 +103,7 @@ extension CLI {
     /// Runs the CLI with `arguments`, reading standard output line by line as it arrives.
     static func runStreaming(_ arguments: [String], bound: TimeInterval = 300) async throws -> [StreamedLine] {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            onDedicatedThread("cli test child") {
                 continuation.resume(with: Result { try runStreamingBlocking(arguments, bound: bound) })
             }
         }

@@ -34,6 +34,10 @@ struct GalleryProofTests {
         "unbounded-asyncstream": Evidence(verdicts: ["failed"], detail: "buffered for a stalled consumer"),
         "no-reordering-stream": Evidence(verdicts: ["failed"], detail: "sequence number"),
         "self-retaining-subscription": Evidence(verdicts: ["failed"], detail: "still holds the source's controls"),
+        "dispatch-semaphore-blocking": Evidence(
+            verdicts: ["failed"], detail: "did not start within", "was not resumed within"),
+        "plain-actor-affine": Evidence(
+            verdicts: ["failed"], detail: "other than its loop thread", "other than the SDK's loop thread"),
     ]
 
     @Test("every gallery adapter has evidence to check (the data race is checked under ThreadSanitizer in CI)")

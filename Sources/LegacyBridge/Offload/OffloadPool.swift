@@ -89,7 +89,7 @@ public final class OffloadPool: Sendable {
     /// - If it is cancelled while the call waits for a thread, this throws `CancellationError` at
     ///   once and `body` never runs.
     /// - If it is cancelled while `body` runs, this throws `CancellationError` at once, without
-    ///   waiting for `body`. `interrupt`, if given, is then called once, on a Dispatch thread
+    ///   waiting for `body`. `interrupt`, if given, is then called once, on a thread of the library's own
     ///   (never inside the task's cancellation handler, never on a pool thread), to ask the
     ///   blocked call to give up. It is not called if `body` already returned; and the pool thread
     ///   does not take its next call before `interrupt` has returned, so an interrupt never lands

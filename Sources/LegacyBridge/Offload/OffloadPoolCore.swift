@@ -87,7 +87,7 @@ final class OffloadPoolCore: @unchecked Sendable {
     }
 
     /// The caller of job `id` was cancelled: a waiting job is dropped (never runs); a running
-    /// one with an interrupt gets it called, soon, on a Dispatch thread (never here: this runs
+    /// one with an interrupt gets it called, soon, on a thread of the library's own (never here: this runs
     /// inside the task's cancellation handler).
     func cancel(_ id: OffloadJobID, call: any OffloadCallJob) {
         let action = self.locked { $0.cancel(id) }
@@ -97,7 +97,7 @@ final class OffloadPoolCore: @unchecked Sendable {
         case .dropQueued(let work):
             _ = work  // released here, after unlocking
         case .scheduleInterrupt(let id):
-            DispatchQueue.global().async { self.deliverInterrupt(id, call: call) }
+            SpareThreads.run { self.deliverInterrupt(id, call: call) }
         }
     }
 

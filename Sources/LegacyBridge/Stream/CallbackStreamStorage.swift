@@ -10,8 +10,8 @@ import Dispatch
 /// Nothing here ever waits: a yield, a finish, the consumer's `next()` and
 /// the cancellation handler each take a lock for a few instructions and
 /// return. What cannot be settled at once is settled by whoever comes next,
-/// by a job posted through the control's `ControlScheduler`, or by a
-/// Dispatch job (the default home of `cancel`).
+/// by a job posted through the control's `ControlScheduler`, or on one of
+/// the library's spare threads (the default home of `cancel`).
 @usableFromInline
 final class CallbackStreamStorage<Element: Sendable>: Sendable {
     @usableFromInline
@@ -167,7 +167,7 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
         if let scheduler = first.control.scheduler {
             scheduler.enqueue { self.runDeliveries(from: first, inline: false) }
         } else if first.operation == .cancel {
-            DispatchQueue.global().async { self.runDeliveries(from: first, inline: false) }
+            SpareThreads.run { self.runDeliveries(from: first, inline: false) }
         } else {
             runDeliveries(from: first, inline: true)
         }
@@ -175,7 +175,7 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
 
     /// The deliverer's loop. `inline`: running on the thread whose event made
     /// the call due (default contract), which must hand a `cancel` off to a
-    /// Dispatch worker instead of making it here, inside a yield or a
+    /// spare thread instead of making it here, inside a yield or a
     /// consumer's call.
     func runDeliveries(from first: ProducerControlStateMachine.Delivery, inline: Bool) {
         var delivery = first
@@ -183,7 +183,7 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
             delivery.perform()
             guard let next = control.withLock({ $0.deliveryCompleted() }) else { return }
             if inline && next.operation == .cancel {
-                DispatchQueue.global().async { self.runDeliveries(from: next, inline: false) }
+                SpareThreads.run { self.runDeliveries(from: next, inline: false) }
                 return
             }
             delivery = next

@@ -256,7 +256,7 @@ public struct ControlScheduler: Sendable {
 /// - With a `scheduler`, **every** call runs as a job posted through it, so
 ///   it lands on the SDK's own thread; the stream never calls the producer
 ///   from any other thread. Use this for single-threaded SDKs.
-/// - Without one, `cancel` runs on a Dispatch worker thread: never inside a
+/// - Without one, `cancel` runs on a thread of the library's own: never inside a
 ///   yield or finish (an SDK whose cancel waits for its running callbacks to
 ///   return would deadlock), never inside the task runtime's cancellation
 ///   handler, never on the cooperative pool (a cancel that takes seconds
