@@ -109,7 +109,8 @@ struct DownloadTests {
         await loop.shutdown()
         let curl = loop.statistics
         #expect(curl.pausesAnswered >= 1)
-        #expect(curl.resumes == s.resumes, "every resume of the stream reached curl_easy_pause")
+        // A transfer that answered pause goes on only after curl_easy_pause(CONT); it finished.
+        #expect(curl.resumes >= curl.pausesAnswered && curl.resumes <= s.resumes)
         #expect(curl.bytesDelivered == server.content.count, "no byte was delivered twice")
         Self.expectClean(curl)
         print(
