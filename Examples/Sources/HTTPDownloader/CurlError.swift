@@ -27,6 +27,7 @@ public struct CurlError: Error, RawRepresentable, Hashable, CustomStringConverti
     /// The transfer ended before the announced size (`CURLE_PARTIAL_FILE`).
     public static let partialFile = CurlError(rawValue: 18)
     /// The server answered with an HTTP status of 400 or more (`CURLE_HTTP_RETURNED_ERROR`).
+    /// A download reports ``HTTPStatusError`` instead, which carries the status.
     public static let httpReturnedError = CurlError(rawValue: 22)
     /// The write callback refused the data (`CURLE_WRITE_ERROR`).
     public static let writeError = CurlError(rawValue: 23)

@@ -72,6 +72,21 @@ public final class CurlLoop: Sendable {
         loop.post { _ in job() }
     }
 
+    /// Runs `job` with the loop's driver, on the loop thread, after every job posted before it.
+    /// Never blocks; never runs `job` inline.
+    ///
+    /// - Parameter job: The work; it may call the driver (it runs on the driver's thread).
+    /// - Returns: `false` if the loop has shut down (the job was dropped).
+    @discardableResult
+    func postToDriver(_ job: @escaping @Sendable (CurlDriver) -> Void) -> Bool {
+        loop.post(job)
+    }
+
+    /// A fresh transfer id.
+    func makeTransferID() -> TransferID {
+        TransferID(rawValue: nextID.add(1, ordering: .relaxed).newValue)
+    }
+
     /// Whether the caller runs on the loop thread.
     package var isCurrent: Bool { loop.isCurrent }
 
@@ -84,7 +99,7 @@ public final class CurlLoop: Sendable {
     ///   with `.cancelled` before this returns).
     @discardableResult
     package func startTransfer(url: String, handlers: TransferHandlers) -> TransferID? {
-        let id = TransferID(rawValue: nextID.add(1, ordering: .relaxed).newValue)
+        let id = makeTransferID()
         guard loop.post({ driver in driver.start(id: id, url: url, handlers: handlers) }) else {
             handlers.onEnd(.cancelled)
             return nil

@@ -25,6 +25,9 @@ public struct CurlStatistics: Hashable, Sendable {
     public var multiHandlesCleanedUp = 0
     /// Transfers that ended (completed, failed or cancelled).
     public var transfersFinished = 0
+    /// Transfers among those that ended because they were cancelled (by their owner, or because
+    /// the loop shut down), their handle removed before libcurl finished them.
+    public var transfersCancelled = 0
     /// Bytes handed to transfers' data handlers.
     public var bytesDelivered = 0
     /// Times a write callback answered `CURL_WRITEFUNC_PAUSE` (libcurl keeps those bytes and
@@ -52,6 +55,7 @@ final class CurlCounters: Sendable {
     let multiHandlesCreated = Atomic<Int>(0)
     let multiHandlesCleanedUp = Atomic<Int>(0)
     let transfersFinished = Atomic<Int>(0)
+    let transfersCancelled = Atomic<Int>(0)
     let bytesDelivered = Atomic<Int>(0)
     let pausesAnswered = Atomic<Int>(0)
     let resumes = Atomic<Int>(0)
@@ -69,6 +73,7 @@ final class CurlCounters: Sendable {
         out.multiHandlesCreated = multiHandlesCreated.load(ordering: .relaxed)
         out.multiHandlesCleanedUp = multiHandlesCleanedUp.load(ordering: .relaxed)
         out.transfersFinished = transfersFinished.load(ordering: .relaxed)
+        out.transfersCancelled = transfersCancelled.load(ordering: .relaxed)
         out.bytesDelivered = bytesDelivered.load(ordering: .relaxed)
         out.pausesAnswered = pausesAnswered.load(ordering: .relaxed)
         out.resumes = resumes.load(ordering: .relaxed)

@@ -31,6 +31,9 @@ package struct TransferHandlers: Sendable {
 package enum TransferEnd: Sendable, Equatable {
     /// libcurl finished the transfer; `status` is the HTTP response code.
     case completed(status: Int)
+    /// The server answered with an HTTP status of 400 or more (libcurl stopped before the body:
+    /// `CURLOPT_FAILONERROR`).
+    case httpError(status: Int)
     /// libcurl failed it.
     case failed(CurlError)
     /// It was cancelled (``CurlLoop/cancelTransfer(_:)``) or the loop shut down first.

@@ -110,7 +110,7 @@ struct CurlLoopTests {
 
         let missing = TransferProbe(loop: loop)
         loop.startTransfer(url: "http://127.0.0.1:\(server.port)/no-such-file", handlers: missing.handlers)
-        #expect(try await missing.ended() == .failed(.httpReturnedError))
+        #expect(try await missing.ended() == .httpError(status: 404))
 
         // 192.0.2.1 is TEST-NET-1 (never routed); the guard refuses it before a socket exists.
         let outside = TransferProbe(loop: loop)

@@ -252,10 +252,14 @@ final class CurlDriver {
                 let transfer = byHandle[easy]
             else { continue }
             let code = message.pointee.data.result
-            if code == CURLE_OK {
-                var status = 0
+            var status = 0
+            if code == CURLE_OK || code == CURLE_HTTP_RETURNED_ERROR {
                 _ = onLoop { ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status) }
+            }
+            if code == CURLE_OK {
                 finish(transfer, .completed(status: status))
+            } else if code == CURLE_HTTP_RETURNED_ERROR && status >= 400 {
+                finish(transfer, .httpError(status: status))
             } else {
                 finish(transfer, .failed(CurlError(rawValue: Int32(bitPattern: code.rawValue))))
             }
@@ -288,6 +292,9 @@ final class CurlDriver {
         transfers[transfer.id] = nil
         byHandle[easy] = nil
         counters.transfersFinished.increment()
+        if end == .cancelled {
+            counters.transfersCancelled.increment()
+        }
         transfer.handlers.onEnd(end)
     }
 }
