@@ -154,6 +154,11 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         @usableFromInline var isDone: Bool
         /// Elements handed out from the current batch before cancellation is checked again.
         @usableFromInline var uncheckedElements: Int
+        /// How many elements the last batch taken held: the emptied ring's storage is kept for
+        /// the next swap while it is at most four times that (or small), so a producer that
+        /// keeps far ahead does not regrow its buffer from nothing after every batch, and a burst
+        /// does not pin its memory once traffic calms down.
+        @usableFromInline var lastBatchCount: Int
 
         /// How many elements of a batch are handed out between two checks of
         /// `Task.isCancelled` (the check costs more than handing out an element).
@@ -165,6 +170,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
             self.subscription = subscription
             self.isDone = false
             self.uncheckedElements = 0
+            self.lastBatchCount = 0
         }
 
         /// The subscription's counters (all zero before the first `next()`).
@@ -209,10 +215,15 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
                     try await startOrCancel(isolation: actor)
                     continue
                 }
-                // A ring that grew for a burst is given back, outside the lock.
-                if batch.slots.count > StreamRing<Element>.retainedCapacity { batch = StreamRing() }
+                // A ring that grew for a burst is given back, outside the lock, once the batches
+                // no longer need it.
+                let capacity = batch.slots.count
+                if capacity > StreamRing<Element>.retainedCapacity && capacity / 4 > lastBatchCount {
+                    batch = StreamRing()
+                }
                 switch storage.next(into: &batch) {
                 case .batch:
+                    lastBatchCount = batch.count
                     uncheckedElements = Self.cancellationCheckInterval &- 1
                     return batch.popFirst()
                 case .end:

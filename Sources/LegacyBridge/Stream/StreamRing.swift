@@ -56,7 +56,10 @@ struct StreamRing<Element> {
     mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
         let element = slots[head]
-        slots[head] = nil
+        // A trivial element (an Int, a struct of them) owns nothing: leaving its bits in the slot
+        // saves a write and a uniqueness check per element. Anything else is cleared so that the
+        // ring never keeps an object alive.
+        if !_isPOD(Element.self) { slots[head] = nil }
         head &+= 1
         if head == slots.count { head = 0 }
         count &-= 1
