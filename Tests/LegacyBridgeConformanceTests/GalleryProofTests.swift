@@ -34,6 +34,10 @@ struct GalleryProofTests {
         "unbounded-asyncstream": Evidence(verdicts: ["failed"], detail: "buffered for a stalled consumer"),
         "no-reordering-stream": Evidence(verdicts: ["failed"], detail: "sequence number"),
         "self-retaining-subscription": Evidence(verdicts: ["failed"], detail: "still holds the source's controls"),
+        "foreign-thread-stream-control": Evidence(
+            verdicts: ["failed"], detail: "from a thread other than its loop thread"),
+        "cancel-in-yield-path": Evidence(verdicts: ["failed"], detail: "from inside one of its own callbacks"),
+        "blocking-yield-stream": Evidence(verdicts: ["failed"], detail: "did not return for"),
     ]
 
     @Test("every gallery adapter has evidence to check (the data race is checked under ThreadSanitizer in CI)")
