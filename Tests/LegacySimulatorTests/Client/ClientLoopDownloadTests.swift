@@ -35,10 +35,13 @@ struct ClientLoopDownloadTests {
     )
     func pushStyleOnLoopThread() async throws {
         let client = try Self.loopOnlyClient()
-        let totalBytes = 400 * 64
+        // Paced (4,000 events, 200 µs apart) so that the pause, which travels through the loop
+        // thread's queue, lands while the SDK still has events to produce, even on a busy machine.
+        let totalBytes = 4_000 * 64
         let behavior = SimulatedBehavior.wellBehaved.with {
             $0.chunkSize = 64
             $0.progressEvery = 0
+            $0.intervalMicroseconds = 200
         }
         // A complete download, paused by backpressure while the consumer stalls, then resumed.
         let (complete, stalled) = await Self.consumeStalling(
@@ -52,7 +55,10 @@ struct ClientLoopDownloadTests {
         #expect(complete.receivedEverything)
         #expect(complete.statistics.resumes >= 1)
         // A second download of the same client, left after 10 events: cancelled on the loop.
-        let endless = behavior.with { $0.streamEnd = .none }
+        let endless = behavior.with {
+            $0.streamEnd = .none
+            $0.intervalMicroseconds = 0
+        }
         let left = await clientTestConsume(
             client.download(DownloadRequest(path: "/loop", totalBytes: 1 << 30), behavior: endless),
             requestID: 2, totalBytes: 1 << 30
