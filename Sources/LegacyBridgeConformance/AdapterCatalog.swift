@@ -163,6 +163,9 @@ public enum AdapterCatalog {
         Entry(
             PlainActorAffineAdapter(), gallery: true,
             flaggedBy: ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"]),
+        Entry(ForeignThreadStreamControlAdapter(), gallery: true, flaggedBy: ["stream-controls-on-sdk-thread"]),
+        Entry(CancelInYieldPathAdapter(), gallery: true, flaggedBy: ["stream-no-cancel-inside-callback"]),
+        Entry(BlockingYieldStreamAdapter(), gallery: true, flaggedBy: ["stream-producer-not-blocked"]),
     ]
 
     /// The library's own adapters (the ones that must pass).

@@ -1,3 +1,5 @@
+import LegacyBridge
+
 /// The value a simulated one-shot legacy operation produces.
 public struct LegacyPayload: Sendable, Hashable {
     /// The operation's number within its SDK client.
@@ -176,6 +178,12 @@ public struct LegacySourceControl: Sendable {
 /// Events come from SDK threads, possibly several at once and out of order (never more than
 /// ``reorderWindow`` sequence numbers apart), possibly faster than the consumer takes them. The end
 /// comes through `onEnd`, and a misbehaving source may send events, or the end, again after it.
+///
+/// Some sources belong to an SDK that must only be called from its own loop thread (like libcurl's
+/// multi interface): then ``post`` is set, and the source's `cancel`, `pause` and `resume` must be
+/// called only from jobs posted through it. Pass ``controlScheduler`` to `StreamControl` and a
+/// `CallbackStream` does exactly that. `start` may be called from any thread: the source posts its
+/// own start to the loop thread.
 public struct LegacyEventSource: Sendable {
     @usableFromInline
     let starter:
@@ -190,9 +198,18 @@ public struct LegacyEventSource: Sendable {
     public let highWater: Int
     /// The buffer size below which a paused source should be resumed.
     public let lowWater: Int
+    /// Runs a job later on the SDK's own thread (never inside the call), or `nil` when the SDK
+    /// may be called from any thread. When set, call the source's controls only from jobs posted
+    /// through it.
+    public let post: (@Sendable (_ job: @escaping @Sendable () -> Void) -> Void)?
+
+    /// ``post`` as a `ControlScheduler` for `StreamControl(scheduler:cancel:pause:resume:)`, or
+    /// `nil` when the SDK may be called from any thread (the stream's default contract then applies).
+    public var controlScheduler: ControlScheduler? { post.map { ControlScheduler($0) } }
 
     package init(
         reorderWindow: Int, lowWater: Int, highWater: Int,
+        post: (@Sendable (_ job: @escaping @Sendable () -> Void) -> Void)? = nil,
         start:
             @escaping @Sendable (
                 @escaping @Sendable (LegacyEvent) -> Void,
@@ -202,6 +219,7 @@ public struct LegacyEventSource: Sendable {
         self.reorderWindow = reorderWindow
         self.lowWater = lowWater
         self.highWater = highWater
+        self.post = post
         self.starter = start
     }
 

@@ -62,7 +62,8 @@ public struct WithCallbackContextAdapter: OneShotAdapter {
 }
 
 /// The library's stream adapter: a `CallbackStream` with backpressure at the source's water marks
-/// and reordering within its window; the consumer's termination cancels the source.
+/// and reordering within its window; the consumer's termination cancels the source; every control
+/// call runs through the source's `controlScheduler` when its SDK has one.
 public struct CallbackStreamAdapter: StreamAdapter {
     /// Creates the adapter.
     public init() {}
@@ -84,7 +85,9 @@ public struct CallbackStreamAdapter: StreamAdapter {
                 onEnd: { error in
                     if let error { sink.finish(throwing: error) } else { sink.finish() }
                 })
-            return StreamControl(cancel: control.cancel, pause: control.pause, resume: control.resume)
+            return StreamControl(
+                scheduler: source.controlScheduler, cancel: control.cancel, pause: control.pause,
+                resume: control.resume)
         }
     }
 }

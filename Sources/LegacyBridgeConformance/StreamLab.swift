@@ -1,3 +1,4 @@
+import Dispatch
 import LegacyBridge
 import LegacySimulator
 
@@ -11,71 +12,172 @@ extension ScenarioLab {
     ///     within a window of 2, independent of thread timing.
     ///   - lowWater: The source's suggested low watermark.
     ///   - highWater: The source's suggested high watermark.
+    ///   - client: The SDK client to run on (default: the lab's). A client with a loop thread
+    ///     makes a loop-thread-only source: it offers `post`, starts the download on the loop, and
+    ///     counts every control call made on another thread (``SourceProbe/Snapshot/foreignControls``).
+    ///   - beforeEvent: Runs on the SDK's thread, inside the SDK's callback, before each data or
+    ///     progress event is passed on, and may hold it (the lab stands in for the SDK here).
+    ///   - cancelTakes: The source's cancel stops the SDK, then blocks its caller until this gate
+    ///     opens (or the lab's patience ran out): an SDK whose cancel takes long to return.
     ///   - beforeEnd: Runs on the SDK's thread before the first end is passed on, and may hold it
     ///     (the lab stands in for the SDK here): a scenario forces the order "the consumer waits in
     ///     `next()`, then the end arrives" this way.
     /// - Returns: The source to hand to the adapter, and the probe that watches it.
     func source(
         _ behavior: SimulatedBehavior, totalBytes: Int, swapPairs: Bool = false,
-        lowWater: Int = 16, highWater: Int = 64, beforeEnd: (@Sendable (SourceProbe) -> Void)? = nil
+        lowWater: Int = 16, highWater: Int = 64, client: SDKClient? = nil,
+        beforeEvent: (@Sendable (LegacyEvent, SourceProbe) -> Void)? = nil, cancelTakes: LabGate? = nil,
+        beforeEnd: (@Sendable (SourceProbe) -> Void)? = nil
     ) -> (LegacyEventSource, SourceProbe) {
         let probe = SourceProbe()
-        let sdk = self.sdk
+        // Held weakly: the client's owner (the lab, or the scenario) decides when it is destroyed,
+        // which also ends a cancel that deadlocked inside a callback.
+        weak let sdk = client ?? self.sdk
+        let onLoop = client?.hasLoopThread ?? false
+        let patience = self.patience
         let window = swapPairs ? 2 : Int(behavior.streamConcurrency)
-        let source = LegacyEventSource(reorderWindow: window, lowWater: lowWater, highWater: highWater) {
-            onEvent, onEnd in
+        var post: (@Sendable (_ job: @escaping @Sendable () -> Void) -> Void)?
+        if onLoop {
+            post = { job in postJob(job, to: sdk, probe: probe) }
+        }
+        let source = LegacyEventSource(
+            reorderWindow: window, lowWater: lowWater, highWater: highWater, post: post
+        ) { [post] onEvent, onEnd in
             probe.noteStart()
             let swapper = PairSwapper()
             let deliver: @Sendable (LegacyEvent) -> Void = { event in
                 probe.noteDelivered()
+                beforeEvent?(event, probe)
+                let entered = probe.callbackEntered()
                 onEvent(event)
+                probe.callbackReturned(entered)
             }
-            let started = SDK.startDownload(
-                client: sdk, request: DownloadRequest(path: "/conformance", totalBytes: totalBytes), behavior: behavior,
-                onEvent: { raw in
-                    switch raw.kind {
-                    case .end:
-                        if swapPairs, let held = swapper.flush() { deliver(held) }
-                        if probe.noteEnd() == 1 { beforeEnd?(probe) }
-                        onEnd(raw.error)
-                    case .data, .progress:
-                        let event = LegacyEvent(
-                            sequence: raw.sequence, kind: raw.kind == .data ? .data : .progress,
-                            bytes: raw.bytesDone, length: raw.data.count)
-                        if swapPairs {
-                            for ready in swapper.pass(event) { deliver(ready) }
-                        } else {
-                            deliver(event)
+            let slot = SourceSlot()
+            let startDownload: @Sendable () -> Void = {
+                guard let sdk else { return }
+                let started = SDK.startDownload(
+                    client: sdk, request: DownloadRequest(path: "/conformance", totalBytes: totalBytes),
+                    behavior: behavior,
+                    onEvent: { raw in
+                        switch raw.kind {
+                        case .end:
+                            if swapPairs, let held = swapper.flush() { deliver(held) }
+                            if probe.noteEnd() == 1 { beforeEnd?(probe) }
+                            let entered = probe.callbackEntered()
+                            onEnd(raw.error)
+                            probe.callbackReturned(entered)
+                        case .data, .progress:
+                            let event = LegacyEvent(
+                                sequence: raw.sequence, kind: raw.kind == .data ? .data : .progress,
+                                bytes: raw.bytesDone, length: raw.data.count)
+                            if swapPairs {
+                                for ready in swapper.pass(event) { deliver(ready) }
+                            } else {
+                                deliver(event)
+                            }
                         }
-                    }
-                },
-                onRelease: { probe.noteRelease() })
-            switch started {
-            case .success(let handle):
-                // The controls hold the SDK handle, as a real SDK's task object does; the lab
-                // watches them to tell when the adapter lets go of its subscription.
-                let controls = SourceControls(handle)
-                probe.watchControls(controls)
-                return LegacySourceControl(
-                    cancel: {
-                        probe.noteCancel()
-                        controls.handle.cancel()
                     },
-                    pause: {
-                        probe.notePause()
-                        try? controls.handle.pause()
-                    },
-                    resume: {
-                        probe.noteResume()
-                        try? controls.handle.resume()
-                    })
-            case .failure(let error):
-                probe.noteRelease()
-                onEnd(error)
-                return LegacySourceControl(cancel: {}, pause: {}, resume: {})
+                    onRelease: { probe.noteRelease() })
+                switch started {
+                case .success(let handle):
+                    // The controls hold the SDK handle, as a real SDK's task object does; the lab
+                    // watches them to tell when the adapter lets go of its subscription.
+                    let controls = SourceControls(handle)
+                    probe.watchControls(controls)
+                    if slot.attach(controls) { handle.cancel() }  // a cancel came first (counted)
+                case .failure(let error):
+                    probe.noteRelease()
+                    onEnd(error)
+                }
             }
+            if onLoop {
+                post?(startDownload)
+            } else {
+                startDownload()
+            }
+            let checkThread: @Sendable () -> Void = {
+                if onLoop, sdk?.isLoopThread != true { probe.noteForeignControl() }
+            }
+            return LegacySourceControl(
+                cancel: {
+                    checkThread()
+                    probe.noteCancel()
+                    slot.cancel()
+                    if let cancelTakes { _ = cancelTakes.wait(upTo: patience) }
+                },
+                pause: {
+                    checkThread()
+                    probe.notePause()
+                    try? slot.handle?.pause()
+                },
+                resume: {
+                    checkThread()
+                    probe.noteResume()
+                    try? slot.handle?.resume()
+                })
         }
         return (source, probe)
+    }
+}
+
+/// Posts `job` to the loop thread of `client`, counting a refusal on `probe`.
+private func postJob(_ job: @escaping @Sendable () -> Void, to client: SDKClient?, probe: SourceProbe) {
+    do {
+        try client?.post(job)
+    } catch {
+        probe.notePostRefused()
+    }
+}
+
+/// Where a source's controls find the SDK handle: a source on a loop thread starts later, in a
+/// job, so a control call made before that job ran (only a call from another thread can be) finds
+/// no handle; a cancel is then made as soon as the handle exists.
+final class SourceSlot: Sendable {
+    private struct State {
+        var controls: SourceControls?
+        var cancelled = false
+    }
+    private let state = LockedBox(State())
+
+    var handle: SDKHandle? { state.withLock { $0.controls?.handle } }
+
+    /// Stores the controls; returns whether a cancel already came (the caller then cancels).
+    func attach(_ controls: SourceControls) -> Bool {
+        state.withLock {
+            $0.controls = controls
+            return $0.cancelled
+        }
+    }
+
+    func cancel() {
+        let handle = state.withLock { state -> SDKHandle? in
+            state.cancelled = true
+            return state.controls?.handle
+        }
+        handle?.cancel()
+    }
+}
+
+/// A gate the lab's threads wait at (really blocked, bounded) until a scenario opens it.
+final class LabGate: Sendable {
+    private let group = DispatchGroup()
+    private let isOpen = LockedBox(false)
+
+    init() { group.enter() }
+
+    deinit { open() }
+
+    func open() {
+        let first = isOpen.withLock { isOpen in
+            defer { isOpen = true }
+            return !isOpen
+        }
+        if first { group.leave() }
+    }
+
+    /// Waits until the gate opens or `bound` passes; returns whether it opened.
+    func wait(upTo bound: Duration) -> Bool {
+        group.wait(timeout: .now() + .nanoseconds(Int(bound.nanosecondsClamped))) == .success
     }
 }
 
@@ -123,6 +225,10 @@ final class SourceProbe: Sendable {
         var resumes = 0
         var ends = 0
         var released = false
+        /// Control calls made on a thread other than the SDK's loop (loop-thread-only sources).
+        var foreignControls = 0
+        /// Jobs the SDK's loop refused (the client was being destroyed).
+        var refusedPosts = 0
 
         /// Events handed to the adapter and not yet taken by the consumer.
         var outstanding: Int { delivered - consumed }
@@ -133,6 +239,11 @@ final class SourceProbe: Sendable {
         var snapshot = Snapshot()
         weak var controls: SourceControls?
         var controlsWatched = false
+        var nextCallback = 0
+        /// When each adapter callback still running was entered.
+        var inFlight: [Int: ContinuousClock.Instant] = [:]
+        /// The longest adapter callback that returned.
+        var longestReturned: Duration = .zero
     }
 
     private let state = LockedBox(State())
@@ -171,4 +282,35 @@ final class SourceProbe: Sendable {
         }
     }
     func noteRelease() { state.withLock { $0.snapshot.released = true } }
+    func noteForeignControl() { state.withLock { $0.snapshot.foreignControls += 1 } }
+    func notePostRefused() { state.withLock { $0.snapshot.refusedPosts += 1 } }
+
+    /// The SDK is about to call the adapter's callback; returns a token for ``callbackReturned(_:)``.
+    func callbackEntered() -> Int {
+        let now = ContinuousClock.now
+        return state.withLock {
+            $0.nextCallback += 1
+            $0.inFlight[$0.nextCallback] = now
+            return $0.nextCallback
+        }
+    }
+
+    func callbackReturned(_ token: Int) {
+        let now = ContinuousClock.now
+        state.withLock {
+            guard let entered = $0.inFlight.removeValue(forKey: token) else { return }
+            $0.longestReturned = max($0.longestReturned, now - entered)
+        }
+    }
+
+    /// Adapter callbacks running right now.
+    var callbacksInFlight: Int { state.withLock { $0.inFlight.count } }
+
+    /// The longest time an adapter callback took, or has been running so far.
+    var longestCallback: Duration {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            state.inFlight.values.reduce(state.longestReturned) { max($0, now - $1) }
+        }
+    }
 }

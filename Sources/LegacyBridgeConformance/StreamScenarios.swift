@@ -11,7 +11,7 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         [
             eventsAfterTerminal, exactlyOneTerminal, consumerCancelStopsProducer, breakStopsProducer,
             slowConsumerBackpressure, outOfOrderRestored, resourcesReleased,
-        ]
+        ] + threadingScenarios
     }
 
     /// What a consumer saw.
@@ -24,20 +24,26 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         var afterEnd: String?
     }
 
-    /// Iterates the adapter's sequence, counting every element as consumed on the probe.
+    /// Iterates the adapter's sequence, counting every element as consumed on the probe, until it
+    /// ends, `limit` events were taken, or `until` (asked after each event) says to leave.
     static func consume(
         _ adapter: Adapter, _ source: LegacyEventSource, _ probe: SourceProbe,
-        limit: Int = .max, afterFirst: (@Sendable () async -> Void)? = nil
+        limit: Int = .max, afterFirst: (@Sendable () async -> Void)? = nil, until: (@Sendable () -> Bool)? = nil
     ) async -> Consumed {
         var consumed = Consumed()
         var iterator = adapter.events(from: source).makeAsyncIterator()
+        var stopped = false
         do {
             while consumed.sequences.count < limit, let event = try await iterator.next() {
                 probe.noteConsumed()
                 consumed.sequences.append(event.sequence)
                 if consumed.sequences.count == 1, let afterFirst { await afterFirst() }
+                if let until, until() {
+                    stopped = true
+                    break
+                }
             }
-            consumed.ended = consumed.sequences.count < limit
+            consumed.ended = consumed.sequences.count < limit && !stopped
         } catch {
             consumed.error = error
             consumed.ended = true

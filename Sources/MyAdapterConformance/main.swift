@@ -29,7 +29,10 @@ struct MyDownloadAdapter: StreamAdapter {
                 onEnd: { error in
                     if let error { sink.finish(throwing: error) } else { sink.finish() }
                 })
-            return StreamControl(cancel: control.cancel, pause: control.pause, resume: control.resume)
+            // A source whose SDK must only be called from its own thread offers a scheduler for it.
+            return StreamControl(
+                scheduler: source.controlScheduler, cancel: control.cancel, pause: control.pause,
+                resume: control.resume)
         }
     }
 }

@@ -38,6 +38,10 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "did not start within", "was not resumed within"),
         "plain-actor-affine": Evidence(
             verdicts: ["failed"], detail: "other than its loop thread", "other than the SDK's loop thread"),
+        "foreign-thread-stream-control": Evidence(
+            verdicts: ["failed"], detail: "from a thread other than its loop thread"),
+        "cancel-in-yield-path": Evidence(verdicts: ["failed"], detail: "from inside one of its own callbacks"),
+        "blocking-yield-stream": Evidence(verdicts: ["failed"], detail: "did not return for"),
     ]
 
     @Test("every gallery adapter has evidence to check (the data race is checked under ThreadSanitizer in CI)")

@@ -20,6 +20,12 @@ public final class LegacyClient: Sendable {
         /// The threads of the client's ``OffloadPool`` for ``LegacyClient/blockingCall(duration:timeout:isolation:)``,
         /// 1 ... `OffloadPool.maximumThreads`: how many blocking calls run at once.
         public var blockingThreads: Int
+        /// The SDK client runs a loop thread of its own, like libcurl's multi loop or a GUI main
+        /// loop (default `false`). Operations whose behaviour delivers on
+        /// ``SimulatedBehavior/Delivery/loop`` need it. A ``LegacyClient/download(_:behavior:buffering:)``
+        /// on such a client is started, paused, resumed and cancelled on that thread only (the
+        /// stream's `ControlScheduler` posts there), as a loop-thread-only SDK requires.
+        public var loopThread: Bool
 
         /// Creates a configuration.
         ///
@@ -27,10 +33,12 @@ public final class LegacyClient: Sendable {
         ///   - workerThreads: The SDK's worker threads, 1 ... 64.
         ///   - seed: The seed of the client's operations.
         ///   - blockingThreads: Threads for blocking calls (default 4).
-        public init(workerThreads: Int = 4, seed: UInt64 = 0, blockingThreads: Int = 4) {
+        ///   - loopThread: The SDK client runs a loop thread of its own (default `false`).
+        public init(workerThreads: Int = 4, seed: UInt64 = 0, blockingThreads: Int = 4, loopThread: Bool = false) {
             self.workerThreads = workerThreads
             self.seed = seed
             self.blockingThreads = blockingThreads
+            self.loopThread = loopThread
         }
     }
 
@@ -53,7 +61,8 @@ public final class LegacyClient: Sendable {
     public init(configuration: Configuration = .init()) throws(LegacySDKError) {
         self.configuration = configuration
         self.offload = try Self.makeOffloadPool(configuration)
-        self.sdk = try SDKClient(workerThreads: configuration.workerThreads, seed: configuration.seed)
+        self.sdk = try SDKClient(
+            workerThreads: configuration.workerThreads, seed: configuration.seed, loopThread: configuration.loopThread)
     }
 
     /// Wraps an existing SDK client (tests use it to install a session-token probe).

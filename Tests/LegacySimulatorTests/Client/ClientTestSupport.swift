@@ -188,8 +188,10 @@ final class ClientTestWorkerBlocker: Sendable {
             client: client.sdk, request: FetchRequest(path: "/blocker"), behavior: .wellBehaved,
             onCompletion: { _ in
                 entered.withLock { $0 = true }
-                // Bounded, so a test that fails before opening cannot hang the client's destroy.
-                _ = gate.wait(timeout: .now() + 60)
+                // Opened by the test, or by the blocker's deinit if the test gave up early; the
+                // bound is only a last resort (a loaded sanitizer run can take minutes to get a
+                // test's next step scheduled, so a short bound would release the worker early).
+                _ = gate.wait(timeout: .now() + .seconds(5 * testHangBoundSeconds))
             })
         handle.withLock { $0 = try? started.get() }
         _ = try started.get()
@@ -203,6 +205,8 @@ final class ClientTestWorkerBlocker: Sendable {
 
     /// Whether the blocking callback occupies the worker.
     var isInside: Bool { entered.withLock { $0 } }
+
+    deinit { gate.signal() }
 
     /// Lets the worker go.
     func open() {
