@@ -166,6 +166,8 @@ public enum AdapterCatalog {
         Entry(ForeignThreadStreamControlAdapter(), gallery: true, flaggedBy: ["stream-controls-on-sdk-thread"]),
         Entry(CancelInYieldPathAdapter(), gallery: true, flaggedBy: ["stream-no-cancel-inside-callback"]),
         Entry(BlockingYieldStreamAdapter(), gallery: true, flaggedBy: ["stream-producer-not-blocked"]),
+        Entry(
+            CancelInCancellationHandlerAdapter(), gallery: true, flaggedBy: ["stream-slow-cancel-leaves-pool-free"]),
     ]
 
     /// The library's own adapters (the ones that must pass).

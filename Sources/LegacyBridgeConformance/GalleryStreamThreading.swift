@@ -183,3 +183,78 @@ public struct BlockingYieldStreamAdapter: StreamAdapter {
         }
     }
 }
+
+/// WRONG ON PURPOSE. A correct `CallbackStream` whose iterator also cancels the SDK from the
+/// consuming task's cancellation handler ("stop the SDK the moment the task is cancelled").
+///
+/// Why it is wrong: the runtime runs a cancellation handler on the thread that called
+/// `task.cancel()`, holding the task's status lock, and the consumer resumed by the cancellation
+/// cannot go on before the handler returns. An SDK cancel that takes long (it waits for a worker,
+/// a network round trip, running callbacks) then holds up the cancelled consumer, and, when the
+/// canceller is a cooperative thread, the pool with it. The stream already runs `cancel` on a
+/// thread of its own once the consumer has left.
+/// Flagged by: `stream-slow-cancel-leaves-pool-free`.
+public struct CancelInCancellationHandlerAdapter: StreamAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `cancel-in-cancellation-handler`.
+    public var name: String { "cancel-in-cancellation-handler" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: also calls the SDK's cancel inside the consuming task's cancellation handler"
+    }
+
+    /// The events, through an iterator that cancels the source in its cancellation handler.
+    public struct Events: AsyncSequence, Sendable {
+        let stream: CallbackStream<LegacyEvent>
+        let control: LockedBox<LegacySourceControl?>
+
+        /// The iterator.
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            var inner: CallbackStream<LegacyEvent>.AsyncIterator
+            let control: LockedBox<LegacySourceControl?>
+
+            /// The next event.
+            /// - Returns: The next event, or `nil` at the end.
+            /// - Throws: The source's error, or `CancellationError`.
+            public mutating func next() async throws -> LegacyEvent? {
+                let control = self.control
+                var inner = self.inner
+                defer { self.inner = inner }
+                return try await withTaskCancellationHandler {
+                    try await inner.next()
+                } onCancel: {
+                    control.withLock { $0 }?.cancel()  // WRONG: the SDK's cancel, inside the handler
+                }
+            }
+        }
+
+        /// Makes the iterator.
+        /// - Returns: The iterator.
+        public func makeAsyncIterator() -> AsyncIterator {
+            AsyncIterator(inner: stream.makeAsyncIterator(), control: control)
+        }
+    }
+
+    /// Wraps `source` in a `CallbackStream` (on the source's scheduler) and the cancelling iterator.
+    /// - Parameter source: The legacy event source.
+    /// - Returns: The events, in sequence order.
+    public func events(from source: LegacyEventSource) -> Events {
+        let started = LockedBox<LegacySourceControl?>(nil)
+        let stream = CallbackStream(
+            buffering: .backpressure(low: source.lowWater, high: source.highWater),
+            ordering: .sequenced(window: max(1, source.reorderWindow))
+        ) { sink in
+            let control = source.start(
+                onEvent: { event in sink.yield(event, sequence: event.sequence) },
+                onEnd: { error in
+                    if let error { sink.finish(throwing: error) } else { sink.finish() }
+                })
+            started.withLock { $0 = control }
+            return StreamControl(
+                scheduler: source.controlScheduler, cancel: control.cancel, pause: control.pause,
+                resume: control.resume)
+        }
+        return Events(stream: stream, control: started)
+    }
+}

@@ -211,7 +211,8 @@ struct ClientFetchTests {
     @Test("a timeout that does not expire changes nothing: the value is returned and nothing is cancelled")
     func timeoutNotExpired() async throws {
         let client = try LegacyClient()
-        let response = try await client.fetch(FetchRequest(path: "/t", responseSize: 4), timeout: .seconds(5 * testHangBoundSeconds))
+        let response = try await client.fetch(
+            FetchRequest(path: "/t", responseSize: 4), timeout: .seconds(5 * testHangBoundSeconds))
         #expect(response.body == clientTestContent(requestID: 1, count: 4))
         let counters = await clientTestSettledCounters(client)
         #expect(counters.cancels == 0)
@@ -344,7 +345,8 @@ struct ClientFetchTests {
                     let behavior = SimulatedBehavior.chaos(seed: seed)
                     // An operation that never completes ends by its timeout (chaos never pairs it
                     // with an ignored cancel); the others have only a hang bound.
-                    let timeout: Duration = behavior.outcomes.isEmpty ? .milliseconds(30) : .seconds(testHangBoundSeconds)
+                    let timeout: Duration =
+                        behavior.outcomes.isEmpty ? .milliseconds(30) : .seconds(testHangBoundSeconds)
                     let result = await clientTestResult {
                         try await client.fetch(
                             FetchRequest(path: "/chaos", responseSize: Int(seed % 512)), behavior: behavior,
@@ -407,7 +409,8 @@ struct ClientFetchTests {
         let outcome = ClientTestOutcome(
             await clientTestResult {
                 try await client.fetch(
-                    FetchRequest(path: "/bad", responseSize: responseSize), behavior: behavior, timeout: .seconds(testHangBoundSeconds))
+                    FetchRequest(path: "/bad", responseSize: responseSize), behavior: behavior,
+                    timeout: .seconds(testHangBoundSeconds))
             })
         #expect(outcome == .sdkError(LegacySDKError.outOfRange.rawValue, nil), "\(name)")
         let counters = client.counters
