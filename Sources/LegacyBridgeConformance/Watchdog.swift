@@ -6,18 +6,24 @@ import LegacySimulator
 ///
 /// Returns `nil` when the bound expired first. The body's task is then cancelled and abandoned: a
 /// broken adapter may have left it suspended (or its threads blocked) forever, and the suite has to
-/// go on without it. The timer runs on a Dispatch queue, not on the cooperative pool, and the body
-/// runs on the scenario's own executor when there is one (``ScenarioThreads``), so an adapter that
-/// blocks the threads it runs on neither delays the timer nor keeps the waiter here from resuming.
+/// go on without it. The timer is a thread of its own (not a Dispatch timer: on Linux Dispatch's
+/// global threads are the cooperative pool, which a broken adapter may be starving), ending as soon
+/// as the body does; the body runs on the scenario's own executor when there is one
+/// (``ScenarioThreads``), so an adapter that blocks the threads it runs on neither delays the timer
+/// nor keeps the waiter here from resuming.
 func runWithWatchdog<Result: Sendable>(
     bound: Duration,
     _ body: @escaping @Sendable () async -> Result
 ) async -> Result? {
     let latch = FirstResultLatch<Result?>()
-    let task = ScenarioThreads.task { latch.offer(await body()) }
+    let finished = DispatchSemaphore(value: 0)
+    let task = ScenarioThreads.task {
+        latch.offer(await body())
+        finished.signal()
+    }
     let deadline = DispatchTime.now() + .nanoseconds(Int(bound.nanosecondsClamped))
-    DispatchQueue.global().asyncAfter(deadline: deadline) {
-        latch.offer(nil)
+    onDedicatedThread("conformance watchdog") {
+        if finished.wait(timeout: deadline) == .timedOut { latch.offer(nil) }
     }
     let result = await latch.value()
     if result == nil { task.cancel() }
