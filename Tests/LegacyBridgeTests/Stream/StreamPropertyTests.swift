@@ -154,44 +154,48 @@ struct StreamPropertyTests {
     }
 
     @Test("SequenceReorderer matches the reference model on a million random hostile sequences (seeded)")
-    func reordererMatchesModel() {
-        var random = StreamSplitMix(seed: propertySeed)
-        let windows = [1, 2, 3, 8, 64, 1_024, 1_025, 100_000]
-        var mismatches: [String] = []
-        for index in 0..<propertySequences {
-            let window = windows[Int(random.next() % UInt64(windows.count))]
-            let policy: SequenceGapPolicy = random.next() % 4 == 0 ? .fail : .skip
-            let first = random.next() % 3 == 0 ? UInt64.max &- random.next() % 4 : random.next() % 8
-            var real = SequenceReorderer<Int>(window: window, firstSequence: first, gapPolicy: policy)
-            var model = ModelReorderer(window: window, first: first, policy: policy)
-            let steps = 1 + Int(random.next() % 12)
-            for step in 0..<steps {
-                let sequence = Self.hostileSequence(&random, next: model.next, window: window)
-                var released: [Int] = []
-                var expected: [Int] = []
-                let placement: SequenceReorderer<Int>.Placement
-                if step == steps - 1 && random.next() % 3 == 0 {
-                    real.flush { released.append($0) }
-                    model.flush(&expected)
-                    placement = .released
-                } else {
-                    placement = real.insert(step, sequence: sequence) { released.append($0) }
-                    let modelPlacement = model.insert(step, sequence, &expected)
-                    if placement != modelPlacement {
-                        mismatches.append(
-                            "sequence \(index) step \(step): placement \(placement) != model \(modelPlacement)")
+    func reordererMatchesModel() async {
+        // Minutes of CPU under sanitizers: run where it cannot hold a cooperative thread.
+        let mismatches = await onOwnThread { () -> [String] in
+            var random = StreamSplitMix(seed: propertySeed)
+            let windows = [1, 2, 3, 8, 64, 1_024, 1_025, 100_000]
+            var mismatches: [String] = []
+            for index in 0..<propertySequences {
+                let window = windows[Int(random.next() % UInt64(windows.count))]
+                let policy: SequenceGapPolicy = random.next() % 4 == 0 ? .fail : .skip
+                let first = random.next() % 3 == 0 ? UInt64.max &- random.next() % 4 : random.next() % 8
+                var real = SequenceReorderer<Int>(window: window, firstSequence: first, gapPolicy: policy)
+                var model = ModelReorderer(window: window, first: first, policy: policy)
+                let steps = 1 + Int(random.next() % 12)
+                for step in 0..<steps {
+                    let sequence = Self.hostileSequence(&random, next: model.next, window: window)
+                    var released: [Int] = []
+                    var expected: [Int] = []
+                    let placement: SequenceReorderer<Int>.Placement
+                    if step == steps - 1 && random.next() % 3 == 0 {
+                        real.flush { released.append($0) }
+                        model.flush(&expected)
+                        placement = .released
+                    } else {
+                        placement = real.insert(step, sequence: sequence) { released.append($0) }
+                        let modelPlacement = model.insert(step, sequence, &expected)
+                        if placement != modelPlacement {
+                            mismatches.append(
+                                "sequence \(index) step \(step): placement \(placement) != model \(modelPlacement)")
+                        }
                     }
+                    if released != expected || real.nextSequence != model.next || real.heldCount != model.heldCount
+                        || real.droppedStale != model.stale || real.skippedSequences != model.skipped
+                    {
+                        mismatches.append(
+                            "sequence \(index) (seed \(propertySeed)) step \(step), window \(window), \(policy), insert \(sequence): released \(released) vs \(expected), next \(real.nextSequence) vs \(model.next), held \(real.heldCount) vs \(model.heldCount), stale \(real.droppedStale) vs \(model.stale), skipped \(real.skippedSequences) vs \(model.skipped)"
+                        )
+                    }
+                    if placement == .rejected { break }
                 }
-                if released != expected || real.nextSequence != model.next || real.heldCount != model.heldCount
-                    || real.droppedStale != model.stale || real.skippedSequences != model.skipped
-                {
-                    mismatches.append(
-                        "sequence \(index) (seed \(propertySeed)) step \(step), window \(window), \(policy), insert \(sequence): released \(released) vs \(expected), next \(real.nextSequence) vs \(model.next), held \(real.heldCount) vs \(model.heldCount), stale \(real.droppedStale) vs \(model.stale), skipped \(real.skippedSequences) vs \(model.skipped)"
-                    )
-                }
-                if placement == .rejected { break }
+                if mismatches.count > 5 { break }
             }
-            if mismatches.count > 5 { break }
+            return mismatches
         }
         #expect(mismatches.isEmpty, "\(mismatches.prefix(5).joined(separator: "\n"))")
     }
@@ -199,140 +203,154 @@ struct StreamPropertyTests {
     @Test(
         "the stream machine keeps its contract on a million random event sequences: order, drops, answers, terminal once, control calls (seeded)"
     )
-    func streamMachineInvariants() {
-        var random = StreamSplitMix(seed: propertySeed ^ 0xABCD)
-        let policies: [StreamBuffering] = [
-            .unbounded, .bufferingOldest(1), .bufferingOldest(3), .bufferingNewest(2),
-            .backpressure(low: 0, high: 1), .backpressure(low: 1, high: 3), .backpressure(low: 2, high: 5),
-        ]
-        var failures: [String] = []
-        for index in 0..<propertySequences {
-            let buffering = policies[Int(random.next() % UInt64(policies.count))]
-            let window = random.next() % 3 == 0 ? 1 + Int(random.next() % 4) : 0
-            let ordering: StreamOrdering = window > 0 ? .sequenced(window: window) : .arrival
-            var machine = CallbackStreamStateMachine<Int>(buffering: buffering, ordering: ordering)
-            var model = ModelReorderer(window: max(window, 1), first: 0, policy: .skip)
-            var accepted: [Int] = []  // values the machine took (after reordering), in order
-            var delivered: [Int] = []
-            var batch = StreamRing<Int>()
-            var terminals = 0
-            var cancels = 0
-            var lastPaused: Bool?
-            var lastVersion: UInt64 = 0
-            var closed = false  // producer finished or consumer stopped: no more pause/resume
-            var problem: String?
-            func check(_ request: StreamControlRequest?, _ what: String) {
-                guard let request, problem == nil else { return }
-                switch request {
-                case .setPaused(let paused, let version):
-                    if closed { problem = "\(what): \(request) after the stream closed" }
-                    if version <= lastVersion { problem = "\(what): version \(version) not above \(lastVersion)" }
-                    if lastPaused == paused || (lastPaused == nil && !paused) {
-                        problem = "\(what): \(paused ? "pause" : "resume") does not alternate"
-                    }
-                    lastPaused = paused
-                    lastVersion = version
-                case .cancel:
-                    cancels += 1
-                    closed = true
-                case .producerFinished:
-                    closed = true
-                }
-            }
-            func checkAnswer(_ outcome: YieldOutcome, _ what: String) {
-                guard problem == nil, outcome != .terminated, outcome != .dropped else { return }
-                let wantsStop = machine.pauseWanted && machine.canStopProducer
-                if (outcome == .stopProducing) != wantsStop {
-                    problem = "\(what): answered \(outcome) while a pause is \(wantsStop ? "" : "not ")wanted"
-                }
-                let held = machine.buffer.count + machine.inBatch
-                if machine.statistics.peakBuffered < held {
-                    problem = "\(what): peak \(machine.statistics.peakBuffered) below held \(held)"
-                }
-            }
-            var value = 0
-            let steps = 1 + Int(random.next() % 16)
-            for step in 0..<steps where problem == nil {
-                var streaming: Bool { if case .streaming = machine.state { true } else { false } }
-                switch random.next() % 9 {
-                case 0, 1, 2:
-                    value += 1
-                    if window > 0 {
-                        let sequence = model.next &+ random.next() % UInt64(window + 1)
-                        if streaming {
-                            var released: [Int] = []
-                            _ = model.insert(value, sequence, &released)
-                            accepted += released
+    func streamMachineInvariants() async {
+        let failures = await onOwnThread { () -> [String] in
+            var random = StreamSplitMix(seed: propertySeed ^ 0xABCD)
+            let policies: [StreamBuffering] = [
+                .unbounded, .bufferingOldest(1), .bufferingOldest(3), .bufferingNewest(2),
+                .backpressure(low: 0, high: 1), .backpressure(low: 1, high: 3), .backpressure(low: 2, high: 5),
+            ]
+            var failures: [String] = []
+            for index in 0..<propertySequences {
+                let buffering = policies[Int(random.next() % UInt64(policies.count))]
+                let window = random.next() % 3 == 0 ? 1 + Int(random.next() % 4) : 0
+                let ordering: StreamOrdering = window > 0 ? .sequenced(window: window) : .arrival
+                var machine = CallbackStreamStateMachine<Int>(buffering: buffering, ordering: ordering)
+                var model = ModelReorderer(window: max(window, 1), first: 0, policy: .skip)
+                var accepted: [Int] = []  // values the machine took (after reordering), in order
+                var delivered: [Int] = []
+                var batch = StreamRing<Int>()
+                var terminals = 0
+                var cancels = 0
+                var lastPaused: Bool?
+                var lastVersion: UInt64 = 0
+                var closed = false  // producer finished or consumer stopped: no more pause/resume
+                var problem: String?
+                func check(_ request: StreamControlRequest?, _ what: String) {
+                    guard let request, problem == nil else { return }
+                    switch request {
+                    case .setPaused(let paused, let version):
+                        if closed { problem = "\(what): \(request) after the stream closed" }
+                        if version <= lastVersion { problem = "\(what): version \(version) not above \(lastVersion)" }
+                        if lastPaused == paused || (lastPaused == nil && !paused) {
+                            problem = "\(what): \(paused ? "pause" : "resume") does not alternate"
                         }
-                        let (outcome, effects) = machine.yield(value, sequence: sequence)
-                        check(effects.control, "yield #\(step)")
-                        checkAnswer(outcome, "yield #\(step)")
-                    } else {
-                        if streaming { accepted.append(value) }
-                        switch machine.yield(value) {
-                        case .outcome(let outcome):
-                            checkAnswer(outcome, "yield #\(step)")
-                        case .effects(let outcome, let effects):
+                        lastPaused = paused
+                        lastVersion = version
+                    case .cancel:
+                        cancels += 1
+                        closed = true
+                    case .producerFinished:
+                        closed = true
+                    }
+                }
+                func checkAnswer(_ outcome: YieldOutcome, _ what: String) {
+                    guard problem == nil, outcome != .terminated, outcome != .dropped else { return }
+                    let wantsStop = machine.pauseWanted && machine.canStopProducer
+                    if (outcome == .stopProducing) != wantsStop {
+                        problem = "\(what): answered \(outcome) while a pause is \(wantsStop ? "" : "not ")wanted"
+                    }
+                    let held = machine.buffer.count + machine.inBatch
+                    if machine.statistics.peakBuffered < held {
+                        problem = "\(what): peak \(machine.statistics.peakBuffered) below held \(held)"
+                    }
+                }
+                var value = 0
+                let steps = 1 + Int(random.next() % 16)
+                for step in 0..<steps where problem == nil {
+                    var streaming: Bool { if case .streaming = machine.state { true } else { false } }
+                    switch random.next() % 9 {
+                    case 0, 1, 2:
+                        value += 1
+                        if window > 0 {
+                            let sequence = model.next &+ random.next() % UInt64(window + 1)
+                            if streaming {
+                                var released: [Int] = []
+                                _ = model.insert(value, sequence, &released)
+                                accepted += released
+                            }
+                            let (outcome, effects) = machine.yield(value, sequence: sequence)
                             check(effects.control, "yield #\(step)")
                             checkAnswer(outcome, "yield #\(step)")
+                        } else {
+                            if streaming { accepted.append(value) }
+                            switch machine.yield(value) {
+                            case .outcome(let outcome):
+                                checkAnswer(outcome, "yield #\(step)")
+                            case .effects(let outcome, let effects):
+                                check(effects.control, "yield #\(step)")
+                                checkAnswer(outcome, "yield #\(step)")
+                            }
+                        }
+                    case 3:
+                        guard window == 0 else { continue }
+                        let values = (0..<Int(random.next() % 4)).map { offset in value + 1 + offset }
+                        value += values.count
+                        if streaming { accepted += values }
+                        let (outcome, effects) = values.withUnsafeBufferPointer { machine.yield(contentsOf: $0) }
+                        check(effects.control, "yield(contentsOf:) #\(step)")
+                        checkAnswer(outcome, "yield(contentsOf:) #\(step)")
+                    case 4:
+                        machine.controlArrived(canResume: random.next() % 4 != 0)
+                    case 5:
+                        if streaming, window > 0 {
+                            var flushed: [Int] = []
+                            model.flush(&flushed)
+                            accepted += flushed
+                        }
+                        check(machine.finish(nil).control, "finish #\(step)")
+                    case 6:
+                        check(machine.consumerTerminated(cancelled: random.next() % 2 == 0).control, "stop #\(step)")
+                    default:
+                        while let element = batch.popFirst() { delivered.append(element) }
+                        let (action, request) = machine.next(into: &batch)
+                        check(request, "next #\(step)")
+                        switch action {
+                        case .batch, .suspend: break
+                        case .end, .fail, .cancelled: terminals += 1
                         }
                     }
-                case 3:
-                    guard window == 0 else { continue }
-                    let values = (0..<Int(random.next() % 4)).map { offset in value + 1 + offset }
-                    value += values.count
-                    if streaming { accepted += values }
-                    let (outcome, effects) = values.withUnsafeBufferPointer { machine.yield(contentsOf: $0) }
-                    check(effects.control, "yield(contentsOf:) #\(step)")
-                    checkAnswer(outcome, "yield(contentsOf:) #\(step)")
-                case 4:
-                    machine.controlArrived(canResume: random.next() % 4 != 0)
-                case 5:
-                    if streaming, window > 0 {
-                        var flushed: [Int] = []
-                        model.flush(&flushed)
-                        accepted += flushed
+                }
+                while let element = batch.popFirst() { delivered.append(element) }
+                if problem == nil, cancels > 1 { problem = "cancel requested \(cancels) times" }
+                if problem == nil, terminals > 0 {
+                    var extra = StreamRing<Int>()
+                    if case .batch = machine.next(into: &extra).0 { problem = "a batch after the terminal" }
+                }
+                if problem == nil {
+                    // Delivered in accepted order (a subsequence: policies and termination may drop),
+                    // never twice; exactly a prefix when nothing was dropped.
+                    var remaining = accepted.makeIterator()
+                    for element in delivered where problem == nil {
+                        var found = false
+                        while !found, let candidate = remaining.next() { found = candidate == element }
+                        if !found { problem = "delivered \(delivered) is not in accepted order \(accepted)" }
                     }
-                    check(machine.finish(nil).control, "finish #\(step)")
-                case 6:
-                    check(machine.consumerTerminated(cancelled: random.next() % 2 == 0).control, "stop #\(step)")
-                default:
-                    while let element = batch.popFirst() { delivered.append(element) }
-                    let (action, request) = machine.next(into: &batch)
-                    check(request, "next #\(step)")
-                    switch action {
-                    case .batch, .suspend: break
-                    case .end, .fail, .cancelled: terminals += 1
+                    let statistics = machine.statistics
+                    if problem == nil, statistics.dropped == 0, statistics.discardedAtTermination == 0,
+                        delivered != Array(accepted.prefix(delivered.count))
+                    {
+                        problem = "nothing dropped, yet delivered \(delivered) is not a prefix of accepted \(accepted)"
                     }
                 }
-            }
-            while let element = batch.popFirst() { delivered.append(element) }
-            if problem == nil, cancels > 1 { problem = "cancel requested \(cancels) times" }
-            if problem == nil, terminals > 0 {
-                var extra = StreamRing<Int>()
-                if case .batch = machine.next(into: &extra).0 { problem = "a batch after the terminal" }
-            }
-            if problem == nil {
-                // Delivered in accepted order (a subsequence: policies and termination may drop),
-                // never twice; exactly a prefix when nothing was dropped.
-                var remaining = accepted.makeIterator()
-                for element in delivered where problem == nil {
-                    var found = false
-                    while !found, let candidate = remaining.next() { found = candidate == element }
-                    if !found { problem = "delivered \(delivered) is not in accepted order \(accepted)" }
-                }
-                let statistics = machine.statistics
-                if problem == nil, statistics.dropped == 0, statistics.discardedAtTermination == 0,
-                    delivered != Array(accepted.prefix(delivered.count))
-                {
-                    problem = "nothing dropped, yet delivered \(delivered) is not a prefix of accepted \(accepted)"
+                if let problem {
+                    failures.append(
+                        "sequence \(index) (seed \(propertySeed)), \(buffering), window \(window): \(problem)")
+                    if failures.count > 5 { break }
                 }
             }
-            if let problem {
-                failures.append("sequence \(index) (seed \(propertySeed)), \(buffering), window \(window): \(problem)")
-                if failures.count > 5 { break }
-            }
+            return failures
         }
         #expect(failures.isEmpty, "\(failures.prefix(5).joined(separator: "\n"))")
+    }
+}
+
+/// Runs `body` on a thread of its own and returns its result: a test that computes for seconds
+/// must not hold one of the cooperative pool's few threads (nothing preempts it there, so every
+/// async test of the run would wait for it).
+func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { continuation in
+        let rc = startDetachedThread(name: "test-compute") { continuation.resume(returning: body()) }
+        precondition(rc == 0, "pthread_create failed: \(rc)")
     }
 }
