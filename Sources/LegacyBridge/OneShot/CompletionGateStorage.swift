@@ -16,12 +16,16 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         @usableFromInline let onDiscard: (@Sendable (Value) -> Void)?
         /// Counts this gate's life while diagnostics are on (`nil`, and free, otherwise).
         @usableFromInline let diagnosticsToken: BridgeDiagnostics.GateToken?
+        /// The timer `withCallback` arms once it waits: kept here, in the gate's one allocation,
+        /// rather than in the caller's async frame (every suspended call pays for its frame).
+        @usableFromInline var plannedTimer: (timeout: Duration, deadline: ContinuousClock.Instant)?
 
         @inlinable
         init(onDiscard: (@Sendable (Value) -> Void)?) {
             self.machine = Machine()
             self.onDiscard = onDiscard
             self.diagnosticsToken = BridgeDiagnostics.isEnabled ? BridgeDiagnostics.makeGateToken() : nil
+            self.plannedTimer = nil
         }
     }
 
@@ -125,6 +129,19 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
             call?.cancel()
             return outcome
         }
+    }
+
+    /// Records the timer to arm once the call waits (see ``armPlannedTimer()``).
+    @usableFromInline
+    func planTimer(timeout: Duration, deadline: ContinuousClock.Instant) {
+        self.box.withLock { $0.plannedTimer = (timeout, deadline) }
+    }
+
+    /// Arms the timer ``planTimer(timeout:deadline:)`` recorded, if any.
+    @usableFromInline
+    func armPlannedTimer() {
+        guard let (timeout, deadline) = self.box.withLock({ $0.plannedTimer }) else { return }
+        armTimer(timeout: timeout, deadline: deadline)
     }
 
     /// Starts a timer that decides the outcome with `BridgeTimeoutError` at

@@ -67,11 +67,12 @@ public func withCallback<Value: Sendable>(
 ) async throws -> Value {
     let storage = CompletionGateStorage<Value>(onDiscard: onDiscard)
     let plan = TimeoutPlan(timeout)
-    let deadline: ContinuousClock.Instant?
+    let hasTimer: Bool
     if case .after(let timeout) = plan {
-        deadline = ContinuousClock.now + timeout
+        storage.planTimer(timeout: timeout, deadline: ContinuousClock.now + timeout)
+        hasTimer = true
     } else {
-        deadline = nil
+        hasTimer = false
     }
     let handle: CancelHandle?
     do {
@@ -98,8 +99,8 @@ public func withCallback<Value: Sendable>(
         // the isolation tests fail if that capture is removed.
         operation: {
             try await withUnsafeThrowingContinuation(isolation: isolation) { continuation in
-                if storage.install(continuation), case .after(let timeout) = plan, let deadline {
-                    storage.armTimer(timeout: timeout, deadline: deadline)
+                if storage.install(continuation), hasTimer {
+                    storage.armPlannedTimer()
                 }
             }
         },
