@@ -169,12 +169,16 @@ struct BenchRunner {
             referenceGateMainActorNs: referenceMain.median, bridgeMainActorNs: bridgeMain.median,
             floorMainActorNs: floorMain.median, rounds: floor.samples.count)
         report.addTarget(
-            "one-shot sync: withCallback / floor", value: benchRatio(bridge, floor), atMost: 4)
+            "one-shot sync: withCallback / floor", value: benchRatio(bridge, floor), atMost: 2.5)
+        report.addTarget(
+            "one-shot sync @MainActor: withCallback / floor @MainActor", value: benchRatio(bridgeMain, floorMain),
+            atMost: 2.5)
         report.addTarget(
             "one-shot sync: reference gate / withCallback", value: benchRatio(reference, bridge), atLeast: 3)
-        report.addTarget(
-            "one-shot sync: withCallback @MainActor / nonisolated", value: benchRatio(bridgeMain, bridge), atMost: 1.5)
-        // What the @MainActor target is up against: the bare continuation's own ratio in the same run.
+        // The withdrawn "@MainActor within 1.5x of nonisolated" target, as information: the bare
+        // continuation's own ratio in the same run is what bounds it.
+        report.addInformation(
+            "one-shot sync: withCallback @MainActor / nonisolated", value: benchRatio(bridgeMain, bridge))
         report.addInformation(
             "one-shot sync: floor @MainActor / nonisolated", value: benchRatio(floorMain, floor))
         report.addInformation(
@@ -200,7 +204,7 @@ struct BenchRunner {
         report.workerThread = .init(
             floorNs: floor.median, bridgeNs: bridge.median, fetchNs: fetch.median, sdkFloorNs: sdkFloor.median,
             rounds: floor.samples.count)
-        report.addTarget("worker thread: withCallback / floor", value: benchRatio(bridge, floor), atMost: 1.15)
+        report.addTarget("worker thread: withCallback / floor", value: benchRatio(bridge, floor), atMost: 1.10)
         report.addInformation("worker thread: LegacyClient.fetch / SDK floor", value: benchRatio(fetch, sdkFloor))
         show([
             "one-shot, callback from a worker thread (\(floor.samples.count) rounds)",
