@@ -94,8 +94,12 @@ struct ConformanceSuiteTests {
     func watchdogFiresWhileThreadsAreBlocked() async {
         let blocker = ThreadBlockingAdapter()
         // Upper bound only: if the watchdog could not report, the blocked threads are let go
-        // after 60 s so that the test ends (and fails) instead of hanging the run.
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60) { blocker.releaseAll(bySafetyTimer: true) }
+        // after 60 s (300 s under ThreadSanitizer, where the whole run can keep a task waiting
+        // for a cooperative thread that long) so that the test ends (and fails) instead of hanging.
+        onDedicatedThread("safety timer") {
+            sleep(threadSanitizerIsActive ? 300 : 60)
+            blocker.releaseAll(bySafetyTimer: true)
+        }
         let report = await ConformanceSuite.run(
             blocker, options: .init(watchdog: .seconds(1), burstSize: 64, only: ["burst-random-cancels"]))
         let releasedBySafetyTimer = blocker.releasedBySafetyTimer

@@ -62,7 +62,7 @@ struct GalleryProofTests {
         for seed in Self.seeds {
             let run = try await CLI.run([
                 "conformance", "--adapter", name, "--scenario", entry.flaggedBy.joined(separator: ","),
-                "--watchdog", "3", "--seed", String(seed), "--json",
+                "--watchdog", threadSanitizerIsActive ? "10" : "3", "--seed", String(seed), "--json",
             ])
             #expect(run.status == 0, "\(name) seed \(seed): \(run.errors)")
             let adapter = try #require(

@@ -5,7 +5,9 @@ import Testing
 /// The thread-affine and blocking scenarios against the library's adapters and the gallery's.
 @Suite("Conformance: thread-affine and blocking SDKs")
 struct OffloadConformanceTests {
-    static let patient = ConformanceOptions(watchdog: .seconds(60))
+    /// Generous: under ThreadSanitizer, on two cores, the whole test run can keep these scenarios'
+    /// tasks waiting for a cooperative thread for a minute.
+    static let patient = ConformanceOptions(watchdog: threadSanitizerIsActive ? .seconds(300) : .seconds(60))
 
     @Test("the SDK-thread-executor adapter passes every thread-affine scenario")
     func executorAdapterPasses() async {
