@@ -485,7 +485,11 @@ struct StreamCallbackStreamTests {
         #expect(checksum != 1)  // keep the work
     }
 
-    @Test("invalid buffering and ordering arguments stop the program with a message")
+    @Test(
+        "invalid buffering and ordering arguments stop the program with a message",
+        .enabled(
+            if: !runningUnderThreadSanitizer,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func validatesArguments() async {
         await #expect(processExitsWith: .failure) {
             _ = CallbackStream(of: Int.self, buffering: .bufferingOldest(0)) { _ in nil }
