@@ -95,7 +95,7 @@ struct ClientStressTests {
             }
             return outcomes
         }
-        guard let outcomes = try await burst.result(within: Double(testHangBoundSeconds))?.get() else {
+        guard let outcomes = try await burst.result(within: Double(3 * testHangBoundSeconds))?.get() else {
             Issue.record("only \(inFlight.ended.load(ordering: .relaxed)) of \(count) fetches ended")
             return
         }
