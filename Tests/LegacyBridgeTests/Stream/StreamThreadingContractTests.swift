@@ -198,6 +198,7 @@ struct StreamThreadingContractTests {
     )
     func gapCancelNeverInsideYield() async throws {
         let yieldReturned = StreamGate()
+        let cancelRecorded = StreamGate()
         let cancelThread = StreamShared<pthread_t?>(nil)
         let producerThread = StreamShared<pthread_t?>(nil)
         let outcome = StreamShared<YieldOutcome?>(nil)
@@ -210,9 +211,14 @@ struct StreamThreadingContractTests {
                 // cancel ran inside this yield, the gate below would never open (a recorded hang).
                 outcome.value = sink.yield(3, sequence: 3)
                 yieldReturned.open()
+                // Stay alive until the cancel has recorded its thread: a thread that has exited can
+                // hand its pthread_t to the next thread created, which would make the two compare
+                // equal although they are different threads.
+                cancelRecorded.wait(what: "the cancel to record its thread")
             }
             return StreamControl(cancel: {
                 cancelThread.value = pthread_self()
+                cancelRecorded.open()
                 yieldReturned.wait(what: "the yield that found the gap to return before the cancel runs")
             })
         }
