@@ -51,52 +51,57 @@ public struct ConformanceSubject: Sendable {
     public static func threadAffine<Adapter: ThreadAffineAdapter>(_ adapter: Adapter) -> ConformanceSubject {
         ConformanceSubject(adapter, gallery: false)
     }
+
+    private init(
+        name: String, summary: String, kind: AdapterKind, gallery: Bool, flaggedBy: [String],
+        onlyUnderThreadSanitizer: Bool,
+        runner:
+            @escaping @Sendable (ConformanceOptions, (@Sendable (ScenarioResult) -> Void)?) async
+            -> ConformanceReport
+    ) {
+        self.name = name
+        self.summary = summary
+        self.kind = kind
+        self.isGallery = gallery
+        self.flaggedBy = flaggedBy
+        self.flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
+        self.runner = runner
+    }
+
     init<Adapter: BlockingAdapter>(
         _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
     ) {
-        name = adapter.name
-        summary = adapter.summary
-        kind = .blocking
-        isGallery = gallery
-        self.flaggedBy = flaggedBy
-        flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
-        runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
+        self.init(
+            name: adapter.name, summary: adapter.summary, kind: .blocking, gallery: gallery, flaggedBy: flaggedBy,
+            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     init<Adapter: ThreadAffineAdapter>(
         _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
     ) {
-        name = adapter.name
-        summary = adapter.summary
-        kind = .threadAffine
-        isGallery = gallery
-        self.flaggedBy = flaggedBy
-        flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
-        runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
+        self.init(
+            name: adapter.name, summary: adapter.summary, kind: .threadAffine, gallery: gallery, flaggedBy: flaggedBy,
+            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     init<Adapter: OneShotAdapter>(
         _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
     ) {
-        name = adapter.name
-        summary = adapter.summary
-        kind = .oneShot
-        isGallery = gallery
-        self.flaggedBy = flaggedBy
-        flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
-        runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
+        self.init(
+            name: adapter.name, summary: adapter.summary, kind: .oneShot, gallery: gallery, flaggedBy: flaggedBy,
+            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     init<Adapter: StreamAdapter>(
         _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
     ) {
-        name = adapter.name
-        summary = adapter.summary
-        kind = .stream
-        isGallery = gallery
-        self.flaggedBy = flaggedBy
-        flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
-        runner = { await ConformanceSuite.run(adapter, options: $0, onResult: $1) }
+        self.init(
+            name: adapter.name, summary: adapter.summary, kind: .stream, gallery: gallery, flaggedBy: flaggedBy,
+            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     /// Runs the suite (or the scenarios `options.only` names) against this adapter, in process.

@@ -269,12 +269,8 @@ public struct NoReorderingStreamAdapter: StreamAdapter {
     /// - Parameter source: The legacy event source.
     /// - Returns: The events in arrival order.
     public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
-        CallbackStream(buffering: .backpressure(low: source.lowWater, high: source.highWater)) { sink in
-            let control = source.start(
-                onEvent: { sink.yield($0) },
-                onEnd: { error in
-                    if let error { sink.finish(throwing: error) } else { sink.finish() }
-                })
+        CallbackStream(buffering: source.waterMarkBuffering) { sink in
+            let control = source.start(feeding: sink, sequenced: false)
             return StreamControl(cancel: control.cancel, pause: control.pause, resume: control.resume)
         }
     }
@@ -390,16 +386,11 @@ public struct SelfRetainingSubscriptionAdapter: StreamAdapter {
     /// - Returns: The events, in sequence order.
     public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
         CallbackStream(
-            buffering: .backpressure(low: source.lowWater, high: source.highWater),
-            ordering: .sequenced(window: max(1, source.reorderWindow))
+            buffering: source.waterMarkBuffering, ordering: source.windowOrdering
         ) { sink in
             let subscription = Subscription()
             subscription.me.withLock { $0 = subscription }  // WRONG: cleared only by cancel
-            let control = source.start(
-                onEvent: { event in sink.yield(event, sequence: event.sequence) },
-                onEnd: { error in
-                    if let error { sink.finish(throwing: error) } else { sink.finish() }
-                })
+            let control = source.start(feeding: sink)
             subscription.control.withLock { $0 = control }
             return StreamControl(cancel: { subscription.cancel() }, pause: control.pause, resume: control.resume)
         }

@@ -29,14 +29,9 @@ public struct ForeignThreadStreamControlAdapter: StreamAdapter {
     /// - Returns: The events, in sequence order.
     public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
         CallbackStream(
-            buffering: .backpressure(low: source.lowWater, high: source.highWater),
-            ordering: .sequenced(window: max(1, source.reorderWindow))
+            buffering: source.waterMarkBuffering, ordering: source.windowOrdering
         ) { sink in
-            let control = source.start(
-                onEvent: { event in sink.yield(event, sequence: event.sequence) },
-                onEnd: { error in
-                    if let error { sink.finish(throwing: error) } else { sink.finish() }
-                })
+            let control = source.start(feeding: sink)
             // WRONG: no `scheduler: source.controlScheduler`.
             return StreamControl(cancel: control.cancel, pause: control.pause, resume: control.resume)
         }
@@ -66,8 +61,7 @@ public struct CancelInYieldPathAdapter: StreamAdapter {
     /// - Returns: The events, in sequence order.
     public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
         CallbackStream(
-            buffering: .backpressure(low: source.lowWater, high: source.highWater),
-            ordering: .sequenced(window: max(1, source.reorderWindow))
+            buffering: source.waterMarkBuffering, ordering: source.windowOrdering
         ) { sink in
             let started = LockedBox<LegacySourceControl?>(nil)
             let control = source.start(
@@ -242,14 +236,9 @@ public struct CancelInCancellationHandlerAdapter: StreamAdapter {
     public func events(from source: LegacyEventSource) -> Events {
         let started = LockedBox<LegacySourceControl?>(nil)
         let stream = CallbackStream(
-            buffering: .backpressure(low: source.lowWater, high: source.highWater),
-            ordering: .sequenced(window: max(1, source.reorderWindow))
+            buffering: source.waterMarkBuffering, ordering: source.windowOrdering
         ) { sink in
-            let control = source.start(
-                onEvent: { event in sink.yield(event, sequence: event.sequence) },
-                onEnd: { error in
-                    if let error { sink.finish(throwing: error) } else { sink.finish() }
-                })
+            let control = source.start(feeding: sink)
             started.withLock { $0 = control }
             return StreamControl(
                 scheduler: source.controlScheduler, cancel: control.cancel, pause: control.pause,

@@ -243,14 +243,14 @@ final class ScriptedOperation: Sendable {
         if concurrently {
             let barrier = ThreadBarrier(parties: outcomes.count)
             for (index, outcome) in outcomes.enumerated() {
-                startThread(named: "conformance-callback-\(index)") {
+                onDedicatedThread("conformance-callback-\(index)") {
                     probe.noteCallback()
                     barrier.arriveAndWait()
                     call(outcome)
                 }
             }
         } else {
-            startThread(named: "conformance-callbacks") {
+            onDedicatedThread("conformance-callbacks") {
                 for outcome in outcomes {
                     probe.noteCallback()
                     call(outcome)

@@ -83,9 +83,7 @@ final class ScenarioExecutor: TaskExecutor, @unchecked Sendable {
         }
         pthread_mutex_unlock(mutex)
         if startThread {
-            let thread = Thread { [self] in work() }
-            thread.name = label
-            thread.start()
+            onDedicatedThread(label) { [self] in work() }
         }
     }
 
@@ -148,11 +146,4 @@ enum ScenarioThreads {
         }
         return Task(operation: operation)
     }
-}
-
-/// Starts a plain thread running `body` (the lab's stand-in for SDK-created threads).
-func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
-    let thread = Thread { body() }
-    thread.name = name
-    thread.start()
 }

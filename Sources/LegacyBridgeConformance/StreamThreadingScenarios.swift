@@ -216,10 +216,10 @@ extension StreamScenarios {
             let verdict = FirstResultLatch<String?>()
             // The verdict is taken on a thread of its own: neither the cooperative pool nor
             // Dispatch's global threads (where a default CallbackStream runs a cancel) can stall it.
-            startThread(named: "conformance-verdict") {
+            onDedicatedThread("conformance-verdict") {
                 // Each task is cancelled from a thread of its own, all at once: a cancellation
                 // handler that blocks holds that thread, not the verdict.
-                for consumer in consumers { startThread(named: "conformance-canceller") { consumer.cancel() } }
+                for consumer in consumers { onDedicatedThread("conformance-canceller") { consumer.cancel() } }
                 let started = LockedBox(false)
                 let unrelated = Task { started.withLock { $0 = true } }
                 let startedPromptly = waitOnThisThread(upTo: promptly) { started.withLock { $0 } }

@@ -63,22 +63,7 @@ enum BenchStreams {
             return StreamControl(
                 cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
-        let start = ContinuousClock.now
-        var iterator = stream.makeAsyncIterator()
-        var sum = 0
-        var received = 0
-        while let value = try await iterator.next() {
-            sum &+= value
-            received += 1
-        }
-        let elapsed = ContinuousClock.now - start
-        thread.confirmJobsDone()
-        check(received: received, sum: sum, events: events)
-        let statistics = iterator.statistics
-        return Run(
-            eventsPerSecond: Double(events) / elapsed.benchNanoseconds * 1e9,
-            peakBuffered: statistics.peakBuffered, pauses: statistics.pauses,
-            acceptedWhilePaused: statistics.acceptedWhilePaused)
+        return try await consume(stream, events: events, producedOn: thread)
     }
 
     /// The batch size of the batched variants: what an SDK hands over per callback.
@@ -99,6 +84,14 @@ enum BenchStreams {
             return StreamControl(
                 cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
+        return try await consume(stream, events: events, producedOn: thread)
+    }
+
+    /// Drains `stream` (timed from the first `next()`), checks that every event arrived once, and
+    /// reports the rate and the stream's statistics.
+    private static func consume(
+        _ stream: CallbackStream<Int>, events: Int, producedOn thread: BenchThread
+    ) async throws -> Run {
         let start = ContinuousClock.now
         var iterator = stream.makeAsyncIterator()
         var sum = 0
