@@ -1,7 +1,8 @@
 // LegacyClient.blockingCall over the simulator's lsdk_blocking_call, through the client's
 // OffloadPool: values, bad durations, cancellation and timeouts that interrupt the blocked call,
 // the race of an interrupt with a call that has not begun to block, and the cooperative pool
-// staying free.
+// staying free. Threads the tests block are their own (on Linux Dispatch's global queue is the
+// cooperative pool).
 
 import Dispatch
 import Foundation
@@ -115,13 +116,13 @@ struct ClientBlockingRaceTests {
         let inBody = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        Thread {
             _ = try? state.perform {
                 inBody.signal()
                 _ = release.wait(timeout: .now() + .seconds(testHangBoundSeconds))
             }
             done.signal()
-        }
+        }.start()
         #expect(await clientTestEventually { inBody.wait(timeout: .now()) == .success })
         let attempts = Atomic<Int>(0)
         // The "SDK" reports NOT_BLOCKED twice, then the interrupt lands.
@@ -137,23 +138,23 @@ struct ClientBlockingRaceTests {
         let state = BlockingCallState()
         let inBody = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        Thread {
             _ = try? state.perform {
                 inBody.signal()
                 _ = release.wait(timeout: .now() + .seconds(testHangBoundSeconds))
             }
-        }
+        }.start()
         #expect(await clientTestEventually { inBody.wait(timeout: .now()) == .success })
         let attempts = Atomic<Int>(0)
         let returned = LockedBox(false)
-        DispatchQueue.global().async {
+        Thread {
             state.interrupt {
                 // The body returns while the interrupt keeps missing.
                 if attempts.add(1, ordering: .relaxed).newValue == 5 { release.signal() }
                 return false
             }
             returned.withLock { $0 = true }
-        }
+        }.start()
         #expect(await clientTestEventually { returned.withLock { $0 } })
         let tried = attempts.load(ordering: .relaxed)
         #expect(tried >= 5)
