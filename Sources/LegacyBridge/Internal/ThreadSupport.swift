@@ -37,10 +37,23 @@ final class ThreadParking: @unchecked Sendable {
         #endif
         precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
         self.conditions = .allocate(capacity: conditionCount)
+        #if canImport(Darwin)
         for index in 0..<conditionCount {
             (self.conditions + index).initialize(to: pthread_cond_t())
             precondition(pthread_cond_init(self.conditions + index, nil) == 0, "pthread_cond_init failed")
         }
+        #else
+        // Timed waits measure on the monotonic clock: setting the wall clock moves no deadline.
+        var conditionAttributes = pthread_condattr_t()
+        pthread_condattr_init(&conditionAttributes)
+        pthread_condattr_setclock(&conditionAttributes, CLOCK_MONOTONIC)
+        for index in 0..<conditionCount {
+            (self.conditions + index).initialize(to: pthread_cond_t())
+            precondition(
+                pthread_cond_init(self.conditions + index, &conditionAttributes) == 0, "pthread_cond_init failed")
+        }
+        pthread_condattr_destroy(&conditionAttributes)
+        #endif
     }
 
     deinit {
@@ -67,6 +80,23 @@ final class ThreadParking: @unchecked Sendable {
     func wait(_ condition: Int) {
         let rc = pthread_cond_wait(self.conditions + condition, self.mutex)
         precondition(rc == 0, "pthread_cond_wait failed: \(rc)")
+    }
+
+    /// The same, giving up after `nanoseconds` (> 0) if no signal came.
+    func wait(_ condition: Int, nanoseconds: Int64) {
+        #if canImport(Darwin)
+        var relative = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        let rc = pthread_cond_timedwait_relative_np(self.conditions + condition, self.mutex, &relative)
+        #else
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let total = Int64(now.tv_nsec) + nanoseconds % 1_000_000_000
+        var deadline = timespec()
+        deadline.tv_sec = now.tv_sec + Int(nanoseconds / 1_000_000_000) + Int(total / 1_000_000_000)
+        deadline.tv_nsec = Int(total % 1_000_000_000)
+        let rc = pthread_cond_timedwait(self.conditions + condition, self.mutex, &deadline)
+        #endif
+        precondition(rc == 0 || rc == ETIMEDOUT, "pthread_cond_timedwait failed: \(rc)")
     }
 
     func signal(_ condition: Int) {

@@ -1,5 +1,3 @@
-import Dispatch
-
 /// A blocking call submitted by `OffloadPool.run`, as a worker sees it.
 protocol OffloadCallJob: AnyObject, Sendable {
     /// Runs the body on the calling (worker) thread and reports its result to the call's gate.

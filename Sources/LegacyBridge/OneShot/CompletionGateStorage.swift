@@ -150,12 +150,7 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     @usableFromInline
     func armTimer(timeout: Duration, deadline: ContinuousClock.Instant) {
         let storage = self
-        let timer = Task.detached {
-            do {
-                try await Task.sleep(until: deadline, tolerance: nil, clock: .continuous)
-            } catch {
-                return  // cancelled: the outcome was decided by something else
-            }
+        let timer = DeadlineTimers.schedule(at: deadline) {
             storage.timeOut(BridgeTimeoutError(timeout: timeout))
         }
         let action = self.box.withLock { $0.machine.armTimer(timer) }

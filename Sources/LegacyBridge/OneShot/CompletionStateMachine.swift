@@ -26,7 +26,7 @@
 struct CompletionStateMachine<Value: Sendable> {
     @usableFromInline typealias Continuation = UnsafeContinuation<Value, any Error>
     @usableFromInline typealias Outcome = Result<Value, any Error>
-    @usableFromInline typealias Timer = Task<Void, Never>
+    @usableFromInline typealias Timer = DeadlineTimer
 
     /// The cancel handle before the outcome is decided.
     @usableFromInline

@@ -25,6 +25,11 @@
 /// never called when the completion decided first. The caller resumes
 /// promptly even if the operation never calls back.
 ///
+/// The timeout is kept by a thread of the library's own, not by a task: it
+/// fires on time even when every cooperative thread is busy or blocked, and
+/// the cancel handle it calls runs on a library thread, never on the
+/// cooperative pool, so an SDK whose cancel is slow holds up no task.
+///
 /// The caller resumes directly on its own isolation (for example the main
 /// actor) with no extra executor hops; a synchronous outcome never suspends.
 ///

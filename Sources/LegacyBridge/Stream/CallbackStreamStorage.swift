@@ -1,5 +1,3 @@
-import Dispatch
-
 /// One subscription's shared state: the stream machine behind the stream's
 /// lock, and the producer-control machine behind its own small lock (so a
 /// deliverer never competes with a producer hammering the stream's lock).
@@ -198,9 +196,9 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
             gapTimerFired(generation)
             return
         }
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
+        // Not cancelled when the gap fills: a stale generation does nothing, and the timer holds
+        // the stream only weakly.
+        _ = DeadlineTimers.schedule(at: ContinuousClock.now + timeout) { [weak self] in
             self?.gapTimerFired(generation)
         }
     }

@@ -66,7 +66,7 @@ private let reentrantValue = 99
 private final class Simulation: @unchecked Sendable {
     var machine = Machine()
     let continuation: UnsafeContinuation<Int, any Error>
-    let timer: Task<Void, Never>
+    let timer: DeadlineTimer
     let flow: Flow
 
     var deliveries: [OneShotOutcome] = []
@@ -79,7 +79,7 @@ private final class Simulation: @unchecked Sendable {
     var installedWaiting = false
     var executed: Set<Int> = []
 
-    init(continuation: UnsafeContinuation<Int, any Error>, timer: Task<Void, Never>, flow: Flow) {
+    init(continuation: UnsafeContinuation<Int, any Error>, timer: DeadlineTimer, flow: Flow) {
         self.continuation = continuation
         self.timer = timer
         self.flow = flow
@@ -178,7 +178,7 @@ private final class Simulation: @unchecked Sendable {
 }
 
 /// Runs `sequence` and returns every broken invariant (empty: all held).
-private func check(_ sequence: [Event], flow: Flow, timer: Task<Void, Never>) async -> [String] {
+private func check(_ sequence: [Event], flow: Flow, timer: DeadlineTimer) async -> [String] {
     var problems: [String] = []
     _ = try? await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Int, any Error>) in
         problems = checkSynchronously(sequence, flow: flow, continuation: continuation, timer: timer)
@@ -192,7 +192,7 @@ private func checkSynchronously(
     _ sequence: [Event],
     flow: Flow,
     continuation: UnsafeContinuation<Int, any Error>,
-    timer: Task<Void, Never>
+    timer: DeadlineTimer
 ) -> [String] {
     var problems: [String] = []
     func expect(_ condition: Bool, _ message: @autoclosure () -> String) {
@@ -345,7 +345,7 @@ private func allOrderings<T>(of events: [T]) -> [[T]] {
 
 /// Runs every ordering and reports the first few broken ones.
 private func checkAll(_ events: [Event], flow: Flow, where keep: ([Event]) -> Bool = { _ in true }) async -> Int {
-    let timer = Task<Void, Never> {}
+    let timer = DeadlineTimer(deadline: .now)
     var checked = 0
     var problems: [String] = []
     for sequence in allOrderings(of: events) where keep(sequence) {
@@ -430,7 +430,7 @@ struct OneShotOrderingTests {
     func randomSequences() async {
         let seed = UInt64.random(in: 0...UInt64.max)
         var generator = OneShotSplitMix(state: seed)
-        let timer = Task<Void, Never> {}
+        let timer = DeadlineTimer(deadline: .now)
         var problems: [String] = []
         for _ in 0..<5_000 {
             var once: [Event] = [.install, .armTimer]

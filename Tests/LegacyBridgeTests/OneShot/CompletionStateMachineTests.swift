@@ -227,7 +227,7 @@ struct OneShotStateMachineTests {
             var machine = Machine()
             _ = machine.install(continuation)
             _ = machine.attach(aHandle)
-            _ = machine.armTimer(Task {})
+            _ = machine.armTimer(DeadlineTimer(deadline: .now))
             #expect(machine.holdsTimer)
             #expect(Effects(machine.timeOut(aTimeout)) == Effects(resumes: .timedOut(.seconds(3)), callsHandle: true))
             #expect(!machine.holdsTimer && !machine.holdsHandle && !machine.holdsWaiter)
@@ -246,7 +246,7 @@ struct OneShotStateMachineTests {
     func timeoutLosesToSuccess() {
         var machine = Machine()
         _ = machine.attach(aHandle)
-        _ = machine.armTimer(Task {})
+        _ = machine.armTimer(DeadlineTimer(deadline: .now))
         #expect(Effects(machine.finish(.success(1))) == Effects(releasesHandle: true, cancelsTimer: true))
         #expect(Effects(machine.timeOut(aTimeout)) == .nothing)
     }
@@ -255,7 +255,7 @@ struct OneShotStateMachineTests {
     func armAfterDecision() {
         var machine = Machine()
         _ = machine.finish(.success(1))
-        #expect(Effects(machine.armTimer(Task {})) == Effects(cancelsTimer: true))
+        #expect(Effects(machine.armTimer(DeadlineTimer(deadline: .now))) == Effects(cancelsTimer: true))
         #expect(!machine.holdsTimer)
     }
 
@@ -265,7 +265,7 @@ struct OneShotStateMachineTests {
             var machine = Machine()
             _ = machine.install(continuation)
             _ = machine.attach(aHandle)
-            _ = machine.armTimer(Task {})
+            _ = machine.armTimer(DeadlineTimer(deadline: .now))
             #expect(machine.holdsWaiter && machine.holdsHandle && machine.holdsTimer)
             #expect(
                 Effects(machine.finish(.failure(OneShotTestError(code: 1))))

@@ -1,0 +1,146 @@
+// The library's timer thread: its heap against a sorted model, cancellation that releases at once,
+// an earlier deadline scheduled after a later one, and timeouts that fire while every cooperative
+// thread is blocked (the reason the timers do not live on the pool).
+
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import LegacyBridge
+
+@Suite("Deadline timers: the library's timer thread")
+struct DeadlineTimersTests {
+    @Test("the heap gives timers back by deadline, then by scheduling order, through random inserts and removals")
+    func heapMatchesModel() {
+        var generator = SystemRandomNumberGenerator()
+        let origin = ContinuousClock.now
+        for round in 0..<200 {
+            var heap = DeadlineHeap()
+            var model: [DeadlineTimer] = []
+            var order: UInt64 = 0
+            for _ in 0..<Int.random(in: 1...80, using: &generator) {
+                switch Int.random(in: 0..<10, using: &generator) {
+                case 0..<6:  // insert, with many equal deadlines
+                    order += 1
+                    let timer = DeadlineTimer(
+                        deadline: origin + .milliseconds(Int.random(in: 0..<8, using: &generator)), order: order)
+                    heap.insert(timer)
+                    model.append(timer)
+                case 6..<8:  // remove one anywhere, as cancel does
+                    guard let victim = model.randomElement(using: &generator) else { continue }
+                    heap.remove(at: victim.heapIndex)
+                    #expect(victim.heapIndex == -1)
+                    model.removeAll { $0 === victim }
+                default:  // take the earliest, as the timer thread does
+                    guard let first = heap.timers.first else { continue }
+                    let expected = model.min {
+                        $0.deadline < $1.deadline || ($0.deadline == $1.deadline && $0.order < $1.order)
+                    }
+                    #expect(first === expected, "round \(round)")
+                    heap.remove(at: 0)
+                    model.removeAll { $0 === first }
+                }
+                #expect(heap.timers.count == model.count)
+                for (index, timer) in heap.timers.enumerated() {
+                    #expect(timer.heapIndex == index, "every timer knows its place")
+                    if index > 0 {
+                        let parent = heap.timers[(index - 1) / 2]
+                        #expect(!timer.fires(before: parent), "heap order, round \(round)")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("a cancelled timer never fires and releases what its action captured at once")
+    func cancelReleases() async {
+        final class Captured: Sendable {}
+        let fired = Atomic<Bool>(false)
+        var captured: Captured? = Captured()
+        weak let watch = captured
+        let timer = DeadlineTimers.schedule(at: .now + .seconds(3600)) { [captured] in
+            _ = captured
+            fired.store(true, ordering: .relaxed)
+        }
+        captured = nil
+        #expect(watch != nil, "the pending timer keeps its action")
+        timer.cancel()
+        #expect(watch == nil, "cancel released the action")
+        #expect(timer.heapIndex == -1)
+        timer.cancel()  // harmless again
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(!didFire)
+    }
+
+    @Test("a deadline scheduled after a later one still fires at its own time")
+    func earlierDeadlineWakesTheThread() async {
+        let far = DeadlineTimers.schedule(at: .now + .seconds(3600)) {}
+        let fired = DispatchSemaphore(value: 0)
+        _ = DeadlineTimers.schedule(at: .now + .milliseconds(10)) { fired.signal() }
+        let arrived = await onOwnThread { fired.wait(timeout: .now() + .seconds(testHangBoundSeconds)) == .success }
+        #expect(arrived)
+        far.cancel()
+    }
+
+    @Test(
+        "withCallback's timeout fires and calls the cancel handle while every cooperative thread is blocked"
+    )
+    func timeoutNeedsNoCooperativeThread() async throws {
+        // The caller runs on a thread of its own (an actor on an SDKThreadExecutor), so the test can
+        // block as many cooperative threads as there are cores while the call waits. A timer that
+        // needed one of them (a sleeping task, a Dispatch timer on Linux) would not fire until they
+        // are released, and the watcher below would give up.
+        let executor = try SDKThreadExecutor(name: "timer-test")
+        let caller = DeadlineTestCaller(executor: executor)
+        let blockers = ProcessInfo.processInfo.activeProcessorCount
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let cancelCalled = DispatchSemaphore(value: 0)
+        let cancelledWhileBlocked = Atomic<Bool>(false)
+        let blockerTasks = (0..<blockers).map { _ in
+            Task.detached {
+                entered.signal()
+                _ = release.wait(timeout: .now() + .seconds(testHangBoundSeconds))
+            }
+        }
+        // The watcher: once every blocker holds its thread, wait for the cancel handle (it can
+        // only come from the timer), then let the blockers go.
+        let watcher = Thread {
+            var allEntered = true
+            for _ in 0..<blockers where entered.wait(timeout: .now() + .seconds(testHangBoundSeconds)) == .timedOut {
+                allEntered = false
+            }
+            let called = cancelCalled.wait(timeout: .now() + .seconds(30)) == .success
+            cancelledWhileBlocked.store(allEntered && called, ordering: .relaxed)
+            for _ in 0..<blockers { release.signal() }
+        }
+        watcher.start()
+        let outcome = await caller.callWithTimeout(cancel: { cancelCalled.signal() })
+        for task in blockerTasks { await task.value }
+        #expect(outcome == "timed out after 50 ms")
+        let inTime = cancelledWhileBlocked.load(ordering: .relaxed)
+        #expect(inTime, "the cancel handle was called while every cooperative thread was blocked")
+    }
+}
+
+/// Calls a silent operation with a 50 ms timeout from an actor whose executor is a thread of its own.
+actor DeadlineTestCaller {
+    let executor: SDKThreadExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    init(executor: SDKThreadExecutor) { self.executor = executor }
+
+    func callWithTimeout(cancel: @escaping @Sendable () -> Void) async -> String {
+        do {
+            let value = try await withCallback(timeout: .milliseconds(50)) { (_: Completion<Int>) in
+                CancelHandle(cancel)
+            }
+            return "value \(value)"
+        } catch let error as BridgeTimeoutError where error == BridgeTimeoutError(timeout: .milliseconds(50)) {
+            return "timed out after 50 ms"
+        } catch {
+            return "\(error)"
+        }
+    }
+}
