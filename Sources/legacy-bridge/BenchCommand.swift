@@ -30,8 +30,8 @@ enum BenchCommand {
           offload   OffloadPool.run on a one-thread pool vs a bare continuation resumed by a
                     dedicated pthread (floor); a call into an actor on an SDKThreadExecutor vs the
                     same work posted to its thread by hand; 1,000 concurrent calls blocking 1 ms
-                    each on 8 threads vs the ideal 125 ms, with a probe task measuring how long a
-                    new task waits to start meanwhile
+                    each on 8 threads vs the same blocks on 8 plain threads (the ideal, 125 ms
+                    nominal), with a probe task measuring how long a new task waits to start
 
         Variants of a section are interleaved round by round (A B A B ...) and reported as
         medians; each ratio is the median of the per-round ratios, so drift of the machine
@@ -377,9 +377,13 @@ struct BenchRunner {
         // Warm-up.
         _ = try await BenchOffload.burst(calls: calls / 10, blockMicroseconds: blockMicroseconds, pool: burstPool)
         var burst = BenchSeries()
+        var plainThreads = BenchSeries()
         var poolDelayMax = 0.0
         var probes = 0
         for _ in 0..<plan.burstRounds {
+            plainThreads.samples.append(
+                await BenchOffload.plainThreadsBurst(
+                    calls: calls, threads: threads, blockMicroseconds: blockMicroseconds))
             let result = try await BenchOffload.burst(
                 calls: calls, blockMicroseconds: blockMicroseconds, pool: burstPool)
             burst.samples.append(result.milliseconds)
@@ -391,7 +395,8 @@ struct BenchRunner {
         let (floor, offload, executorFloor, executorActor) = (roundTrip[0], roundTrip[1], hops[0], hops[1])
         report.offload = .init(
             floorNs: floor.median, offloadNs: offload.median, executorFloorNs: executorFloor.median,
-            executorNs: executorActor.median, burstMs: burst.median, idealMs: idealMs, poolDelayMaxNs: poolDelayMax,
+            executorNs: executorActor.median, burstMs: burst.median, idealMs: idealMs,
+            plainThreadsMs: plainThreads.median, poolDelayMaxNs: poolDelayMax,
             burstCalls: calls, burstThreads: threads, burstProbes: probes, rounds: floor.samples.count,
             burstRounds: plan.burstRounds)
         report.addTarget(
@@ -399,8 +404,14 @@ struct BenchRunner {
         report.addInformation(
             "offload: SDKThreadExecutor actor call / work posted by hand",
             value: benchRatio(executorActor, executorFloor))
+        // The ideal is calls / threads × one block. A 1 ms nanosleep takes longer than 1 ms (timer
+        // slack, wake-up latency: 1.1-1.3 ms on a VM), so the ideal that counts is the same blocks
+        // on plain threads in the same rounds; the nominal 125 ms is shown beside it.
         report.addTarget(
-            "offload: 1,000 × 1 ms blocking calls on 8 threads / ideal", value: burst.median / idealMs, atMost: 1.2)
+            "offload: 1,000 × 1 ms blocking calls on 8 threads / the same on plain threads",
+            value: benchRatio(burst, plainThreads), atMost: 1.2)
+        report.addInformation(
+            "offload: 1,000 × 1 ms blocking calls on 8 threads / nominal ideal", value: burst.median / idealMs)
         report.addInformation("offload: longest wait of a new task during the burst (ms)", value: poolDelayMax / 1e6)
         show([
             "offload, blocking calls on dedicated threads (\(floor.samples.count) rounds)",
@@ -409,7 +420,9 @@ struct BenchRunner {
             row("  SDK thread: work posted by hand, continuation", executorFloor),
             row("  SDK thread: call into an actor on SDKThreadExecutor", executorActor),
             "  burst: \(calls) calls × \(blockMicroseconds) µs on \(threads) threads: "
-                + String(format: "%.1f ms (ideal %.0f ms, %.2f×)", burst.median, idealMs, burst.median / idealMs)
+                + String(
+                    format: "%.1f ms; plain threads %.1f ms (%.2f×); nominal ideal %.0f ms", burst.median,
+                    plainThreads.median, benchRatio(burst, plainThreads), idealMs)
                 + "; a new task waited at most \(formatNanoseconds(poolDelayMax)) to start (\(probes) probes)",
         ])
     }

@@ -121,6 +121,35 @@ enum BenchOffload {
         let (worst, count) = await probe.value
         return BurstResult(milliseconds: elapsed.benchNanoseconds / 1e6, poolDelayMaxNs: worst, probes: count)
     }
+
+    /// The burst's floor: the same `calls` blocks on `threads` plain pthreads (no pool, no tasks),
+    /// each thread taking the next block as soon as its last one returned. This is the ideal
+    /// "calls / threads × one block" with what one block really takes on this machine (a 1 ms
+    /// `nanosleep` oversleeps by the kernel's timer slack and wake-up latency).
+    static func plainThreadsBurst(calls: Int, threads: Int, blockMicroseconds: Int) async -> Double {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Double, Never>) in
+            let remaining = LockedBox((calls: calls, running: threads))
+            let start = ContinuousClock.now
+            for index in 0..<threads {
+                let thread = Thread {
+                    while remaining.withLock({ state -> Bool in
+                        guard state.calls > 0 else { return false }
+                        state.calls -= 1
+                        return true
+                    }) {
+                        benchBlock(microseconds: blockMicroseconds)
+                    }
+                    let last = remaining.withLock { state -> Bool in
+                        state.running -= 1
+                        return state.running == 0
+                    }
+                    if last { continuation.resume(returning: (ContinuousClock.now - start).benchNanoseconds / 1e6) }
+                }
+                thread.name = "bench-plain-\(index)"
+                thread.start()
+            }
+        }
+    }
 }
 
 /// Blocks the calling thread for `microseconds` (a stand-in for a blocking C call).

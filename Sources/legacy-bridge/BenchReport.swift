@@ -79,6 +79,8 @@ struct BenchReport: Encodable {
         var executorNs = 0.0
         var burstMs = 0.0
         var idealMs = 0.0
+        /// The same blocks on plain pthreads, no pool: the ideal with what a block really takes.
+        var plainThreadsMs = 0.0
         /// Longest time a new task waited to start while the burst ran.
         var poolDelayMaxNs = 0.0
         var burstCalls = 0

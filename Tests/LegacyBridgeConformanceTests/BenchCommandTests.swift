@@ -19,7 +19,10 @@ struct BenchCommandTests {
         ],
         "memory": ["bareBytesPerPending", "bridgeBytesPerPending"],
         "cancelLatency": ["p50Ns", "p99Ns"],
-        "offload": ["floorNs", "offloadNs", "executorFloorNs", "executorNs", "burstMs", "idealMs", "poolDelayMaxNs"],
+        "offload": [
+            "floorNs", "offloadNs", "executorFloorNs", "executorNs", "burstMs", "idealMs", "plainThreadsMs",
+            "poolDelayMaxNs",
+        ],
     ]
 
     @Test("bench --quick --json runs and prints every promised figure as a positive number")
