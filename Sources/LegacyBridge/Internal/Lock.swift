@@ -88,6 +88,17 @@ package struct LockedBox<State>: @unchecked Sendable {
         self.storage = unsafeDowncast(buffer, to: LockStorage<State>.self)
     }
 
+    /// The same, building the state in place: a generic state is then neither copied into the
+    /// allocation nor destroyed afterwards (both go through the runtime's generic value code).
+    @inlinable
+    package init(makingStateWith make: () -> State) {
+        let buffer = LockStorage<State>.create(minimumCapacity: 1) { buffer in
+            buffer.withUnsafeMutablePointerToElements { $0.initializeLock() }
+            return make()
+        }
+        self.storage = unsafeDowncast(buffer, to: LockStorage<State>.self)
+    }
+
     @inlinable
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         try storage.withUnsafeMutablePointers { state, lock in

@@ -18,14 +18,20 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         @usableFromInline let diagnosticsToken: BridgeDiagnostics.GateToken?
         /// The timer `withCallback` arms once it waits: kept here, in the gate's one allocation,
         /// rather than in the caller's async frame (every suspended call pays for its frame).
-        @usableFromInline var plannedTimer: (timeout: Duration, deadline: ContinuousClock.Instant)?
+        /// Stored as two plain fields, not an optional tuple: this struct is generic, and an
+        /// optional tuple in it is copied and destroyed through the runtime's generic tuple code
+        /// on every call (it cost the synchronous path half its time). `.zero`: no timer planned.
+        @usableFromInline var plannedTimeout: Duration
+        /// The deadline, as its distance from ``CompletionGateStorage/clockOrigin``.
+        @usableFromInline var plannedDeadline: Duration
 
         @inlinable
         init(onDiscard: (@Sendable (Value) -> Void)?) {
             self.machine = Machine()
             self.onDiscard = onDiscard
             self.diagnosticsToken = BridgeDiagnostics.isEnabled ? BridgeDiagnostics.makeGateToken() : nil
-            self.plannedTimer = nil
+            self.plannedTimeout = .zero
+            self.plannedDeadline = .zero
         }
     }
 
@@ -34,7 +40,7 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
 
     @inlinable
     init(onDiscard: (@Sendable (Value) -> Void)?) {
-        self.box = LockedBox(Guarded(onDiscard: onDiscard))
+        self.box = LockedBox { Guarded(onDiscard: onDiscard) }
     }
 
     /// Records a result from the operation; true if it decided the outcome.
@@ -132,15 +138,25 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     }
 
     /// Records the timer to arm once the call waits (see ``armPlannedTimer()``).
+    /// The instant planned deadlines are measured from (any fixed instant would do).
+    @usableFromInline
+    static var clockOrigin: ContinuousClock.Instant { gateClockOrigin }
+
     @usableFromInline
     func planTimer(timeout: Duration, deadline: ContinuousClock.Instant) {
-        self.box.withLock { $0.plannedTimer = (timeout, deadline) }
+        let offset = Self.clockOrigin.duration(to: deadline)
+        self.box.withLock {
+            $0.plannedTimeout = timeout
+            $0.plannedDeadline = offset
+        }
     }
 
     /// Arms the timer ``planTimer(timeout:deadline:)`` recorded, if any.
     @usableFromInline
     func armPlannedTimer() {
-        guard let (timeout, deadline) = self.box.withLock({ $0.plannedTimer }) else { return }
+        let (timeout, offset) = self.box.withLock { ($0.plannedTimeout, $0.plannedDeadline) }
+        guard timeout > .zero else { return }
+        let deadline = Self.clockOrigin + offset
         armTimer(timeout: timeout, deadline: deadline)
     }
 
@@ -181,3 +197,6 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         self.box.withLock { $0.machine }
     }
 }
+
+/// See ``CompletionGateStorage/clockOrigin``.
+let gateClockOrigin = ContinuousClock.now
