@@ -17,6 +17,8 @@ enum BenchCommand {
                     nonisolated task and from @MainActor (ns per call)
           worker    the callback comes from a worker thread: floor vs withCallback on the very same
                     pthread worker; a bare continuation through the C SDK vs LegacyClient.fetch
+                    (on Linux with every thread on one CPU, as are offload's two round trips:
+                    a wake-up of another vCPU costs a random 10-60 µs on a VM)
           stream    one pthread producer (the same loop for every variant) to a `for try await`
                     consumer: AsyncStream (unbounded) and a hand-written locked channel (mutex +
                     array swap: the ceiling of a lock-based hand-off) vs CallbackStream .unbounded
@@ -198,8 +200,10 @@ struct BenchRunner {
         defer { thread.stop() }
         let sdk = BenchSDKClient(workerThreads: 1)
         let client = try LegacyClient(configuration: .init(workerThreads: 1))
+        let unpin = benchPinProcessToOneCPU()
         let series = try await benchInterleaved(
             BenchOneShotWorker.variants(worker: thread, sdk: sdk, client: client), timing: plan.workerTiming)
+        unpin()
         let (floor, bridge, sdkFloor, fetch) = (series[0], series[1], series[2], series[3])
         report.workerThread = .init(
             floorNs: floor.median, bridgeNs: bridge.median, fetchNs: fetch.median, sdkFloorNs: sdkFloor.median,
@@ -363,13 +367,15 @@ struct BenchRunner {
         let worker = BenchHandoffThread()
         defer { worker.stop() }
         let single = try OffloadPool(threads: 1, name: "bench-offload")
-        let roundTrip = try await benchInterleaved(
-            BenchOffload.roundTripVariants(worker: worker, pool: single), timing: plan.workerTiming)
-        await single.shutdown()
         let executor = try SDKThreadExecutor(name: "bench-sdk")
         let actor = BenchExecutorActor(executor: executor)
+        let unpin = benchPinProcessToOneCPU()
+        let roundTrip = try await benchInterleaved(
+            BenchOffload.roundTripVariants(worker: worker, pool: single), timing: plan.workerTiming)
         let hops = try await benchInterleaved(
             BenchOffload.executorVariants(executor: executor, actor: actor), timing: plan.workerTiming)
+        unpin()
+        await single.shutdown()
 
         let (calls, threads, blockMicroseconds) = (1_000, 8, 1_000)
         let idealMs = Double(calls) / Double(threads) * Double(blockMicroseconds) / 1_000
