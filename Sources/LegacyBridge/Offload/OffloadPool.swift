@@ -50,7 +50,7 @@ public final class OffloadPool: Sendable {
     /// The name of the pool's threads (`name-0`, `name-1`, ..., cut to 15 bytes on Linux).
     public let name: String
 
-    let core: OffloadPoolCore
+    @usableFromInline let core: OffloadPoolCore
 
     /// Creates a pool and starts its threads.
     ///
@@ -112,6 +112,7 @@ public final class OffloadPool: Sendable {
     /// - Throws: What `body` threw; `CancellationError` or ``BridgeTimeoutError`` as described
     ///   above; ``OffloadError/queueFull(limit:)`` when `threads` calls run and `queueLimit` wait
     ///   already; ``OffloadError/shutDown`` when the pool was shut down before the call could run.
+    @inlinable
     public func run<Value: Sendable>(
         isolation: isolated (any Actor)? = #isolation,
         timeout: Duration? = nil,
@@ -181,32 +182,38 @@ public final class OffloadPool: Sendable {
 ///
 /// `@unchecked Sendable`: the closure came in as a `sending` parameter, so nothing else can touch
 /// what it captured; it is called at most once, by the one worker that took the call.
+@usableFromInline
 struct OffloadBody<Value>: @unchecked Sendable {
-    let closure: () throws -> Value
-    init(_ closure: @escaping () throws -> Value) { self.closure = closure }
+    @usableFromInline let closure: () throws -> Value
+    @inlinable init(_ closure: @escaping () throws -> Value) { self.closure = closure }
 }
 
 /// A blocking call on its way through the pool: the body, the interrupt and the gate's completion.
+@usableFromInline
 final class OffloadCall<Value: Sendable>: OffloadCallJob {
     private let completion: Completion<Value>
     private let body: OffloadBody<Value>
     private let interruption: (@Sendable () -> Void)?
 
+    @usableFromInline
     init(completion: Completion<Value>, body: OffloadBody<Value>, interrupt: (@Sendable () -> Void)?) {
         self.completion = completion
         self.body = body
         self.interruption = interrupt
     }
 
+    @usableFromInline
     func run() {
         let closure = self.body.closure
         self.completion(Result { try closure() })
     }
 
+    @usableFromInline
     func reject(_ error: OffloadError) {
         self.completion(.failure(error))
     }
 
+    @usableFromInline
     func interrupt() {
         self.interruption?()
     }

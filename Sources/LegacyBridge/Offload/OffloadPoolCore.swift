@@ -1,4 +1,5 @@
 /// A blocking call submitted by `OffloadPool.run`, as a worker sees it.
+@usableFromInline
 protocol OffloadCallJob: AnyObject, Sendable {
     /// Runs the body on the calling (worker) thread and reports its result to the call's gate.
     func run()
@@ -9,6 +10,7 @@ protocol OffloadCallJob: AnyObject, Sendable {
 }
 
 /// One unit of work for a pool thread.
+@usableFromInline
 enum OffloadWork: Sendable {
     /// A blocking call from `OffloadPool.run`.
     case call(any OffloadCallJob)
@@ -27,6 +29,7 @@ enum OffloadWork: Sendable {
 /// user deinit code). Only the pool's own worker threads ever wait on the condition variables.
 ///
 /// `@unchecked Sendable`: `machine` is read and written only while `parking`'s mutex is held.
+@usableFromInline
 final class OffloadPoolCore: @unchecked Sendable {
     typealias Machine = OffloadPoolStateMachine<OffloadWork, UnsafeContinuation<Void, Never>>
 
@@ -73,6 +76,7 @@ final class OffloadPoolCore: @unchecked Sendable {
     // MARK: - Events
 
     /// Queues `work`. On rejection nothing is kept and the work never runs.
+    @usableFromInline
     func submit(_ work: OffloadWork, interruptible: Bool) -> Result<OffloadJobID, OffloadError> {
         let action = self.locked { $0.submit(work, interruptible: interruptible) }
         switch action {
@@ -87,6 +91,7 @@ final class OffloadPoolCore: @unchecked Sendable {
     /// The caller of job `id` was cancelled: a waiting job is dropped (never runs); a running
     /// one with an interrupt gets it called, soon, on a thread of the library's own (never here: this runs
     /// inside the task's cancellation handler).
+    @usableFromInline
     func cancel(_ id: OffloadJobID, call: any OffloadCallJob) {
         let action = self.locked { $0.cancel(id) }
         switch action {

@@ -8,6 +8,7 @@
 // interrupt may be called, and when the threads stop.
 
 /// A job's number within its pool, in submission order.
+@usableFromInline
 typealias OffloadJobID = UInt64
 
 /// The life of a pool's jobs and threads.
