@@ -44,12 +44,11 @@
 ///
 /// ## Backpressure
 /// With ``StreamBuffering/backpressure(low:high:)`` nothing is ever dropped.
-/// Once `high` elements are held (waiting in the stream plus what is left of
-/// the consumer's current batch) every yield answers
-/// ``YieldOutcome/stopProducing`` and `pause` is called once; when the
-/// consumer has brought the held count down to `low` (it looks every 64
-/// elements while a pause is in force), `resume` is called once, so the
-/// producer starts again while the consumer still has elements to work on. Elements that arrive while paused (the producer's in-flight
+/// Once `high` elements are held (waiting in the stream plus the consumer's
+/// current batch, which counts until the consumer comes back for more) every
+/// yield answers ``YieldOutcome/stopProducing`` and `pause` is called once;
+/// when the consumer has brought the held count down to `low`, `resume` is
+/// called once. Elements that arrive while paused (the producer's in-flight
 /// ones) are kept and counted in ``StreamStatistics/acceptedWhilePaused``;
 /// memory is bounded by `high` plus that overshoot (see
 /// ``StreamStatistics/peakBuffered``). A producer that stops on
@@ -160,9 +159,6 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// keeps far ahead does not regrow its buffer from nothing after every batch, and a burst
         /// does not pin its memory once traffic calms down.
         @usableFromInline var lastBatchCount: Int
-        /// While the stream is paused: report progress once the batch holds this many
-        /// elements or fewer, so that the producer resumes at the low watermark (0: none).
-        @usableFromInline var reportProgressAt: Int
 
         /// How many elements of a batch are handed out between two checks of
         /// `Task.isCancelled` (the check costs more than handing out an element).
@@ -175,7 +171,6 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
             self.isDone = false
             self.uncheckedElements = 0
             self.lastBatchCount = 0
-            self.reportProgressAt = 0
         }
 
         /// The subscription's counters (all zero before the first `next()`).
@@ -214,10 +209,6 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
                 if isDone { return nil }
                 if !batch.isEmpty && !Task.isCancelled {
                     uncheckedElements = Self.cancellationCheckInterval &- 1
-                    if reportProgressAt > 0 && batch.count <= reportProgressAt {
-                        reportProgressAt = 0
-                        subscription.storage?.consumerProgress(remaining: batch.count)
-                    }
                     return batch.popFirst()
                 }
                 guard let storage = subscription.storage, !Task.isCancelled else {
@@ -230,7 +221,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
                 if capacity > StreamRing<Element>.retainedCapacity && capacity / 4 > lastBatchCount {
                     batch = StreamRing()
                 }
-                switch storage.next(into: &batch, reportProgressAt: &reportProgressAt) {
+                switch storage.next(into: &batch) {
                 case .batch:
                     lastBatchCount = batch.count
                     uncheckedElements = Self.cancellationCheckInterval &- 1

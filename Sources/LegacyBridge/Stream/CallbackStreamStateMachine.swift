@@ -346,26 +346,6 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         }
     }
 
-    /// While a pause is wanted, how many elements the consumer's current batch
-    /// may still hold when the low watermark is reached (the consumer reports
-    /// then, with ``consumerProgress(remaining:)``); 0 when no report is needed.
-    @inlinable
-    var progressReportThreshold: Int {
-        guard pauseWanted, inBatch > 0, case .backpressure(let low, _) = buffering else { return 0 }
-        return Swift.max(0, low &- buffer.count)
-    }
-
-    /// The consumer has handed out all but `remaining` elements of its batch:
-    /// if that brings the held count down to `low`, the producer is resumed
-    /// now, while the consumer still has elements to work on, not only when
-    /// it comes back with an empty batch.
-    @inlinable
-    mutating func consumerProgress(remaining: Int) -> StreamControlRequest? {
-        guard case .streaming = state, remaining < inBatch else { return nil }
-        inBatch = remaining
-        return checkLowWatermark()
-    }
-
     /// The consumer suspends after `next(into:)` returned `.suspend`; if
     /// anything happened in between it is resumed at once (and asks again).
     @usableFromInline

@@ -94,33 +94,10 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
     /// Takes the waiting elements into `batch` (or the terminal), passing on
     /// a resume the consumer's return made due.
     @inlinable
-    func next(
-        into batch: inout StreamRing<Element>, reportProgressAt: inout Int
-    ) -> CallbackStreamStateMachine<Element>.NextAction {
-        let (action, request, threshold) = box.withLock { machine in
-            let (action, request) = machine.next(into: &batch)
-            return (action, request, machine.progressReportThreshold)
-        }
-        reportProgressAt = threshold
+    func next(into batch: inout StreamRing<Element>) -> CallbackStreamStateMachine<Element>.NextAction {
+        let (action, request) = box.withLock { $0.next(into: &batch) }
         if let request { apply(request) }
         return action
-    }
-
-    /// The same, for a consumer that does not report its progress (it then
-    /// resumes a paused producer only when it comes back with an empty batch).
-    @inlinable
-    func next(into batch: inout StreamRing<Element>) -> CallbackStreamStateMachine<Element>.NextAction {
-        var ignored = 0
-        return next(into: &batch, reportProgressAt: &ignored)
-    }
-
-    /// The consumer's batch is down to `remaining` elements (reported while
-    /// the stream is paused, once, at the threshold `next` gave).
-    @usableFromInline
-    func consumerProgress(remaining: Int) {
-        if let request = box.withLock({ $0.consumerProgress(remaining: remaining) }) {
-            apply(request)
-        }
     }
 
     @usableFromInline

@@ -262,8 +262,7 @@ public struct ControlScheduler: Sendable {
 ///   handler, never on the cooperative pool (a cancel that takes seconds
 ///   delays nobody). `pause` and `resume` run on the thread whose event made
 ///   them due: `pause` on a producer thread inside the yield that reached
-///   `high`, `resume` on the consumer (inside `next()`) once it has brought
-///   the held count down to `low`. If another
+///   `high`, `resume` on the consumer when it comes back for more. If another
 ///   thread is making a call at that moment, the call is made by that thread
 ///   right after its own; nobody waits.
 ///

@@ -434,44 +434,6 @@ struct StreamCallbackStreamTests {
     }
 
     @Test(
-        "a paused producer is resumed once the consumer's batch is down to low, while the consumer still holds elements, not when the batch is empty"
-    )
-    func resumeAtLowWhileWorkingThroughABatch() async throws {
-        // The whole burst is yielded inside start, so the consumer takes all 200 in one batch while
-        // the stream is paused; it looks at its progress every 64 elements.
-        let (low, high, total) = (100, 200, 300)
-        let received = StreamShared(0)
-        let receivedAtResume = StreamShared<Int?>(nil)
-        let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: low, high: high)) { sink in
-            let next = StreamShared(0)
-            let produce: @Sendable () -> Void = {
-                while next.value < total {
-                    let outcome = sink.yield(next.value)
-                    next.value += 1
-                    if outcome == .stopProducing { return }
-                }
-                sink.finish()
-            }
-            produce()
-            return StreamControl(
-                cancel: {},
-                resume: {
-                    if receivedAtResume.value == nil { receivedAtResume.value = received.value }
-                    produce()  // on the consumer's thread, inside next(): the contract allows it
-                })
-        }
-        var all: [Int] = []
-        for try await element in stream {
-            all.append(element)
-            received.value = all.count
-        }
-        #expect(all == Array(0..<total))
-        let atResume = try #require(receivedAtResume.value)
-        #expect(atResume >= high - low, "resumed only once at most low elements were held")
-        #expect(atResume < high, "resumed before the batch of \(high) was used up (at \(atResume))")
-    }
-
-    @Test(
         "a slow consumer over a fast producer with backpressure(low: 16, high: 64) holds at most high plus in-flight, drops none, gets all in order"
     )
     func backpressureStress() async throws {
