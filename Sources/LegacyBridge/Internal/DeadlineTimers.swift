@@ -96,13 +96,6 @@ enum DeadlineTimers {
         _ = action  // released here, outside the lock
     }
 
-    /// Deadlines waiting (for tests).
-    static var pendingCount: Int {
-        parking.lock()
-        defer { parking.unlock() }
-        return state.heap.timers.count
-    }
-
     private static func run() {
         parking.lock()
         while true {

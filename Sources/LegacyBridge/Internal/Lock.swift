@@ -80,12 +80,7 @@ package struct LockedBox<State>: @unchecked Sendable {
 
     @inlinable
     package init(_ initial: State) {
-        let buffer = LockStorage<State>.create(minimumCapacity: 1) { buffer in
-            buffer.withUnsafeMutablePointerToElements { $0.initializeLock() }
-            return initial
-        }
-        // `create` returns an instance of the class it is called on.
-        self.storage = unsafeDowncast(buffer, to: LockStorage<State>.self)
+        self.init(makingStateWith: { initial })
     }
 
     /// The same, building the state in place: a generic state is then neither copied into the
@@ -96,6 +91,7 @@ package struct LockedBox<State>: @unchecked Sendable {
             buffer.withUnsafeMutablePointerToElements { $0.initializeLock() }
             return make()
         }
+        // `create` returns an instance of the class it is called on.
         self.storage = unsafeDowncast(buffer, to: LockStorage<State>.self)
     }
 

@@ -22,7 +22,7 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         /// optional tuple in it is copied and destroyed through the runtime's generic tuple code
         /// on every call (it cost the synchronous path half its time). `.zero`: no timer planned.
         @usableFromInline var plannedTimeout: Duration
-        /// The deadline, as its distance from ``CompletionGateStorage/clockOrigin``.
+        /// The deadline, as its distance from `gateClockOrigin`.
         @usableFromInline var plannedDeadline: Duration
 
         @inlinable
@@ -138,13 +138,9 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     }
 
     /// Records the timer to arm once the call waits (see ``armPlannedTimer()``).
-    /// The instant planned deadlines are measured from (any fixed instant would do).
-    @usableFromInline
-    static var clockOrigin: ContinuousClock.Instant { gateClockOrigin }
-
     @usableFromInline
     func planTimer(timeout: Duration, deadline: ContinuousClock.Instant) {
-        let offset = Self.clockOrigin.duration(to: deadline)
+        let offset = gateClockOrigin.duration(to: deadline)
         self.box.withLock {
             $0.plannedTimeout = timeout
             $0.plannedDeadline = offset
@@ -156,7 +152,7 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     func armPlannedTimer() {
         let (timeout, offset) = self.box.withLock { ($0.plannedTimeout, $0.plannedDeadline) }
         guard timeout > .zero else { return }
-        let deadline = Self.clockOrigin + offset
+        let deadline = gateClockOrigin + offset
         armTimer(timeout: timeout, deadline: deadline)
     }
 
@@ -198,5 +194,6 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     }
 }
 
-/// See ``CompletionGateStorage/clockOrigin``.
+/// The instant planned deadlines are measured from (any fixed instant would do; a generic type
+/// cannot hold a static stored property).
 let gateClockOrigin = ContinuousClock.now
