@@ -128,10 +128,18 @@ public final class OffloadPool: Sendable {
         let core = self.core
         let body = OffloadBody(body)
         return try await withCallback(isolation: isolation, timeout: timeout, onDiscard: onDiscard) { completion in
-            let call = OffloadCall(completion: completion, body: body, interrupt: interrupt)
-            switch core.submit(.call(call), interruptible: interrupt != nil) {
+            // Built here, where `Value` is known to the caller's specialized code, so the worker
+            // runs the body and the gate's `finish` without looking up generic metadata.
+            let settle: OffloadSettle = { rejection in
+                if let rejection {
+                    completion(.failure(rejection))
+                } else {
+                    completion(Result { try body.closure() })
+                }
+            }
+            switch core.submit(.call(settle), interruptible: interrupt != nil) {
             case .success(let id):
-                return CancelHandle { core.cancel(id, call: call) }
+                return CancelHandle { core.cancel(id, interrupt: interrupt) }
             case .failure(let error):
                 throw error
             }
@@ -186,35 +194,4 @@ public final class OffloadPool: Sendable {
 struct OffloadBody<Value>: @unchecked Sendable {
     @usableFromInline let closure: () throws -> Value
     @inlinable init(_ closure: @escaping () throws -> Value) { self.closure = closure }
-}
-
-/// A blocking call on its way through the pool: the body, the interrupt and the gate's completion.
-@usableFromInline
-final class OffloadCall<Value: Sendable>: OffloadCallJob {
-    private let completion: Completion<Value>
-    private let body: OffloadBody<Value>
-    private let interruption: (@Sendable () -> Void)?
-
-    @usableFromInline
-    init(completion: Completion<Value>, body: OffloadBody<Value>, interrupt: (@Sendable () -> Void)?) {
-        self.completion = completion
-        self.body = body
-        self.interruption = interrupt
-    }
-
-    @usableFromInline
-    func run() {
-        let closure = self.body.closure
-        self.completion(Result { try closure() })
-    }
-
-    @usableFromInline
-    func reject(_ error: OffloadError) {
-        self.completion(.failure(error))
-    }
-
-    @usableFromInline
-    func interrupt() {
-        self.interruption?()
-    }
 }

@@ -1,19 +1,15 @@
-/// A blocking call submitted by `OffloadPool.run`, as a worker sees it.
+/// A blocking call submitted by `OffloadPool.run`, as a worker sees it: called with `nil`, it runs
+/// the body on the calling (worker) thread and reports the result to the call's gate; called with
+/// an error, it reports that error without running the body (the call will never run). The pool
+/// calls it exactly once.
 @usableFromInline
-protocol OffloadCallJob: AnyObject, Sendable {
-    /// Runs the body on the calling (worker) thread and reports its result to the call's gate.
-    func run()
-    /// The call will never run: reports `error` to its gate.
-    func reject(_ error: OffloadError)
-    /// Asks the running body to give up (calls the user's interrupt closure, if any).
-    func interrupt()
-}
+typealias OffloadSettle = @Sendable (OffloadError?) -> Void
 
 /// One unit of work for a pool thread.
 @usableFromInline
 enum OffloadWork: Sendable {
     /// A blocking call from `OffloadPool.run`.
-    case call(any OffloadCallJob)
+    case call(OffloadSettle)
     /// A closure posted with `execute`. Dropped uncalled if it is rejected at shutdown.
     case closure(@Sendable () -> Void)
     /// A job of an actor whose executor is an `SDKThreadExecutor`.
@@ -92,7 +88,7 @@ final class OffloadPoolCore: @unchecked Sendable {
     /// one with an interrupt gets it called, soon, on a thread of the library's own (never here: this runs
     /// inside the task's cancellation handler).
     @usableFromInline
-    func cancel(_ id: OffloadJobID, call: any OffloadCallJob) {
+    func cancel(_ id: OffloadJobID, interrupt: (@Sendable () -> Void)?) {
         let action = self.locked { $0.cancel(id) }
         switch action {
         case .none:
@@ -100,14 +96,14 @@ final class OffloadPoolCore: @unchecked Sendable {
         case .dropQueued(let work):
             _ = work  // released here, after unlocking
         case .scheduleInterrupt(let id):
-            SpareThreads.run { self.deliverInterrupt(id, call: call) }
+            SpareThreads.run { self.deliverInterrupt(id, interrupt: interrupt) }
         }
     }
 
     /// Calls the interrupt of job `id` if its body is still running.
-    func deliverInterrupt(_ id: OffloadJobID, call: any OffloadCallJob) {
+    func deliverInterrupt(_ id: OffloadJobID, interrupt: (@Sendable () -> Void)?) {
         guard case .call = self.locked({ $0.interruptDue(id) }) else { return }
-        call.interrupt()
+        interrupt?()
         if case .wakeWorker = self.locked({ $0.interruptReturned(id) }) {
             self.parking.broadcast(Self.interruptCondition)
         }
@@ -120,7 +116,7 @@ final class OffloadPoolCore: @unchecked Sendable {
         if action.wakeWorkers { self.parking.broadcast(Self.workCondition) }
         for work in action.rejected {
             switch work {
-            case .call(let call): call.reject(.shutDown)
+            case .call(let settle): settle(.shutDown)
             case .closure: break  // documented: a posted closure that never ran is dropped
             case .job: preconditionFailure("OffloadPoolCore: an actor job was rejected; executors only drain")
             }
@@ -161,7 +157,7 @@ final class OffloadPoolCore: @unchecked Sendable {
 
     private static func perform(_ work: OffloadWork) {
         switch work {
-        case .call(let call): call.run()
+        case .call(let settle): settle(nil)
         case .closure(let body): body()
         case .job(let job, let executor): job.runSynchronously(on: executor)
         }
