@@ -18,20 +18,17 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         @usableFromInline let diagnosticsToken: BridgeDiagnostics.GateToken?
         /// The timer `withCallback` arms once it waits: kept here, in the gate's one allocation,
         /// rather than in the caller's async frame (every suspended call pays for its frame).
-        /// Stored as two plain fields, not an optional tuple: this struct is generic, and an
-        /// optional tuple in it is copied and destroyed through the runtime's generic tuple code
-        /// on every call (it cost the synchronous path half its time). `.zero`: no timer planned.
-        @usableFromInline var plannedTimeout: Duration
-        /// The deadline, as its distance from `gateClockOrigin`.
-        @usableFromInline var plannedDeadline: Duration
+        /// An optional of a plain, non-generic struct: an optional tuple in this generic struct
+        /// was copied and destroyed through the runtime's generic tuple code on every call, and
+        /// `Duration.zero` as a "none" marker is a call into the standard library each time.
+        @usableFromInline var plannedTimer: PlannedTimer?
 
         @inlinable
         init(onDiscard: (@Sendable (Value) -> Void)?) {
             self.machine = Machine()
             self.onDiscard = onDiscard
             self.diagnosticsToken = BridgeDiagnostics.isEnabled ? BridgeDiagnostics.makeGateToken() : nil
-            self.plannedTimeout = .zero
-            self.plannedDeadline = .zero
+            self.plannedTimer = nil
         }
     }
 
@@ -140,20 +137,15 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     /// Records the timer to arm once the call waits (see ``armPlannedTimer()``).
     @usableFromInline
     func planTimer(timeout: Duration, deadline: ContinuousClock.Instant) {
-        let offset = gateClockOrigin.duration(to: deadline)
-        self.box.withLock {
-            $0.plannedTimeout = timeout
-            $0.plannedDeadline = offset
-        }
+        let planned = PlannedTimer(timeout: timeout, deadline: gateClockOrigin.duration(to: deadline))
+        self.box.withLock { $0.plannedTimer = planned }
     }
 
     /// Arms the timer ``planTimer(timeout:deadline:)`` recorded, if any.
     @usableFromInline
     func armPlannedTimer() {
-        let (timeout, offset) = self.box.withLock { ($0.plannedTimeout, $0.plannedDeadline) }
-        guard timeout > .zero else { return }
-        let deadline = gateClockOrigin + offset
-        armTimer(timeout: timeout, deadline: deadline)
+        guard let planned = self.box.withLock({ $0.plannedTimer }) else { return }
+        armTimer(timeout: planned.timeout, deadline: gateClockOrigin + planned.deadline)
     }
 
     /// Starts a timer that decides the outcome with `BridgeTimeoutError` at
@@ -191,6 +183,20 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     /// A snapshot of the machine (tests and debugging).
     var machine: Machine {
         self.box.withLock { $0.machine }
+    }
+}
+
+/// A timer `withCallback` plans before `start` and arms only if the call waits.
+@usableFromInline
+struct PlannedTimer: Sendable {
+    @usableFromInline let timeout: Duration
+    /// The deadline, as its distance from `gateClockOrigin`.
+    @usableFromInline let deadline: Duration
+
+    @usableFromInline
+    init(timeout: Duration, deadline: Duration) {
+        self.timeout = timeout
+        self.deadline = deadline
     }
 }
 
