@@ -63,7 +63,7 @@
 /// - Throws: The operation's error, the error `start` threw,
 ///   `CancellationError` if the calling task was cancelled first, or
 ///   ``BridgeTimeoutError`` if the timeout expired first.
-@inlinable
+@inlinable @inline(__always)
 public func withCallback<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
     timeout: Duration? = nil,
@@ -90,7 +90,25 @@ public func withCallback<Value: Sendable>(
         // Decided while `start` ran: no cancellation handler, no continuation, no timer.
         return try outcome.get()
     }
-    if case .immediately = plan {
+    return try await waitForCallback(
+        storage, timesOutAtOnce: plan.isImmediate, timeout: timeout, hasTimer: hasTimer, isolation: isolation)
+}
+
+/// The part of ``withCallback(isolation:timeout:onDiscard:_:)`` after `start` returned with the
+/// outcome still open: cancellation handler, continuation, timer.
+///
+/// A function of its own so that `withCallback` itself stays small enough to be inlined whole
+/// into every caller (`@inline(__always)`): a synchronous outcome then costs no async frame of
+/// its own and no executor check, on any isolation.
+@inlinable
+func waitForCallback<Value: Sendable>(
+    _ storage: CompletionGateStorage<Value>,
+    timesOutAtOnce: Bool,
+    timeout: Duration?,
+    hasTimer: Bool,
+    isolation: isolated (any Actor)?
+) async throws -> Value {
+    if timesOutAtOnce {
         // A timeout of zero or less: the operation did not answer inside
         // `start`, so the timeout decides now (and cancels it through its handle).
         storage.timeOut(BridgeTimeoutError(timeout: timeout ?? .zero))

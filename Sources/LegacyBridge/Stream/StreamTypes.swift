@@ -385,4 +385,10 @@ enum TimeoutPlan: Sendable {
         if case .never = self { return true }
         return false
     }
+
+    @inlinable
+    var isImmediate: Bool {
+        if case .immediately = self { return true }
+        return false
+    }
 }
