@@ -22,6 +22,11 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
     let registry: StreamRegistry<Element>?
     /// This subscription's number in the registry.
     let subscriptionID: Int
+    /// The timer of the newest gap and its reorderer generation. Arming a newer gap cancels the
+    /// older timer (a stale generation does nothing when it fires anyway), and the
+    /// subscription's end cancels the last, so a stream never holds more than one pending gap
+    /// timer, however many gaps opened and filled.
+    let gapTimer = LockedBox<(generation: UInt64, timer: DeadlineTimer)?>(nil)
 
     @usableFromInline
     init(buffering: StreamBuffering, ordering: StreamOrdering, registry: StreamRegistry<Element>? = nil) {
@@ -33,6 +38,7 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
     }
 
     deinit {
+        gapTimer.withLock { $0 }?.timer.cancel()
         registry?.subscriptionEnded(id: subscriptionID, statistics: self.statistics)
     }
 
@@ -196,11 +202,17 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
             gapTimerFired(generation)
             return
         }
-        // Not cancelled when the gap fills: a stale generation does nothing, and the timer holds
-        // the stream only weakly.
-        _ = DeadlineTimers.schedule(at: ContinuousClock.now + timeout) { [weak self] in
+        // The timer holds the stream only weakly.
+        let timer = DeadlineTimers.schedule(at: ContinuousClock.now + timeout) { [weak self] in
             self?.gapTimerFired(generation)
         }
+        // Two producers' threads may arm two generations in either order: the newer one stays.
+        let superseded = gapTimer.withLock { slot -> DeadlineTimer? in
+            if let current = slot, current.generation > generation { return timer }
+            defer { slot = (generation, timer) }
+            return slot?.timer
+        }
+        superseded?.cancel()
     }
 
     func gapTimerFired(_ generation: UInt64) {

@@ -136,6 +136,38 @@ struct StreamSequenceNumbersTests {
         #expect(machine.statistics.enqueued == 3)
     }
 
+    @Test("a stream keeps at most one pending gap timer: a newer gap's cancels the older, the end cancels the last")
+    func gapTimersDoNotPileUp() throws {
+        // Runs the storage's own arming path with generations as the machine counts them, and
+        // returns the last timer once the storage is gone.
+        let last = try { () throws -> DeadlineTimer in
+            let live = CallbackStreamStorage<Int>(
+                buffering: .unbounded, ordering: .sequenced(window: 8, gapTimeout: .seconds(600)))
+            func pending() -> (generation: UInt64, timer: DeadlineTimer)? { live.gapTimer.withLock { $0 } }
+            live.armGapTimer(1)
+            let first = try #require(pending())
+            #expect(first.generation == 1 && first.timer.heapIndex >= 0, "the first gap's timer is pending")
+            live.armGapTimer(2)
+            let second = try #require(pending())
+            #expect(second.generation == 2 && second.timer.heapIndex >= 0)
+            #expect(first.timer.heapIndex == -1, "the superseded timer left the heap at once")
+            // A slower producer thread arms an older generation after the newer one: the newer stays.
+            live.armGapTimer(1)
+            #expect(pending()?.generation == 2 && second.timer.heapIndex >= 0)
+            // 100 gaps opened and filled leave one pending timer, not 100.
+            var timers: [DeadlineTimer] = []
+            for generation in 3...102 {
+                live.armGapTimer(UInt64(generation))
+                timers.append(try #require(pending()).timer)
+            }
+            #expect(timers.dropLast().allSatisfy { $0.heapIndex == -1 } && second.timer.heapIndex == -1)
+            let last = try #require(timers.last)
+            #expect(last.heapIndex >= 0)
+            return last
+        }()
+        #expect(last.heapIndex == -1, "the subscription's end cancelled the last gap timer")
+    }
+
     @Test("a huge window neither allocates up front nor crashes on the first next()")
     func hugeWindow() async throws {
         let (received, _) = try await run([1, 0, 2], window: Int.max)
