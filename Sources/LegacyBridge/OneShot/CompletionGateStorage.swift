@@ -18,17 +18,21 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         @usableFromInline let diagnosticsToken: BridgeDiagnostics.GateToken?
         /// The timer `withCallback` arms once it waits: kept here, in the gate's one allocation,
         /// rather than in the caller's async frame (every suspended call pays for its frame).
-        /// An optional of a plain, non-generic struct: an optional tuple in this generic struct
-        /// was copied and destroyed through the runtime's generic tuple code on every call, and
-        /// `Duration.zero` as a "none" marker is a call into the standard library each time.
-        @usableFromInline var plannedTimer: PlannedTimer?
+        /// Two plain fields, `.seconds(0)` when no timer is planned: an optional tuple in this
+        /// generic struct was copied and destroyed through the runtime's generic tuple code on
+        /// every call; an optional struct's tag byte made the allocation 16 bytes larger; and
+        /// `Duration.zero` is a call into the standard library (`.seconds(0)` is inlined).
+        @usableFromInline var plannedTimeout: Duration
+        /// The deadline, as its distance from `gateClockOrigin`.
+        @usableFromInline var plannedDeadline: Duration
 
         @inlinable
         init(onDiscard: (@Sendable (Value) -> Void)?) {
             self.machine = Machine()
             self.onDiscard = onDiscard
             self.diagnosticsToken = BridgeDiagnostics.isEnabled ? BridgeDiagnostics.makeGateToken() : nil
-            self.plannedTimer = nil
+            self.plannedTimeout = .seconds(0)
+            self.plannedDeadline = .seconds(0)
         }
     }
 
@@ -137,15 +141,19 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     /// Records the timer to arm once the call waits (see ``armPlannedTimer()``).
     @usableFromInline
     func planTimer(timeout: Duration, deadline: ContinuousClock.Instant) {
-        let planned = PlannedTimer(timeout: timeout, deadline: gateClockOrigin.duration(to: deadline))
-        self.box.withLock { $0.plannedTimer = planned }
+        let offset = gateClockOrigin.duration(to: deadline)
+        self.box.withLock {
+            $0.plannedTimeout = timeout
+            $0.plannedDeadline = offset
+        }
     }
 
     /// Arms the timer ``planTimer(timeout:deadline:)`` recorded, if any.
     @usableFromInline
     func armPlannedTimer() {
-        guard let planned = self.box.withLock({ $0.plannedTimer }) else { return }
-        armTimer(timeout: planned.timeout, deadline: gateClockOrigin + planned.deadline)
+        let (timeout, offset) = self.box.withLock { ($0.plannedTimeout, $0.plannedDeadline) }
+        guard timeout > .seconds(0) else { return }
+        armTimer(timeout: timeout, deadline: gateClockOrigin + offset)
     }
 
     /// Starts a timer that decides the outcome with `BridgeTimeoutError` at
@@ -183,20 +191,6 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     /// A snapshot of the machine (tests and debugging).
     var machine: Machine {
         self.box.withLock { $0.machine }
-    }
-}
-
-/// A timer `withCallback` plans before `start` and arms only if the call waits.
-@usableFromInline
-struct PlannedTimer: Sendable {
-    @usableFromInline let timeout: Duration
-    /// The deadline, as its distance from `gateClockOrigin`.
-    @usableFromInline let deadline: Duration
-
-    @usableFromInline
-    init(timeout: Duration, deadline: Duration) {
-        self.timeout = timeout
-        self.deadline = deadline
     }
 }
 
