@@ -72,12 +72,8 @@ public func withCallback<Value: Sendable>(
 ) async throws -> Value {
     let storage = CompletionGateStorage<Value>(onDiscard: onDiscard)
     let plan = TimeoutPlan(timeout)
-    let hasTimer: Bool
     if case .after(let timeout) = plan {
         storage.planTimer(timeout: timeout, deadline: ContinuousClock.now + timeout)
-        hasTimer = true
-    } else {
-        hasTimer = false
     }
     let handle: CancelHandle?
     do {
@@ -90,8 +86,7 @@ public func withCallback<Value: Sendable>(
         // Decided while `start` ran: no cancellation handler, no continuation, no timer.
         return try outcome.get()
     }
-    return try await waitForCallback(
-        storage, timesOutAtOnce: plan.isImmediate, timeout: timeout, hasTimer: hasTimer, isolation: isolation)
+    return try await waitForCallback(storage, plan: plan, timeout: timeout, isolation: isolation)
 }
 
 /// The part of ``withCallback(isolation:timeout:onDiscard:_:)`` after `start` returned with the
@@ -103,12 +98,16 @@ public func withCallback<Value: Sendable>(
 @inlinable
 func waitForCallback<Value: Sendable>(
     _ storage: CompletionGateStorage<Value>,
-    timesOutAtOnce: Bool,
+    plan: TimeoutPlan,
     timeout: Duration?,
-    hasTimer: Bool,
     isolation: isolated (any Actor)?
 ) async throws -> Value {
-    if timesOutAtOnce {
+    let hasTimer: Bool
+    switch plan {
+    case .after: hasTimer = true
+    case .never: hasTimer = false
+    case .immediately:
+        hasTimer = false
         // A timeout of zero or less: the operation did not answer inside
         // `start`, so the timeout decides now (and cancels it through its handle).
         storage.timeOut(BridgeTimeoutError(timeout: timeout ?? .zero))

@@ -385,10 +385,4 @@ enum TimeoutPlan: Sendable {
         if case .never = self { return true }
         return false
     }
-
-    @inlinable
-    var isImmediate: Bool {
-        if case .immediately = self { return true }
-        return false
-    }
 }
