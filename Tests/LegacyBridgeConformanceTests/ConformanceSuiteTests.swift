@@ -7,7 +7,11 @@ import Testing
 struct ConformanceSuiteTests {
     /// A generous watchdog: these tests check verdicts, not hang detection, and share two cores
     /// with every other test (and with ThreadSanitizer's slowdown).
-    static let patient = ConformanceOptions(watchdog: .seconds(60))
+    /// The in-process watchdog: 60 s, or 300 s under ThreadSanitizer, where the whole test run keeps
+    /// the cooperative pool's queue full for minutes and a slow scenario (a slow consumer) can wait
+    /// that long for a thread without anything being stuck. A real hang still fails, later.
+    static let watchdog: Duration = threadSanitizerIsActive ? .seconds(300) : .seconds(60)
+    static let patient = ConformanceOptions(watchdog: watchdog)
 
     @Test("withCallback adapter passes every one-shot scenario")
     func withCallbackPasses() async {
@@ -32,7 +36,7 @@ struct ConformanceSuiteTests {
     @Test("an adapter that drops the caller's isolation is caught by main-actor-caller")
     func hoppingAdapterIsCaught() async {
         let report = await ConformanceSuite.run(
-            HoppingAdapter(), options: .init(watchdog: .seconds(60), only: ["main-actor-caller"]))
+            HoppingAdapter(), options: .init(watchdog: Self.watchdog, only: ["main-actor-caller"]))
         #expect(report.results.map(\.name) == ["main-actor-caller"])
         #expect(report.failures.map(\.name) == ["main-actor-caller"])
         #expect(report.failures.first?.detail.contains("hopped") == true)
@@ -48,7 +52,7 @@ struct ConformanceSuiteTests {
     @Test("a stream adapter that keeps the newest 8 events is reported as losing events, not as buffering them")
     func droppingStreamIsCaught() async {
         let report = await ConformanceSuite.run(
-            DroppingStreamAdapter(), options: .init(watchdog: .seconds(60), only: ["slow-consumer-backpressure"]))
+            DroppingStreamAdapter(), options: .init(watchdog: Self.watchdog, only: ["slow-consumer-backpressure"]))
         #expect(report.failures.map(\.name) == ["slow-consumer-backpressure"])
         let detail = report.failures.first?.detail ?? ""
         #expect(detail.contains("never reached the consumer"), "\(detail)")
@@ -70,7 +74,7 @@ struct ConformanceSuiteTests {
         // The same adapter keeps an early outcome made on start's own thread: what catches it is
         // the cross-thread order the scenario forces, not some other mistake.
         let report = await ConformanceSuite.run(
-            DropsEarlyOutcomeAdapter(), options: .init(watchdog: .seconds(60), only: ["synchronous-callback"]))
+            DropsEarlyOutcomeAdapter(), options: .init(watchdog: Self.watchdog, only: ["synchronous-callback"]))
         #expect(report.failures.isEmpty, "\(report.rendered)")
     }
 
@@ -82,7 +86,7 @@ struct ConformanceSuiteTests {
         for seed in UInt64(1)...5 {
             let report = await ConformanceSuite.run(
                 WaitObservingStreamAdapter(recorder: recorder),
-                options: .init(watchdog: .seconds(60), seed: seed, only: ["stream-exactly-one-terminal"]))
+                options: .init(watchdog: Self.watchdog, seed: seed, only: ["stream-exactly-one-terminal"]))
             #expect(report.failures.isEmpty, "seed \(seed): \(report.rendered)")
         }
         #expect(recorder.consumerWaiting == Array(repeating: true, count: 5))
@@ -120,7 +124,7 @@ struct ConformanceSuiteTests {
         for seed in UInt64(1)...3 {
             let report = await ConformanceSuite.run(
                 ContextReleasedOnCancelAdapter(),
-                options: .init(watchdog: .seconds(60), seed: seed, only: Set(cancelling)))
+                options: .init(watchdog: Self.watchdog, seed: seed, only: Set(cancelling)))
             #expect(Set(report.failures.map(\.name)) == Set(cancelling), "seed \(seed): \(report.rendered)")
             for failure in report.failures {
                 #expect(
