@@ -241,6 +241,10 @@ extension StreamScenarios {
             }
             if let problem = await verdict.value() { return .fail(problem) }
             for consumer in consumers { await consumer.value }
+            // The lab's event counter is shared by every source: take it only once all of them were
+            // released (the SDK releases a source after its last callback), or a source whose
+            // cancel thread is still waking up would count against one that already stopped.
+            _ = await eventually({ sources.allSatisfy { $0.1.snapshot.released } })
             for (_, probe) in sources {
                 if case .fail(let why) = await producerStopped(
                     probe, context.lab, how: "after the consuming task was cancelled")
