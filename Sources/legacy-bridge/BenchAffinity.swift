@@ -46,3 +46,14 @@ func benchPinProcessToOneCPU() -> () -> Void {
     return {}
     #endif
 }
+
+/// Runs `body` with the process pinned to one CPU (``benchPinProcessToOneCPU()``) and gives every
+/// CPU back when it returns or throws, so a failing section does not leave the rest of the run
+/// on one CPU.
+func pinnedToOneCPU<Value>(
+    isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> Value
+) async rethrows -> Value {
+    let unpin = benchPinProcessToOneCPU()
+    defer { unpin() }
+    return try await body()
+}

@@ -200,10 +200,10 @@ struct BenchRunner {
         defer { thread.stop() }
         let sdk = BenchSDKClient(workerThreads: 1)
         let client = try LegacyClient(configuration: .init(workerThreads: 1))
-        let unpin = benchPinProcessToOneCPU()
-        let series = try await benchInterleaved(
-            BenchOneShotWorker.variants(worker: thread, sdk: sdk, client: client), timing: plan.workerTiming)
-        unpin()
+        let series = try await pinnedToOneCPU {
+            try await benchInterleaved(
+                BenchOneShotWorker.variants(worker: thread, sdk: sdk, client: client), timing: plan.workerTiming)
+        }
         let (floor, bridge, sdkFloor, fetch) = (series[0], series[1], series[2], series[3])
         report.workerThread = .init(
             floorNs: floor.median, bridgeNs: bridge.median, fetchNs: fetch.median, sdkFloorNs: sdkFloor.median,
@@ -369,12 +369,14 @@ struct BenchRunner {
         let single = try OffloadPool(threads: 1, name: "bench-offload")
         let executor = try SDKThreadExecutor(name: "bench-sdk")
         let actor = BenchExecutorActor(executor: executor)
-        let unpin = benchPinProcessToOneCPU()
-        let roundTrip = try await benchInterleaved(
-            BenchOffload.roundTripVariants(worker: worker, pool: single), timing: plan.workerTiming)
-        let hops = try await benchInterleaved(
-            BenchOffload.executorVariants(executor: executor, actor: actor), timing: plan.workerTiming)
-        unpin()
+        let (roundTrip, hops) = try await pinnedToOneCPU {
+            (
+                try await benchInterleaved(
+                    BenchOffload.roundTripVariants(worker: worker, pool: single), timing: plan.workerTiming),
+                try await benchInterleaved(
+                    BenchOffload.executorVariants(executor: executor, actor: actor), timing: plan.workerTiming)
+            )
+        }
         await single.shutdown()
 
         let (calls, threads, blockMicroseconds) = (1_000, 8, 1_000)
