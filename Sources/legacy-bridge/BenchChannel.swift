@@ -3,7 +3,9 @@ import LegacyBridge
 // The practical ceiling of a lock-based hand-off, as a baseline for CallbackStream: a hand-written
 // channel (a pthread mutex, an array, one waiting continuation) whose consumer swaps the whole
 // array out under the lock and then hands elements out without locking. No policy, no
-// cancellation, no ordering, no producer control: everything CallbackStream adds is absent.
+// cancellation, no ordering, no producer control: everything CallbackStream adds is absent. The
+// targets compare against it with a default pthread mutex; an information line also shows it with
+// the spinning mutex CallbackStream itself uses, the same lock on both sides.
 
 /// A single-producer, single-consumer channel of `Int`s: the bench's locked-channel baseline.
 final class BenchLockedChannel: Sendable {
@@ -13,9 +15,13 @@ final class BenchLockedChannel: Sendable {
         var finished = false
     }
 
-    private let state = LockedBox(State())
+    private let state: LockedBox<State>
 
-    init() {}
+    /// `spinning`: the mutex spins briefly before it sleeps, as CallbackStream's own lock does
+    /// (glibc's adaptive mutex); otherwise a default pthread mutex, the baseline the targets use.
+    init(spinning: Bool = false) {
+        state = LockedBox(spinning: spinning) { State() }
+    }
 
     /// Appends one element; wakes the consumer if it waits.
     func send(_ value: Int) {

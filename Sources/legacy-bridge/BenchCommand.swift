@@ -21,8 +21,9 @@ enum BenchCommand {
                     a wake-up of another vCPU costs a random 10-60 µs on a VM)
           stream    one pthread producer (the same loop for every variant) to a `for try await`
                     consumer: AsyncStream (unbounded) and a hand-written locked channel (mutex +
-                    array swap: the ceiling of a lock-based hand-off) vs CallbackStream .unbounded
-                    and .backpressure(low: 256, high: 1024), single yields and yield(contentsOf:)
+                    array swap: the ceiling of a lock-based hand-off; also with the spinning
+                    mutex CallbackStream uses) vs CallbackStream .unbounded and
+                    .backpressure(low: 256, high: 1024), single yields and yield(contentsOf:)
                     in batches of 64 (events/s; peak buffered elements, for a producer that obeys
                     .stopProducing and for one that only stops on pause)
           memory    resident bytes per pending operation with 100,000 suspended at once, bare
@@ -231,6 +232,7 @@ struct BenchRunner {
         _ = try await BenchStreams.callbackStream(events: events / 10, buffering: backpressure, on: thread)
         _ = await BenchStreams.lockedChannel(events: events / 10, batched: false, on: thread)
         _ = await BenchStreams.lockedChannel(events: events / 10, batched: true, on: thread)
+        _ = await BenchStreams.lockedChannel(events: events / 10, batched: false, spinning: true, on: thread)
         _ = try await BenchStreams.batchedCallbackStream(events: events / 10, buffering: .unbounded, on: thread)
         _ = try await BenchStreams.batchedCallbackStream(events: events / 10, buffering: backpressure, on: thread)
         var producer = BenchSeries()
@@ -239,6 +241,7 @@ struct BenchRunner {
         var bounded = BenchSeries()
         var channel = BenchSeries()
         var channelBatched = BenchSeries()
+        var channelSpinning = BenchSeries()
         var batchedUnbounded = BenchSeries()
         var batchedBounded = BenchSeries()
         var peaksBounded: [Double] = []
@@ -261,6 +264,9 @@ struct BenchRunner {
                 await BenchStreams.lockedChannel(events: events, batched: false, on: thread).eventsPerSecond)
             channelBatched.samples.append(
                 await BenchStreams.lockedChannel(events: events, batched: true, on: thread).eventsPerSecond)
+            channelSpinning.samples.append(
+                await BenchStreams.lockedChannel(events: events, batched: false, spinning: true, on: thread)
+                    .eventsPerSecond)
             batchedUnbounded.samples.append(
                 try await BenchStreams.batchedCallbackStream(events: events, buffering: .unbounded, on: thread)
                     .eventsPerSecond)
@@ -283,6 +289,7 @@ struct BenchRunner {
             backpressureLow: BenchStreams.low, backpressureHigh: BenchStreams.high,
             backpressurePauses: benchMedian(pauses), callbackStreamPeakBuffered: peakUnbounded,
             lockedChannelEventsPerSec: channel.median, lockedChannelBatchedEventsPerSec: channelBatched.median,
+            lockedChannelSpinningEventsPerSec: channelSpinning.median,
             batchedEventsPerSec: batchedUnbounded.median, batchedBackpressureEventsPerSec: batchedBounded.median,
             singleBackpressureEventsPerSec: bounded.median, batchSize: BenchStreams.batch,
             pushStylePeakBufferedMedian: benchMedian(pushPeaks), pushStylePeakBufferedWorst: Int(pushPeaks.max() ?? 0),
@@ -301,6 +308,12 @@ struct BenchRunner {
         report.addTarget(
             "stream: yield(contentsOf:) x\(BenchStreams.batch) / single yields, .backpressure",
             value: benchRatio(batchedBounded, bounded), atLeast: 10)
+        report.addInformation(
+            "stream: CallbackStream .unbounded / locked channel, spinning mutex",
+            value: benchRatio(unbounded, channelSpinning))
+        report.addInformation(
+            "stream: CallbackStream .backpressure / locked channel, spinning mutex",
+            value: benchRatio(bounded, channelSpinning))
         report.addInformation(
             "stream: batched CallbackStream .unbounded / batched locked channel",
             value: benchRatio(batchedUnbounded, channelBatched))
@@ -328,6 +341,7 @@ struct BenchRunner {
                 note: "peak buffered \(Int(peakMedian)) median, \(peakWorst) worst; \(Int(benchMedian(pauses))) pauses"),
             rate("  the producer alone (yield to a counter)", producer),
             rate("  locked channel (mutex + array swap), single sends", channel),
+            rate("  the same channel with a spinning mutex (as CallbackStream's)", channelSpinning),
             rate("  CallbackStream .unbounded, yield(contentsOf:) x\(BenchStreams.batch)", batchedUnbounded),
             rate("  CallbackStream .backpressure, yield(contentsOf:) x\(BenchStreams.batch)", batchedBounded),
             rate("  locked channel, batches of \(BenchStreams.batch)", channelBatched),

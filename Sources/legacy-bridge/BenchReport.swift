@@ -44,6 +44,8 @@ struct BenchReport: Encodable {
         var lockedChannelEventsPerSec = 0.0
         /// The same channel fed in batches.
         var lockedChannelBatchedEventsPerSec = 0.0
+        /// The same channel, single sends, with the spinning (adaptive) mutex CallbackStream uses.
+        var lockedChannelSpinningEventsPerSec = 0.0
         /// CallbackStream `.unbounded` fed with `yield(contentsOf:)`, `batchSize` per call.
         var batchedEventsPerSec = 0.0
         /// CallbackStream `.backpressure` fed with `yield(contentsOf:)`.

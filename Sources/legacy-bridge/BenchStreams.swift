@@ -112,8 +112,8 @@ enum BenchStreams {
 
     /// The hand-written locked channel (the ceiling of a lock-based hand-off), single sends or
     /// batches of `batch`.
-    static func lockedChannel(events: Int, batched: Bool, on thread: BenchThread) async -> Run {
-        let channel = BenchLockedChannel()
+    static func lockedChannel(events: Int, batched: Bool, spinning: Bool = false, on thread: BenchThread) async -> Run {
+        let channel = BenchLockedChannel(spinning: spinning)
         let producer = BenchStreamProducer()
         let start = ContinuousClock.now
         thread.submit(

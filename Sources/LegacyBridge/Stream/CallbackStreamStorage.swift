@@ -30,7 +30,7 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
 
     @usableFromInline
     init(buffering: StreamBuffering, ordering: StreamOrdering, registry: StreamRegistry<Element>? = nil) {
-        self.box = LockedBox(CallbackStreamStateMachine(buffering: buffering, ordering: ordering))
+        self.box = LockedBox(spinning: true) { CallbackStreamStateMachine(buffering: buffering, ordering: ordering) }
         self.control = LockedBox(ProducerControlStateMachine())
         self.gapTimeout = ordering.effectiveGapTimeout
         self.registry = registry
