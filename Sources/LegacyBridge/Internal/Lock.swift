@@ -36,37 +36,36 @@ package typealias PlatformLock = pthread_mutex_t
 
 extension UnsafeMutablePointer where Pointee == PlatformLock {
     @inlinable func initializeLock() {
-        self.initialize(to: pthread_mutex_t())
         #if DEBUG
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
-        let rc = pthread_mutex_init(self, &attributes)
-        pthread_mutexattr_destroy(&attributes)
-        precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
-        #elseif !canImport(Glibc) && !canImport(Musl)
-        let rc = pthread_mutex_init(self, nil)
-        precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
-        #endif
+        initializeLock(type: Int32(PTHREAD_MUTEX_ERRORCHECK))
+        #elseif canImport(Glibc) || canImport(Musl)
         // Release builds on glibc and musl: all-zero bytes are PTHREAD_MUTEX_INITIALIZER, a
-        // default mutex, so the zeroed value above is ready (a gate makes one per call, and
+        // default mutex, so the zeroed value is ready (a gate makes one per call, and
         // pthread_mutex_init was a measurable part of the synchronous path).
+        self.initialize(to: pthread_mutex_t())
+        #else
+        initializeLock(type: Int32(PTHREAD_MUTEX_DEFAULT))
+        #endif
     }
     /// A mutex that spins briefly before it sleeps (glibc's adaptive mutex; elsewhere the
     /// default one): for a lock two threads take at a high rate (a stream's producer and
     /// consumer), where sleeping in the kernel on every collision costs more than the wait.
     @inlinable func initializeSpinningLock() {
         #if canImport(Glibc) && !DEBUG
-        self.initialize(to: pthread_mutex_t())
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
-        let rc = pthread_mutex_init(self, &attributes)
-        pthread_mutexattr_destroy(&attributes)
-        precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
+        initializeLock(type: Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
         #else
         initializeLock()
         #endif
+    }
+    /// Initializes a mutex of the given `pthread_mutexattr_settype` type.
+    @inlinable func initializeLock(type: Int32) {
+        self.initialize(to: pthread_mutex_t())
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, type)
+        let rc = pthread_mutex_init(self, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+        precondition(rc == 0, "pthread_mutex_init failed: \(rc)")
     }
     @inlinable func destroyLock() {
         let rc = pthread_mutex_destroy(self)
