@@ -1,6 +1,12 @@
 import Foundation
 import LegacyBridgeConformance
 
+/// The watchdog of every conformance run in these tests: 60 s, or 300 s under ThreadSanitizer,
+/// where the whole test run keeps both cores and the cooperative pool busy for minutes and a slow
+/// scenario (a slow consumer) can wait that long without anything being stuck. These tests check
+/// verdicts, not hang detection; a real hang still fails, later.
+let testWatchdog: Duration = threadSanitizerIsActive ? .seconds(300) : .seconds(60)
+
 /// Runs the built `legacy-bridge` executable (it sits next to the test bundle) and captures its
 /// output and exit status.
 struct CLIRun {

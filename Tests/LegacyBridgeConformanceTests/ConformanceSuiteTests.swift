@@ -5,13 +5,7 @@ import Testing
 
 @Suite("Conformance suite: the library's adapters pass, broken ones are caught")
 struct ConformanceSuiteTests {
-    /// A generous watchdog: these tests check verdicts, not hang detection, and share two cores
-    /// with every other test (and with ThreadSanitizer's slowdown).
-    /// The in-process watchdog: 60 s, or 300 s under ThreadSanitizer, where the whole test run keeps
-    /// the cooperative pool's queue full for minutes and a slow scenario (a slow consumer) can wait
-    /// that long for a thread without anything being stuck. A real hang still fails, later.
-    static let watchdog: Duration = threadSanitizerIsActive ? .seconds(300) : .seconds(60)
-    static let patient = ConformanceOptions(watchdog: watchdog)
+    static let patient = ConformanceOptions(watchdog: testWatchdog)
 
     @Test("withCallback adapter passes every one-shot scenario")
     func withCallbackPasses() async {
@@ -36,7 +30,7 @@ struct ConformanceSuiteTests {
     @Test("an adapter that drops the caller's isolation is caught by main-actor-caller")
     func hoppingAdapterIsCaught() async {
         let report = await ConformanceSuite.run(
-            HoppingAdapter(), options: .init(watchdog: Self.watchdog, only: ["main-actor-caller"]))
+            HoppingAdapter(), options: .init(watchdog: testWatchdog, only: ["main-actor-caller"]))
         #expect(report.results.map(\.name) == ["main-actor-caller"])
         #expect(report.failures.map(\.name) == ["main-actor-caller"])
         #expect(report.failures.first?.detail.contains("hopped") == true)
@@ -52,7 +46,7 @@ struct ConformanceSuiteTests {
     @Test("a stream adapter that keeps the newest 8 events is reported as losing events, not as buffering them")
     func droppingStreamIsCaught() async {
         let report = await ConformanceSuite.run(
-            DroppingStreamAdapter(), options: .init(watchdog: Self.watchdog, only: ["slow-consumer-backpressure"]))
+            DroppingStreamAdapter(), options: .init(watchdog: testWatchdog, only: ["slow-consumer-backpressure"]))
         #expect(report.failures.map(\.name) == ["slow-consumer-backpressure"])
         let detail = report.failures.first?.detail ?? ""
         #expect(detail.contains("never reached the consumer"), "\(detail)")
@@ -74,7 +68,7 @@ struct ConformanceSuiteTests {
         // The same adapter keeps an early outcome made on start's own thread: what catches it is
         // the cross-thread order the scenario forces, not some other mistake.
         let report = await ConformanceSuite.run(
-            DropsEarlyOutcomeAdapter(), options: .init(watchdog: Self.watchdog, only: ["synchronous-callback"]))
+            DropsEarlyOutcomeAdapter(), options: .init(watchdog: testWatchdog, only: ["synchronous-callback"]))
         #expect(report.failures.isEmpty, "\(report.rendered)")
     }
 
@@ -86,7 +80,7 @@ struct ConformanceSuiteTests {
         for seed in UInt64(1)...5 {
             let report = await ConformanceSuite.run(
                 WaitObservingStreamAdapter(recorder: recorder),
-                options: .init(watchdog: Self.watchdog, seed: seed, only: ["stream-exactly-one-terminal"]))
+                options: .init(watchdog: testWatchdog, seed: seed, only: ["stream-exactly-one-terminal"]))
             #expect(report.failures.isEmpty, "seed \(seed): \(report.rendered)")
         }
         #expect(recorder.consumerWaiting == Array(repeating: true, count: 5))
@@ -124,7 +118,7 @@ struct ConformanceSuiteTests {
         for seed in UInt64(1)...3 {
             let report = await ConformanceSuite.run(
                 ContextReleasedOnCancelAdapter(),
-                options: .init(watchdog: Self.watchdog, seed: seed, only: Set(cancelling)))
+                options: .init(watchdog: testWatchdog, seed: seed, only: Set(cancelling)))
             #expect(Set(report.failures.map(\.name)) == Set(cancelling), "seed \(seed): \(report.rendered)")
             for failure in report.failures {
                 #expect(

@@ -5,9 +5,7 @@ import Testing
 /// The thread-affine and blocking scenarios against the library's adapters and the gallery's.
 @Suite("Conformance: thread-affine and blocking SDKs")
 struct OffloadConformanceTests {
-    /// Generous: under ThreadSanitizer, on two cores, the whole test run can keep these scenarios'
-    /// tasks waiting for a cooperative thread for a minute.
-    static let patient = ConformanceOptions(watchdog: threadSanitizerIsActive ? .seconds(300) : .seconds(60))
+    static let patient = ConformanceOptions(watchdog: testWatchdog)
 
     @Test("the SDK-thread-executor adapter passes every thread-affine scenario")
     func executorAdapterPasses() async {

@@ -1,5 +1,4 @@
 import Foundation
-import LegacyBridgeConformance
 import Testing
 
 /// The README's crash-isolated example is a real target of this package: it must stay identical to
@@ -33,9 +32,7 @@ struct ReadmeExampleTests {
 
     @Test("the example checks both adapters, crash-isolated, and exits 0 with the CLI's JSON")
     func examplePasses() async throws {
-        // Each scenario's child gets 60 s (300 s under ThreadSanitizer, where the test run keeps both
-        // cores busy for minutes).
-        let watchdog = threadSanitizerIsActive ? "300" : "60"
+        let watchdog = "\(testWatchdog.components.seconds)"
         let run = try await CLI.run(["--json", "--watchdog", watchdog], executableName: "MyAdapterConformance")
         #expect(run.status == 0, "\(run.output)\n\(run.errors)")
         let adapters = try #require(run.json?["adapters"] as? [[String: Any]], "\(run.output)")

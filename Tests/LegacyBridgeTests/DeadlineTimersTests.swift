@@ -130,7 +130,7 @@ struct DeadlineTimersTests {
             #expect(outcome == "timed out as asked")
             conclusive = cancelledWhileAllBlocked.value
         }
-        if underThreadSanitizer {
+        if runningUnderThreadSanitizer {
             withKnownIssue("ThreadSanitizer's run keeps the cooperative pool busy", isIntermittent: true) {
                 #expect(conclusive, "in five attempts the blockers never held every cooperative thread in time")
             }
@@ -141,12 +141,6 @@ struct DeadlineTimersTests {
         }
     }
 }
-
-/// Whether this process runs with ThreadSanitizer (its runtime is linked in).
-private let underThreadSanitizer: Bool = {
-    guard let process = dlopen(nil, RTLD_NOW) else { return false }
-    return dlsym(process, "__tsan_init") != nil
-}()
 
 /// Calls a silent operation with a timeout from an actor whose executor is a thread of its own.
 actor DeadlineTestCaller {
