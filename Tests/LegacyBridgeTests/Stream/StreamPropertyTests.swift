@@ -237,6 +237,11 @@ struct StreamPropertyTests {
                         }
                         lastPaused = paused
                         lastVersion = version
+                        if case .backpressure(let low, let high) = buffering {
+                            let held = machine.buffer.count + machine.inBatch
+                            if paused && held < high { problem = "\(what): pause with \(held) held, below high \(high)" }
+                            if !paused && held > low { problem = "\(what): resume with \(held) held, above low \(low)" }
+                        }
                     case .cancel:
                         cancels += 1
                         closed = true
