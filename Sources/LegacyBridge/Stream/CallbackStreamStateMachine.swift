@@ -37,6 +37,12 @@ struct StreamEffects<Element: Sendable> {
         self.discarded = StreamRing()
     }
 
+    /// Whether there is nothing to do.
+    @inlinable
+    var isEmpty: Bool {
+        wakeUp == nil && control == nil && armGapTimer == nil && evicted == nil && discarded.isEmpty
+    }
+
     @inlinable
     mutating func setControl(_ request: StreamControlRequest) {
         precondition(self.control == nil, "two producer-control decisions in one event")

@@ -79,7 +79,8 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
     @inlinable
     func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldOutcome {
         let (outcome, effects) = box.withLock { $0.yield(contentsOf: elements) }
-        perform(effects)
+        // The common batch needs nothing done: skip the (generic, unspecialized) effects call.
+        if !effects.isEmpty { perform(effects) }
         return outcome
     }
 

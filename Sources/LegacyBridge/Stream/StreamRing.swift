@@ -3,22 +3,40 @@
 ///
 /// The stream's buffer and the consumer's current batch are both rings; the
 /// consumer takes a batch by swapping its (empty) ring with the stream's.
+///
+/// Two representations, chosen by the element type (a constant once the code
+/// is specialised):
+/// - a trivial element (an `Int`, a struct of them: it owns nothing) lives in
+///   `plain`, unwrapped: 8 bytes per `Int` instead of 16, so the consumer, which
+///   reads what the producer's thread just wrote, moves half the cache lines.
+///   Slots outside the live range hold stale copies, which own nothing;
+/// - any other element lives in `slots` as an optional, and a slot is set to
+///   `nil` when its element leaves, so the ring never keeps an object alive.
 @usableFromInline
 struct StreamRing<Element> {
+    /// Storage of a non-trivial element type (empty otherwise).
     @usableFromInline var slots: ContiguousArray<Element?>
+    /// Storage of a trivial element type (empty otherwise).
+    @usableFromInline var plain: ContiguousArray<Element>
     @usableFromInline var head: Int
     @usableFromInline var count: Int
+
+    /// Whether elements live unwrapped in `plain`.
+    @inlinable
+    static var isPlain: Bool { _isPOD(Element.self) }
 
     /// Capacity above which an emptied ring gives its storage back instead of
     /// keeping it for reuse: 1 MiB of slots (a burst must not pin memory
     /// forever, but a fast producer must not regrow its buffer for every batch).
     @usableFromInline static var retainedCapacity: Int {
-        Swift.max(4096, (1 << 20) / MemoryLayout<Element?>.stride)
+        let stride = isPlain ? MemoryLayout<Element>.stride : MemoryLayout<Element?>.stride
+        return Swift.max(4096, (1 << 20) / Swift.max(1, stride))
     }
 
     @inlinable
     init() {
         self.slots = []
+        self.plain = []
         self.head = 0
         self.count = 0
     }
@@ -26,27 +44,48 @@ struct StreamRing<Element> {
     @inlinable
     var isEmpty: Bool { count == 0 }
 
+    /// How many elements the storage holds without growing.
+    @inlinable
+    var capacity: Int { Self.isPlain ? plain.count : slots.count }
+
     @inlinable
     mutating func append(_ element: Element) {
-        if count == slots.count { grow() }
+        if count == capacity { grow(filler: element) }
         var index = head &+ count
-        if index >= slots.count { index &-= slots.count }
-        slots[index] = element
+        if Self.isPlain {
+            if index >= plain.count { index &-= plain.count }
+            plain[index] = element
+        } else {
+            if index >= slots.count { index &-= slots.count }
+            slots[index] = element
+        }
         count &+= 1
     }
 
     /// Appends `elements` in order, growing at most once.
     @inlinable
     mutating func append(contentsOf elements: UnsafeBufferPointer<Element>) {
+        guard let source = elements.baseAddress, !elements.isEmpty else { return }
         let needed = count &+ elements.count
-        if needed > slots.count { grow(toAtLeast: needed) }
+        if needed > capacity { grow(toAtLeast: needed, filler: source.pointee) }
         var index = head &+ count
-        if index >= slots.count { index &-= slots.count }
-        slots.withUnsafeMutableBufferPointer { slots in
-            for element in elements {
-                slots[index] = element
-                index &+= 1
-                if index == slots.count { index = 0 }
+        if Self.isPlain {
+            if index >= plain.count { index &-= plain.count }
+            plain.withUnsafeMutableBufferPointer { storage in
+                guard let target = storage.baseAddress else { return }
+                // Two bulk copies: up to the end of the storage, then from its start.
+                let first = Swift.min(elements.count, storage.count &- index)
+                (target + index).update(from: source, count: first)
+                if first < elements.count { target.update(from: source + first, count: elements.count &- first) }
+            }
+        } else {
+            if index >= slots.count { index &-= slots.count }
+            slots.withUnsafeMutableBufferPointer { slots in
+                for element in elements {
+                    slots[index] = element
+                    index &+= 1
+                    if index == slots.count { index = 0 }
+                }
             }
         }
         count = needed
@@ -55,53 +94,89 @@ struct StreamRing<Element> {
     @inlinable
     mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
-        let element = slots[head]
-        // A trivial element (an Int, a struct of them) owns nothing: leaving its bits in the slot
-        // saves a write and a uniqueness check per element. Anything else is cleared so that the
-        // ring never keeps an object alive.
-        if !_isPOD(Element.self) { slots[head] = nil }
-        head &+= 1
-        if head == slots.count { head = 0 }
+        let element: Element
+        if Self.isPlain {
+            // The element owns nothing: its bits stay in the slot, no write needed.
+            element = plain[head]
+            head &+= 1
+            if head == plain.count { head = 0 }
+        } else {
+            // Cleared so that the ring never keeps an object alive.
+            guard let taken = slots[head].take() else { preconditionFailure("StreamRing: empty slot in the live range") }
+            element = taken
+            head &+= 1
+            if head == slots.count { head = 0 }
+        }
         count &-= 1
         return element
+    }
+
+    /// Plain rings: the end (an index into `plain`) of the run of live elements that starts at
+    /// `head` and does not wrap, at most `limit` long. The ring must not be empty.
+    @inlinable
+    func plainRunEnd(limit: Int) -> Int {
+        head &+ Swift.min(count, plain.count &- head, limit)
+    }
+
+    /// Plain rings: removes the first `n` elements (handed out by index from a run).
+    @inlinable
+    mutating func removeFirst(plain n: Int) {
+        precondition(n > 0 && n <= count && head &+ n <= plain.count, "StreamRing: run beyond the live range")
+        head &+= n
+        if head == plain.count { head = 0 }
+        count &-= n
     }
 
     /// Empties the ring, keeping its storage unless it grew beyond
     /// `retainedCapacity`.
     @inlinable
     mutating func removeAll() {
-        if slots.count > Self.retainedCapacity {
+        if capacity > Self.retainedCapacity {
             self = StreamRing()
             return
         }
-        while count > 0 { _ = popFirst() }
+        if !Self.isPlain {
+            while count > 0 { _ = popFirst() }
+        }
+        count = 0
         head = 0
     }
 
     /// Moves the elements into new storage of at least `minimum` (and at least double) slots,
-    /// in two bulk copies (the ring's two segments), the rest filled with `nil`.
+    /// in two bulk copies (the ring's two segments). The rest is filled with `nil`, or for a
+    /// trivial element with copies of `filler` (so that every slot holds a value).
     @inlinable
-    mutating func grow(toAtLeast minimum: Int = 0) {
-        var newCapacity = Swift.max(16, slots.count &* 2)
+    mutating func grow(toAtLeast minimum: Int = 0, filler: Element) {
+        var newCapacity = Swift.max(16, capacity &* 2)
         while newCapacity < minimum { newCapacity &*= 2 }
-        let count = self.count
-        let head = self.head
-        let newSlots = slots.withUnsafeBufferPointer { old in
-            ContiguousArray<Element?>(unsafeUninitializedCapacity: newCapacity) { fresh, initialized in
+        if Self.isPlain {
+            plain = Self.regrow(plain, head: head, count: count, capacity: newCapacity, filler: filler)
+        } else {
+            slots = Self.regrow(slots, head: head, count: count, capacity: newCapacity, filler: nil)
+        }
+        head = 0
+    }
+
+    /// New storage of `capacity` slots: the `count` live slots of `old` from `head` (wrapping)
+    /// first, then copies of `filler`.
+    @inlinable
+    static func regrow<Slot>(
+        _ old: ContiguousArray<Slot>, head: Int, count: Int, capacity: Int, filler: Slot
+    ) -> ContiguousArray<Slot> {
+        old.withUnsafeBufferPointer { old in
+            ContiguousArray<Slot>(unsafeUninitializedCapacity: capacity) { fresh, initialized in
                 guard let target = fresh.baseAddress else {
                     initialized = 0
                     return
                 }
                 let first = Swift.min(count, old.count &- head)
                 if first > 0, let source = old.baseAddress {
-                    (target).initialize(from: source + head, count: first)
+                    target.initialize(from: source + head, count: first)
                     if count > first { (target + first).initialize(from: source, count: count &- first) }
                 }
-                (target + count).initialize(repeating: nil, count: newCapacity &- count)
-                initialized = newCapacity
+                (target + count).initialize(repeating: filler, count: capacity &- count)
+                initialized = capacity
             }
         }
-        slots = newSlots
-        self.head = 0
     }
 }
