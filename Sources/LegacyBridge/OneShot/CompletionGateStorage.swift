@@ -1,5 +1,5 @@
 /// The shared state of one call: the state machine and `onDiscard` behind one
-/// lock, in one allocation (a `LockedBox`). `Completion`, `CompletionGate`,
+/// lock, in one allocation (a `GateLockedBox`: a word lock on Linux). `Completion`, `CompletionGate`,
 /// the cancellation handler and the timer all hold this same storage.
 ///
 /// Every method locks, asks the machine for an action, unlocks, and only then
@@ -37,11 +37,11 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     }
 
     @usableFromInline
-    let box: LockedBox<Guarded>
+    let box: GateLockedBox<Guarded>
 
     @inlinable
     init(onDiscard: (@Sendable (Value) -> Void)?) {
-        self.box = LockedBox { Guarded(onDiscard: onDiscard) }
+        self.box = GateLockedBox { Guarded(onDiscard: onDiscard) }
     }
 
     /// Records a result from the operation; true if it decided the outcome.
