@@ -64,7 +64,8 @@ import Foundation
         }.start()
         let finished = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(returning: bothDone.wait(timeout: .now() + .seconds(testHangBoundSeconds)) == .success)
+                continuation.resume(
+                    returning: bothDone.wait(timeout: .now() + .seconds(testHangBoundSeconds)) == .success)
             }
         }
         #expect(finished, "the parked thread was not woken")

@@ -1,9 +1,11 @@
-// The one lock type of LegacyBridge.
+// The lock type of LegacyBridge (the one-shot gate alone uses the word lock of WordLock.swift
+// on Linux: it is taken twice per call by one thread, where a library call per lock and unlock
+// was a third of the call's cost).
 //
 // Built on pthread_mutex_t (os_unfair_lock on Darwin) rather than
 // Synchronization.Mutex: on this toolchain ThreadSanitizer cannot see Mutex
 // under contention, and stress runs under TSan are part of the product.
-// `package` so the conformance library and the CLI share this one lock type.
+// `package` so the conformance library and the CLI share this lock type.
 // A stream's buffer lock is made "spinning" (glibc's adaptive mutex in release builds): its
 // producer and consumer take it millions of times a second from two threads, and a collision
 // that sleeps in the kernel costs more than the critical section (CallbackStream single yields

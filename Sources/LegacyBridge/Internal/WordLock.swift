@@ -110,7 +110,8 @@ package struct WordLock: ~Copyable {
     func unlock(_ address: UInt) {
         #if DEBUG
         precondition(
-            holder.load(ordering: .relaxed) == WordLock.currentThread, "gate lock released by a thread that does not hold it")
+            holder.load(ordering: .relaxed) == WordLock.currentThread,
+            "gate lock released by a thread that does not hold it")
         holder.store(0, ordering: .relaxed)
         #endif
         if word.exchange(0, ordering: .releasing) == 2 {

@@ -102,7 +102,9 @@ struct StreamRing<Element> {
             if head == plain.count { head = 0 }
         } else {
             // Cleared so that the ring never keeps an object alive.
-            guard let taken = slots[head].take() else { preconditionFailure("StreamRing: empty slot in the live range") }
+            guard let taken = slots[head].take() else {
+                preconditionFailure("StreamRing: empty slot in the live range")
+            }
             element = taken
             head &+= 1
             if head == slots.count { head = 0 }

@@ -239,7 +239,9 @@ struct StreamPropertyTests {
                         lastVersion = version
                         if case .backpressure(let low, let high) = buffering {
                             let held = machine.buffer.count + machine.inBatch
-                            if paused && held < high { problem = "\(what): pause with \(held) held, below high \(high)" }
+                            if paused && held < high {
+                                problem = "\(what): pause with \(held) held, below high \(high)"
+                            }
                             if !paused && held > low { problem = "\(what): resume with \(held) held, above low \(low)" }
                         }
                     case .cancel:

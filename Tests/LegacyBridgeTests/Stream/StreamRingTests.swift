@@ -40,13 +40,19 @@ struct StreamRingTests {
                 case 3, 4:
                     let popped = ring.popFirst().map(value)
                     let expected = model.isEmpty ? nil : model.removeFirst()
-                    if popped != expected { problems.append("round \(round) step \(step): popped \(String(describing: popped)), expected \(String(describing: expected))") }
+                    if popped != expected {
+                        problems.append(
+                            "round \(round) step \(step): popped \(String(describing: popped)), expected \(String(describing: expected))"
+                        )
+                    }
                 case 5, 6:
                     guard StreamRing<Element>.isPlain, !ring.isEmpty else { continue }
                     let end = ring.plainRunEnd(limit: 1 + Int(random.next() % 70))
                     let run = (ring.head..<end).map { value(ring.plain[$0]) }
                     let expected = Array(model.prefix(run.count))
-                    if run.isEmpty || run != expected { problems.append("round \(round) step \(step): run \(run), expected \(expected)") }
+                    if run.isEmpty || run != expected {
+                        problems.append("round \(round) step \(step): run \(run), expected \(expected)")
+                    }
                     ring.removeFirst(plain: run.count)
                     model.removeFirst(run.count)
                 default:
@@ -55,7 +61,9 @@ struct StreamRingTests {
                         model.removeAll()
                     }
                 }
-                if ring.count != model.count { problems.append("round \(round) step \(step): count \(ring.count) vs \(model.count)") }
+                if ring.count != model.count {
+                    problems.append("round \(round) step \(step): count \(ring.count) vs \(model.count)")
+                }
             }
             var rest: [Int] = []
             while let element = ring.popFirst() { rest.append(value(element)) }
@@ -71,7 +79,8 @@ struct StreamRingTests {
         #expect(problems.isEmpty, "\(problems.prefix(3))")
     }
 
-    @Test("a ring of objects (stored as optionals) keeps FIFO order across wrap-around, growth and clears, and frees all")
+    @Test(
+        "a ring of objects (stored as optionals) keeps FIFO order across wrap-around, growth and clears, and frees all")
     func objectsMatchModel() {
         #expect(!StreamRing<StreamRingTracked>.isPlain)
         let before = StreamRingTracked.alive
