@@ -155,12 +155,19 @@ private func benchThreadMain(_ context: UnsafeMutableRawPointer?) -> UnsafeMutab
 
 // MARK: - Stream producer
 
+/// `CLOCK_MONOTONIC` in nanoseconds: cheap enough to read inside a condition variable's lock.
+func benchMonotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+}
+
 /// A pthread loop that produces `0 ..< count` as fast as it can through one `yield` function, the
 /// same for every stream variant; it honours pause, resume and cancel the way an SDK stream does
 /// (it checks one atomic flag per event and blocks on a condition variable while paused).
 final class BenchStreamProducer: @unchecked Sendable {
-    // @unchecked Sendable: `paused` and `cancelled` are read and written only while `condition`'s
-    // mutex is held; `attention` is atomic.
+    // @unchecked Sendable: `paused`, `cancelled`, `resumedAt` and `wakeUps` are read and written
+    // only while `condition`'s mutex is held; `attention` is atomic.
 
     /// Set while paused or cancelled: the loop's only per-event check.
     private let attention = Atomic<Bool>(false)
@@ -170,6 +177,24 @@ final class BenchStreamProducer: @unchecked Sendable {
     private let condition = BenchCondition()
     private var paused = false
     private var cancelled = false
+    /// When the latest `resume` was called (monotonic ns), for `wakeUps`.
+    private var resumedAt: UInt64 = 0
+    private var wakeUps = WakeUps()
+
+    /// How long a paused producer took to run again once `resume` was called: the thread
+    /// wake-up every pause cycle costs, whatever the stream does.
+    struct WakeUps: Sendable {
+        var count = 0
+        var totalNanoseconds: UInt64 = 0
+        var meanNanoseconds: Double { count == 0 ? 0 : Double(totalNanoseconds) / Double(count) }
+    }
+
+    /// The wake-ups measured so far; read after the run.
+    var resumeWakeUps: WakeUps {
+        condition.lock()
+        defer { condition.unlock() }
+        return wakeUps
+    }
 
     init() {}
 
@@ -229,7 +254,15 @@ final class BenchStreamProducer: @unchecked Sendable {
     private func waitWhilePaused() -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while paused && !cancelled { condition.wait() }
+        var waited = false
+        while paused && !cancelled {
+            condition.wait()
+            waited = true
+        }
+        if waited && !cancelled {
+            wakeUps.count += 1
+            wakeUps.totalNanoseconds &+= benchMonotonicNanoseconds() &- resumedAt
+        }
         return !cancelled
     }
 
@@ -243,6 +276,7 @@ final class BenchStreamProducer: @unchecked Sendable {
     func resume() {
         condition.lock()
         resumes.add(1, ordering: .releasing)
+        resumedAt = benchMonotonicNanoseconds()
         paused = false
         attention.store(cancelled, ordering: .releasing)
         condition.signal()

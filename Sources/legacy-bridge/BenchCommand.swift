@@ -24,8 +24,11 @@ enum BenchCommand {
                     array swap: the ceiling of a lock-based hand-off; also with the spinning
                     mutex CallbackStream uses) vs CallbackStream .unbounded and
                     .backpressure(low: 256, high: 1024), single yields and yield(contentsOf:)
-                    in batches of 64 (events/s; peak buffered elements, for a producer that obeys
-                    .stopProducing and for one that only stops on pause)
+                    in batches of 64; the batched target's pair (single and batched yields)
+                    uses those watermarks counted in batches, .backpressure(low: 16384,
+                    high: 65536) (events/s; peak buffered elements, for a producer that obeys
+                    .stopProducing and for one that only stops on pause; how long a paused
+                    producer takes to run again after resume)
           memory    resident bytes per pending operation with 100,000 suspended at once, bare
                     continuation vs withCallback (each measured in a fresh child process)
           cancel    task.cancel() to the waiter running again, withCallback on an operation that
@@ -225,6 +228,8 @@ struct BenchRunner {
         defer { thread.stop() }
         let events = plan.streamEvents
         let backpressure = StreamBuffering.backpressure(low: BenchStreams.low, high: BenchStreams.high)
+        let batchedBackpressure = StreamBuffering.backpressure(
+            low: BenchStreams.batchedLow, high: BenchStreams.batchedHigh)
         // Warm-up: every variant once, on a tenth of the events.
         _ = await BenchStreams.producerOnly(events: events / 10, on: thread)
         _ = await BenchStreams.asyncStream(events: events / 10, on: thread)
@@ -235,6 +240,9 @@ struct BenchRunner {
         _ = await BenchStreams.lockedChannel(events: events / 10, batched: false, spinning: true, on: thread)
         _ = try await BenchStreams.batchedCallbackStream(events: events / 10, buffering: .unbounded, on: thread)
         _ = try await BenchStreams.batchedCallbackStream(events: events / 10, buffering: backpressure, on: thread)
+        _ = try await BenchStreams.callbackStream(events: events / 10, buffering: batchedBackpressure, on: thread)
+        _ = try await BenchStreams.batchedCallbackStream(
+            events: events / 10, buffering: batchedBackpressure, on: thread)
         var producer = BenchSeries()
         var asyncStream = BenchSeries()
         var unbounded = BenchSeries()
@@ -244,6 +252,12 @@ struct BenchRunner {
         var channelSpinning = BenchSeries()
         var batchedUnbounded = BenchSeries()
         var batchedBounded = BenchSeries()
+        var singleWide = BenchSeries()
+        var batchedWide = BenchSeries()
+        var widePeaks: [Double] = []
+        var widePauses: [Double] = []
+        var batchedPauses: [Double] = []
+        var wakeUps: [Double] = []
         var peaksBounded: [Double] = []
         var pushPeaks: [Double] = []
         var overshoot = 0
@@ -277,6 +291,18 @@ struct BenchRunner {
                 events: events, buffering: backpressure, on: thread)
             batchedBounded.samples.append(batchedPaced.eventsPerSecond)
             peaksBounded.append(Double(batchedPaced.peakBuffered))
+            for run in [paced, batchedPaced] where run.producerWakeUpNanoseconds > 0 {
+                wakeUps.append(run.producerWakeUpNanoseconds)
+            }
+            let wideSingle = try await BenchStreams.callbackStream(
+                events: events, buffering: batchedBackpressure, on: thread)
+            singleWide.samples.append(wideSingle.eventsPerSecond)
+            let wideBatched = try await BenchStreams.batchedCallbackStream(
+                events: events, buffering: batchedBackpressure, on: thread)
+            batchedWide.samples.append(wideBatched.eventsPerSecond)
+            widePeaks.append(Double(max(wideSingle.peakBuffered, wideBatched.peakBuffered)))
+            widePauses.append(Double(wideBatched.pauses))
+            batchedPauses.append(Double(batchedPaced.pauses))
         }
         let peakLimit = 2 * BenchStreams.high
         let peakWorst = Int(peaksBounded.max() ?? 0)
@@ -290,8 +316,11 @@ struct BenchRunner {
             backpressurePauses: benchMedian(pauses), callbackStreamPeakBuffered: peakUnbounded,
             lockedChannelEventsPerSec: channel.median, lockedChannelBatchedEventsPerSec: channelBatched.median,
             lockedChannelSpinningEventsPerSec: channelSpinning.median,
-            batchedEventsPerSec: batchedUnbounded.median, batchedBackpressureEventsPerSec: batchedBounded.median,
-            singleBackpressureEventsPerSec: bounded.median, batchSize: BenchStreams.batch,
+            batchedEventsPerSec: batchedUnbounded.median, batchedBackpressureEventsPerSec: batchedWide.median,
+            singleBackpressureEventsPerSec: singleWide.median, batchedBackpressureLow: BenchStreams.batchedLow,
+            batchedBackpressureHigh: BenchStreams.batchedHigh,
+            batchedNarrowBackpressureEventsPerSec: batchedBounded.median,
+            producerWakeUpNs: benchMedian(wakeUps), batchSize: BenchStreams.batch,
             pushStylePeakBufferedMedian: benchMedian(pushPeaks), pushStylePeakBufferedWorst: Int(pushPeaks.max() ?? 0),
             events: events, rounds: plan.streamRounds)
         report.addTarget(
@@ -306,8 +335,19 @@ struct BenchRunner {
             "stream: yield(contentsOf:) x\(BenchStreams.batch) / single yields, .unbounded",
             value: benchRatio(batchedUnbounded, unbounded), atLeast: 10)
         report.addTarget(
-            "stream: yield(contentsOf:) x\(BenchStreams.batch) / single yields, .backpressure",
-            value: benchRatio(batchedBounded, bounded), atLeast: 10)
+            "stream: yield(contentsOf:) x\(BenchStreams.batch) / single yields, .backpressure"
+                + "(\(BenchStreams.batchedLow), \(BenchStreams.batchedHigh))",
+            value: benchRatio(batchedWide, singleWide), atLeast: 10)
+        report.addInformation(
+            "stream: yield(contentsOf:) x\(BenchStreams.batch) / single yields, .backpressure"
+                + "(\(BenchStreams.low), \(BenchStreams.high))",
+            value: benchRatio(batchedBounded, bounded))
+        report.addInformation(
+            "stream: paused producer's wake-up after resume, median round (µs)",
+            value: benchMedian(wakeUps) / 1_000)
+        report.addInformation(
+            "stream: .backpressure(\(BenchStreams.batchedLow), \(BenchStreams.batchedHigh)) peak buffered, worst round",
+            value: widePeaks.max() ?? 0)
         report.addInformation(
             "stream: CallbackStream .unbounded / locked channel, spinning mutex",
             value: benchRatio(unbounded, channelSpinning))
@@ -341,9 +381,18 @@ struct BenchRunner {
                 note: "peak buffered \(Int(peakMedian)) median, \(peakWorst) worst; \(Int(benchMedian(pauses))) pauses"),
             rate("  the producer alone (yield to a counter)", producer),
             rate("  locked channel (mutex + array swap), single sends", channel),
-            rate("  the same channel with a spinning mutex (as CallbackStream's)", channelSpinning),
+            rate("  the channel with CallbackStream's spinning mutex", channelSpinning),
             rate("  CallbackStream .unbounded, yield(contentsOf:) x\(BenchStreams.batch)", batchedUnbounded),
-            rate("  CallbackStream .backpressure, yield(contentsOf:) x\(BenchStreams.batch)", batchedBounded),
+            rate(
+                "  CallbackStream .backpressure, yield(contentsOf:) x\(BenchStreams.batch)", batchedBounded,
+                note: "\(Int(benchMedian(batchedPauses))) pauses; a paused producer wakes in "
+                    + formatNanoseconds(benchMedian(wakeUps))),
+            rate(
+                "  .backpressure(low: \(BenchStreams.batchedLow), high: \(BenchStreams.batchedHigh)), single yields",
+                singleWide),
+            rate(
+                "  the same, yield(contentsOf:) x\(BenchStreams.batch)", batchedWide,
+                note: "\(Int(benchMedian(widePauses))) pauses"),
             rate("  locked channel, batches of \(BenchStreams.batch)", channelBatched),
         ])
     }

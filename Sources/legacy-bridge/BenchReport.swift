@@ -48,10 +48,19 @@ struct BenchReport: Encodable {
         var lockedChannelSpinningEventsPerSec = 0.0
         /// CallbackStream `.unbounded` fed with `yield(contentsOf:)`, `batchSize` per call.
         var batchedEventsPerSec = 0.0
-        /// CallbackStream `.backpressure` fed with `yield(contentsOf:)`.
+        /// CallbackStream `.backpressure(batchedBackpressureLow, batchedBackpressureHigh)` fed with
+        /// `yield(contentsOf:)`.
         var batchedBackpressureEventsPerSec = 0.0
-        /// The single-yield `.backpressure` partner of the batched figures, from the same rounds.
+        /// Its single-yield partner (the same watermarks), from the same rounds.
         var singleBackpressureEventsPerSec = 0.0
+        /// The batched pair's watermarks: `backpressureLow`/`High` counted in batches.
+        var batchedBackpressureLow = 0
+        var batchedBackpressureHigh = 0
+        /// CallbackStream `.backpressure(backpressureLow, backpressureHigh)` fed with
+        /// `yield(contentsOf:)`: a pause every few batches, bound by thread wake-ups.
+        var batchedNarrowBackpressureEventsPerSec = 0.0
+        /// Median over rounds of the mean time a paused producer took to run again after `resume`.
+        var producerWakeUpNs = 0.0
         var batchSize = 0
         /// The backpressure stream with a producer that ignores the yields' answers and stops only
         /// when `pause` is called: what it overshoots while a pause is on its way.
@@ -146,8 +155,16 @@ struct BenchReport: Encodable {
             }
             let value = check.value >= 100 ? String(format: "%.0f", check.value) : String(format: "%.2f", check.value)
             let limit = check.pass == nil ? "" : " (target \(check.comparison) \(String(format: "%g", check.limit)))"
-            lines.append(
-                "  \(verdict)  \(check.name.padding(toLength: 64, withPad: " ", startingAt: 0)) \(value)\(limit)")
+            // A name too long for its column gets a line of its own (cutting it could hide the
+            // very parameter that tells two targets apart).
+            let column = 64
+            let name: String
+            if check.name.count > column {
+                name = check.name + "\n" + String(repeating: " ", count: 8 + column)
+            } else {
+                name = check.name.padding(toLength: column, withPad: " ", startingAt: 0)
+            }
+            lines.append("  \(verdict)  \(name) \(value)\(limit)")
         }
         if debugBuild {
             lines.append("\nwarning: debug build — the figures above are meaningless; build with -c release")

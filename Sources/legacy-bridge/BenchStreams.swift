@@ -14,6 +14,8 @@ enum BenchStreams {
         var pauses: Int
         /// Elements accepted while a pause was wanted but not yet made (CallbackStream only).
         var acceptedWhilePaused: Int = 0
+        /// Mean time from `resume` to the paused producer running again (0 if never paused).
+        var producerWakeUpNanoseconds: Double = 0
     }
 
     /// The watermarks of the backpressure variant.
@@ -21,6 +23,14 @@ enum BenchStreams {
     /// rarely pauses at all when the consumer keeps up. 256/1024 pauses every few hundred events.)
     static let low = 256
     static let high = 1_024
+
+    /// The watermarks of the batched backpressure pair (batched and its single-yield partner):
+    /// `low` and `high` counted in batches, so a batch producer gets as many callbacks between two
+    /// pauses as a single-yield one does with `low`/`high` events. With `low`/`high` events a
+    /// batch producer refills `high` in 16 callbacks (~3 µs here) and every pause cycle costs two
+    /// thread wake-ups (tens of µs on a VM): that figure is reported too, as information.
+    static let batchedLow = low * batch
+    static let batchedHigh = high * batch
 
     /// `AsyncStream<Int>`, `.unbounded`.
     static func asyncStream(events: Int, on thread: BenchThread) async -> Run {
@@ -63,7 +73,9 @@ enum BenchStreams {
             return StreamControl(
                 cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
-        return try await consume(stream, events: events, producedOn: thread)
+        var run = try await consume(stream, events: events, producedOn: thread)
+        run.producerWakeUpNanoseconds = producer.resumeWakeUps.meanNanoseconds
+        return run
     }
 
     /// The batch size of the batched variants: what an SDK hands over per callback.
@@ -84,7 +96,9 @@ enum BenchStreams {
             return StreamControl(
                 cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
-        return try await consume(stream, events: events, producedOn: thread)
+        var run = try await consume(stream, events: events, producedOn: thread)
+        run.producerWakeUpNanoseconds = producer.resumeWakeUps.meanNanoseconds
+        return run
     }
 
     /// Drains `stream` (timed from the first `next()`), checks that every event arrived once, and

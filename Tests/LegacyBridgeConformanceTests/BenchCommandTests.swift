@@ -16,6 +16,7 @@ struct BenchCommandTests {
             "asyncStreamEventsPerSec", "callbackStreamEventsPerSec", "backpressureEventsPerSec",
             "lockedChannelEventsPerSec",
             "batchedEventsPerSec", "batchedBackpressureEventsPerSec", "singleBackpressureEventsPerSec",
+            "batchedNarrowBackpressureEventsPerSec",
         ],
         "memory": ["bareBytesPerPending", "bridgeBytesPerPending"],
         "cancelLatency": ["p50Ns", "p99Ns"],
