@@ -39,6 +39,23 @@ import Foundation
         #expect(box.withLock { $0 } == 200_000)
     }
 
+    @Test("a freed box destroys its state")
+    func wordLockBoxDestroysState() {
+        final class Tracked {
+            let freed: UnsafeMutablePointer<Bool>
+            init(_ freed: UnsafeMutablePointer<Bool>) { self.freed = freed }
+            deinit { freed.pointee = true }
+        }
+        let freed = UnsafeMutablePointer<Bool>.allocate(capacity: 1)
+        defer { freed.deallocate() }
+        freed.initialize(to: false)
+        do {
+            let box = GateLockedBox<Tracked?> { Tracked(freed) }
+            box.withLock { _ in }
+        }
+        #expect(freed.pointee, "the box's state was not destroyed when the box was freed")
+    }
+
     @Test("a thread that finds the word taken parks, and the holder's unlock wakes it to take the lock next")
     func wordLockParksAndWakes() async {
         let box = GateLockedBox<[String]> { [] }

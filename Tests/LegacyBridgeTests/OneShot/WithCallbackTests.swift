@@ -85,6 +85,36 @@ struct OneShotWithCallbackTests {
         #expect(discarded.values == [2, 3])
     }
 
+    /// The synchronous path returns without a continuation, handler or timer: everything the
+    /// call held must still be freed when it returns, with and without `onDiscard`.
+    @Test(
+        "an outcome inside start frees what the call held: the value, a late value, the cancel handle, onDiscard's captures",
+        arguments: [false, true])
+    func synchronousOutcomeFreesEverything(withOnDiscard: Bool) async throws {
+        let alive = OneShotAlive()
+        let storage = OneShotSlot<OneShotWeak>()
+        try await Self.callDecidedInsideStart(alive: alive, storage: storage, withOnDiscard: withOnDiscard)
+        #expect(alive.value == 0, "\(alive.value) objects outlived the call")
+        #expect(storage.value?.object == nil, "the gate's storage outlived the call")
+    }
+
+    private static func callDecidedInsideStart(
+        alive: OneShotAlive, storage: OneShotSlot<OneShotWeak>, withOnDiscard: Bool
+    ) async throws {
+        let discardToken = OneShotToken(alive)
+        let handleToken = OneShotToken(alive)
+        var onDiscard: (@Sendable (OneShotToken) -> Void)? = nil
+        if withOnDiscard { onDiscard = { _ in _ = discardToken } }
+        let value: OneShotToken = try await withCallback(onDiscard: onDiscard) { completion in
+            storage.store(OneShotWeak(completion.oneShotStorageObject))
+            completion.succeed(OneShotToken(alive))
+            completion.succeed(OneShotToken(alive))  // loses: discarded (or dropped) at once
+            return CancelHandle { _ = handleToken }
+        }
+        #expect(alive.value == 3, "the returned value, discardToken and handleToken: \(alive.value) alive")
+        _ = value
+    }
+
     @Test("start throwing makes its error the outcome")
     func startThrows() async {
         let result = await oneShotOutcome {
