@@ -305,6 +305,7 @@ struct BenchRunner {
             batchedPauses.append(Double(batchedPaced.pauses))
         }
         let peakLimit = 2 * BenchStreams.high
+        let wakeUp = benchMedian(wakeUps)
         let peakWorst = Int(peaksBounded.max() ?? 0)
         let peakMedian = benchMedian(peaksBounded)
         report.stream = .init(
@@ -320,7 +321,7 @@ struct BenchRunner {
             singleBackpressureEventsPerSec: singleWide.median, batchedBackpressureLow: BenchStreams.batchedLow,
             batchedBackpressureHigh: BenchStreams.batchedHigh,
             batchedNarrowBackpressureEventsPerSec: batchedBounded.median,
-            producerWakeUpNs: benchMedian(wakeUps), batchSize: BenchStreams.batch,
+            producerWakeUpNs: wakeUp, batchSize: BenchStreams.batch,
             pushStylePeakBufferedMedian: benchMedian(pushPeaks), pushStylePeakBufferedWorst: Int(pushPeaks.max() ?? 0),
             events: events, rounds: plan.streamRounds)
         report.addTarget(
@@ -344,7 +345,7 @@ struct BenchRunner {
             value: benchRatio(batchedBounded, bounded))
         report.addInformation(
             "stream: paused producer's wake-up after resume, median round (µs)",
-            value: benchMedian(wakeUps) / 1_000)
+            value: wakeUp / 1_000)
         report.addInformation(
             "stream: .backpressure(\(BenchStreams.batchedLow), \(BenchStreams.batchedHigh)) peak buffered, worst round",
             value: widePeaks.max() ?? 0)
@@ -386,7 +387,7 @@ struct BenchRunner {
             rate(
                 "  CallbackStream .backpressure, yield(contentsOf:) x\(BenchStreams.batch)", batchedBounded,
                 note: "\(Int(benchMedian(batchedPauses))) pauses; a paused producer wakes in "
-                    + formatNanoseconds(benchMedian(wakeUps))),
+                    + formatNanoseconds(wakeUp)),
             rate(
                 "  .backpressure(low: \(BenchStreams.batchedLow), high: \(BenchStreams.batchedHigh)), single yields",
                 singleWide),

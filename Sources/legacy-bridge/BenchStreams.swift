@@ -73,9 +73,7 @@ enum BenchStreams {
             return StreamControl(
                 cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
-        var run = try await consume(stream, events: events, producedOn: thread)
-        run.producerWakeUpNanoseconds = producer.resumeWakeUps.meanNanoseconds
-        return run
+        return try await consume(stream, events: events, from: producer, on: thread)
     }
 
     /// The batch size of the batched variants: what an SDK hands over per callback.
@@ -96,15 +94,13 @@ enum BenchStreams {
             return StreamControl(
                 cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
-        var run = try await consume(stream, events: events, producedOn: thread)
-        run.producerWakeUpNanoseconds = producer.resumeWakeUps.meanNanoseconds
-        return run
+        return try await consume(stream, events: events, from: producer, on: thread)
     }
 
     /// Drains `stream` (timed from the first `next()`), checks that every event arrived once, and
-    /// reports the rate and the stream's statistics.
+    /// reports the rate, the stream's statistics and `producer`'s wake-ups after a resume.
     private static func consume(
-        _ stream: CallbackStream<Int>, events: Int, producedOn thread: BenchThread
+        _ stream: CallbackStream<Int>, events: Int, from producer: BenchStreamProducer, on thread: BenchThread
     ) async throws -> Run {
         let start = ContinuousClock.now
         var iterator = stream.makeAsyncIterator()
@@ -121,7 +117,8 @@ enum BenchStreams {
         return Run(
             eventsPerSecond: Double(events) / elapsed.benchNanoseconds * 1e9,
             peakBuffered: statistics.peakBuffered, pauses: statistics.pauses,
-            acceptedWhilePaused: statistics.acceptedWhilePaused)
+            acceptedWhilePaused: statistics.acceptedWhilePaused,
+            producerWakeUpNanoseconds: producer.resumeWakeUps.meanNanoseconds)
     }
 
     /// The hand-written locked channel (the ceiling of a lock-based hand-off), single sends or
