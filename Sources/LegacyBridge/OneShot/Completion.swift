@@ -10,8 +10,9 @@
 /// A `Completion` keeps the call's small shared state alive, nothing more:
 /// drop it when the SDK will not call back any more.
 public struct Completion<Value: Sendable>: Sendable {
+    // `var` only for `startReturned`'s uniqueness check; never reassigned.
     @usableFromInline
-    let storage: CompletionGateStorage<Value>
+    var storage: CompletionGateStorage<Value>
 
     @inlinable
     init(storage: CompletionGateStorage<Value>) {
@@ -28,6 +29,19 @@ public struct Completion<Value: Sendable>: Sendable {
     @discardableResult
     public func callAsFunction(_ result: Result<Value, any Error>) -> Bool {
         self.storage.finish(result)
+    }
+
+    // `start` returned `handle` (see `CompletionGateStorage.startReturned`); called on the
+    // completion that owns the gate, so no copy of it is made.
+    @inlinable
+    mutating func startReturned(_ handle: CancelHandle?) -> (outcome: Result<Value, any Error>?, alone: Bool) {
+        self.storage.startReturned(handle)
+    }
+
+    // Keeps the gate for this thread's next call (see `CompletionGateStorage.recycle`).
+    @inlinable
+    consuming func recycle() {
+        self.storage.recycle()
     }
 
     /// Reports success.

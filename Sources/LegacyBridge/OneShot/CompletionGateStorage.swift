@@ -34,14 +34,25 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
             self.plannedTimeout = .seconds(0)
             self.plannedDeadline = .seconds(0)
         }
+
+        /// The state of a recycled gate waiting for its next call: holds nothing, counts nothing.
+        @inlinable
+        init(parked: Void) {
+            self.machine = Machine()
+            self.onDiscard = nil
+            self.diagnosticsToken = nil
+            self.plannedTimeout = .seconds(0)
+            self.plannedDeadline = .seconds(0)
+        }
     }
 
+    // `var` only for `startReturned`'s uniqueness check; never reassigned.
     @usableFromInline
-    let box: GateLockedBox<Guarded>
+    var box: GateLockedBox<Guarded>
 
     @inlinable
     init(onDiscard: (@Sendable (Value) -> Void)?) {
-        self.box = GateLockedBox { Guarded(onDiscard: onDiscard) }
+        self.box = GateLockedBox(recyclingThreadsGate: ()) { Guarded(onDiscard: onDiscard) }
     }
 
     /// Records a result from the operation; true if it decided the outcome.
@@ -126,16 +137,31 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
 
     /// `start` returned: attaches its handle and, if the outcome was decided
     /// meanwhile, returns it (after calling the handle if it must be called).
+    /// `start` returned `handle`: the outcome, if it was decided meanwhile. If the caller's
+    /// completion is the only reference left to the gate (the SDK kept no copy, whether or not
+    /// it already called it), no other thread can reach the gate: the machine is asked without
+    /// the lock, and `alone` says the gate may then be recycled.
     @inlinable
-    func startReturned(_ handle: CancelHandle?) -> Result<Value, any Error>? {
-        let action = self.box.withLock { $0.machine.startReturned(handle) }
+    mutating func startReturned(_ handle: CancelHandle?) -> (outcome: Result<Value, any Error>?, alone: Bool) {
+        let alone = self.box.isAlone()
+        let action =
+            alone
+            ? self.box.withLockAlone { $0.machine.startReturned(handle) }
+            : self.box.withLock { $0.machine.startReturned(handle) }
         switch action {
         case .wait:
-            return nil
+            return (nil, alone)
         case .deliver(let outcome, let call):
             call?.cancel()
-            return outcome
+            return (outcome, alone)
         }
+    }
+
+    /// Keeps the gate for this thread's next call; only after `startReturned` delivered the
+    /// outcome and said the gate was `alone`.
+    @inlinable
+    consuming func recycle() {
+        self.box.recycle(parking: { Guarded(parked: ()) })
     }
 
     /// Records the timer to arm once the call waits (see ``armPlannedTimer()``).

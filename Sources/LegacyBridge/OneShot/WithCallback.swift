@@ -70,23 +70,29 @@ public func withCallback<Value: Sendable>(
     onDiscard: (@Sendable (Value) -> Void)? = nil,
     _ start: (Completion<Value>) throws -> CancelHandle?
 ) async throws -> Value {
-    let storage = CompletionGateStorage<Value>(onDiscard: onDiscard)
+    // The completion holds the only reference to the gate that this function keeps (no copy
+    // is made to pass it to `start`), so that `startReturned` can tell whether the SDK kept one.
+    let completion = Completion(storage: CompletionGateStorage<Value>(onDiscard: onDiscard))
     let plan = TimeoutPlan(timeout)
     if case .after(let timeout) = plan {
-        storage.planTimer(timeout: timeout, deadline: ContinuousClock.now + timeout)
+        completion.storage.planTimer(timeout: timeout, deadline: ContinuousClock.now + timeout)
     }
     let handle: CancelHandle?
     do {
-        handle = try start(Completion(storage: storage))
+        handle = try start(completion)
     } catch {
-        _ = storage.finish(.failure(error))
+        _ = completion.storage.finish(.failure(error))
         handle = nil
     }
-    if let outcome = storage.startReturned(handle) {
-        // Decided while `start` ran: no cancellation handler, no continuation, no timer.
+    var owner = consume completion
+    let (outcome, alone) = owner.startReturned(handle)
+    if let outcome {
+        // Decided while `start` ran: no cancellation handler, no continuation, no timer; and
+        // if the SDK kept no copy of the completion, the gate serves this thread's next call.
+        if alone { owner.recycle() }
         return try outcome.get()
     }
-    return try await waitForCallback(storage, plan: plan, timeout: timeout, isolation: isolation)
+    return try await waitForCallback(owner.storage, plan: plan, timeout: timeout, isolation: isolation)
 }
 
 /// The part of ``withCallback(isolation:timeout:onDiscard:_:)`` after `start` returned with the
