@@ -55,8 +55,12 @@ struct StressSummary: Codable, Sendable {
         var leakedGates = 0
         var eventsAfterTerminal = 0
         var outOfOrder = 0
+        /// Fetches that returned a response made for another operation (its path or size differ).
+        var foreignResults = 0
 
-        var total: Int { doubleResume + hangs + leakedContexts + leakedGates + eventsAfterTerminal + outOfOrder }
+        var total: Int {
+            doubleResume + hangs + leakedContexts + leakedGates + eventsAfterTerminal + outOfOrder + foreignResults
+        }
     }
 
     var seed: UInt64
@@ -107,7 +111,8 @@ struct StressSummary: Codable, Sendable {
         let violationText =
             "double resume \(v.doubleResume), hangs \(v.hangs), leaked contexts \(v.leakedContexts), "
             + "leaked gates \(v.leakedGates), events after terminal \(v.eventsAfterTerminal), "
-            + "out of order \(v.outOfOrder)" + (isClean ? " (clean)" : " VIOLATIONS")
+            + "out of order \(v.outOfOrder), foreign results \(v.foreignResults)"
+            + (isClean ? " (clean)" : " VIOLATIONS")
         let rows: [(String, String)] = [
             ("outcomes", outcomeText), ("SDK did", callbacks + extra), ("contexts", contexts),
             ("violations", violationText),
@@ -122,11 +127,15 @@ struct StressSummary: Codable, Sendable {
 /// What one operation did.
 private enum OperationOutcome: Sendable {
     case success, failure, cancelled, timedOut
+    /// A success that carried another operation's response.
+    case foreign
 }
 
 /// Runs randomised fetches and downloads against the simulated SDK and checks every invariant.
 enum StressRunner {
     private struct Plan: Sendable {
+        /// The request path, unique to the operation: a fetch must get back its own.
+        var path: String
         var isDownload: Bool
         var behavior: SimulatedBehavior
         /// Cancel the calling task after this long (`nil`: do not).
@@ -154,7 +163,9 @@ enum StressRunner {
             timeout = .microseconds(200 + Int64(rng.next() % 3_000))
         }
         let size = isDownload ? Int(rng.next() % 65_536) : Int(rng.next() % 512)
-        return Plan(isDownload: isDownload, behavior: behavior, cancelAfter: cancelAfter, timeout: timeout, size: size)
+        return Plan(
+            path: "/stress/\(index)", isDownload: isDownload, behavior: behavior, cancelAfter: cancelAfter,
+            timeout: timeout, size: size)
     }
 
     static func run(_ stressPlan: StressPlan) async throws -> StressSummary {
@@ -268,9 +279,11 @@ enum StressRunner {
         } else {
             let task = Task { () -> OperationOutcome in
                 do {
-                    _ = try await client.fetch(
-                        FetchRequest(path: "/stress", responseSize: plan.size), behavior: plan.behavior,
+                    let response = try await client.fetch(
+                        FetchRequest(path: plan.path, responseSize: plan.size), behavior: plan.behavior,
                         timeout: plan.timeout)
+                    // A gate that let one call's completion decide another would show here.
+                    guard response.message == plan.path, response.body.count == plan.size else { return .foreign }
                     return .success
                 } catch is CancellationError {
                     return .cancelled
@@ -290,7 +303,7 @@ enum StressRunner {
 
     /// Reads a download to its end, checking order; returns the outcome and any violations seen.
     private static func consumeDownload(_ plan: Plan, client: LegacyClient) async -> (OperationOutcome, Bool, Bool) {
-        var iterator = client.download(DownloadRequest(path: "/stress", totalBytes: plan.size), behavior: plan.behavior)
+        var iterator = client.download(DownloadRequest(path: plan.path, totalBytes: plan.size), behavior: plan.behavior)
             .makeAsyncIterator()
         var nextOffset: UInt64 = 0
         var lastProgress: UInt64 = 0
@@ -336,6 +349,7 @@ private final class LockedTally: Sendable {
         var downloads = 0
         var afterTerminal = 0
         var outOfOrder = 0
+        var foreign = 0
     }
     private let counts = LockedBox(Counts())
 
@@ -346,6 +360,9 @@ private final class LockedTally: Sendable {
             case .failure: counts.outcomes.failure += 1
             case .cancelled: counts.outcomes.cancelled += 1
             case .timedOut: counts.outcomes.timedOut += 1
+            case .foreign:
+                counts.outcomes.success += 1
+                counts.foreign += 1
             }
             if download { counts.downloads += 1 } else { counts.fetches += 1 }
             if afterTerminal { counts.afterTerminal += 1 }
@@ -360,6 +377,7 @@ private final class LockedTally: Sendable {
             summary.downloads = counts.downloads
             summary.violations.eventsAfterTerminal = counts.afterTerminal
             summary.violations.outOfOrder = counts.outOfOrder
+            summary.violations.foreignResults = counts.foreign
         }
     }
 }

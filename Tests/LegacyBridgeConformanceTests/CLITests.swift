@@ -107,7 +107,10 @@ struct CLITests {
             #expect(sdk[key] is Int, "missing sdk.\(key)")
         }
         let violations = try #require(json["violations"] as? [String: Int])
-        for key in ["doubleResume", "hangs", "leakedContexts", "leakedGates", "eventsAfterTerminal", "outOfOrder"] {
+        for key in [
+            "doubleResume", "hangs", "leakedContexts", "leakedGates", "eventsAfterTerminal", "outOfOrder",
+            "foreignResults",
+        ] {
             #expect(violations[key] == 0, "violations.\(key) = \(violations[key].map(String.init) ?? "missing")")
         }
         #expect(json["ops"] as? Int == 500)

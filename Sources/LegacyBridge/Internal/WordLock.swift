@@ -115,8 +115,10 @@ package struct GateLockedBox<State>: @unchecked Sendable {
     /// hold nothing (the settled state's closures and values are released now, not later).
     @inlinable
     package consuming func recycle(parking parked: () -> State) {
-        guard GateRecycler.hasRoom() else { return }
+        // Parked first, so that whatever releasing the settled state runs (deinits of captured
+        // objects) is over before the slot is read and written.
         storage.withUnsafeMutablePointerToHeader { $0.pointee = parked() }
+        guard GateRecycler.hasRoom() else { return }
         GateRecycler.keep(Unmanaged.passRetained(storage).toOpaque())
     }
 
