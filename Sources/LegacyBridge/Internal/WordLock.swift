@@ -16,7 +16,7 @@
 // thread can reach it (`isAlone`, `withLockAlone`). Such a gate holds nothing any more, and is
 // kept for the thread's next call instead of being freed (`GateRecycler`). With the CPU this
 // machine had on 2026-12-02, where a locked instruction costs about 6 ns, those two steps took a
-// synchronous `withCallback` from 2.8-3.1x to 2.1-2.3x its floor: its cost had been one
+// synchronous `withCallback` from 2.8-3.2x to 2.1-2.3x its floor: its cost had been one
 // allocation, the atomic release and free of the gate, and two lock round trips.
 //
 // On Darwin the gate keeps `os_unfair_lock`, which is already inline-cheap, and takes it every
@@ -155,7 +155,6 @@ extension GateLockedBox {
     }
 }
 
-/// Storage of a `GateLockedBox`: the value is the buffer's header, the lock its one tail element.
 /// The one settled gate each thread keeps for its next call: a synchronous `withCallback` then
 /// costs no allocation, and no atomic release and free of its gate (measured here: together
 /// about half of such a call). A thread-specific slot, so nothing is shared; a thread that ends
@@ -195,6 +194,7 @@ private func releaseRecycledGate(_ raw: UnsafeMutableRawPointer?) {
     if let raw { Unmanaged<AnyObject>.fromOpaque(raw).release() }
 }
 
+/// Storage of a `GateLockedBox`: the value is the buffer's header, the lock its one tail element.
 @usableFromInline
 package final class WordLockStorage<State>: ManagedBuffer<State, WordLock> {
     deinit {

@@ -135,9 +135,8 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         }
     }
 
-    /// `start` returned: attaches its handle and, if the outcome was decided
-    /// meanwhile, returns it (after calling the handle if it must be called).
-    /// `start` returned `handle`: the outcome, if it was decided meanwhile. If the caller's
+    /// `start` returned `handle`: attaches it and returns the outcome, if it was decided
+    /// meanwhile (after calling the handle if it must be called). If the caller's
     /// completion is the only reference left to the gate (the SDK kept no copy, whether or not
     /// it already called it), no other thread can reach the gate: the machine is asked without
     /// the lock, and `alone` says the gate may then be recycled.
