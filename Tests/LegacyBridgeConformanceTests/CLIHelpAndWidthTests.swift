@@ -1,4 +1,5 @@
 import Foundation
+import LegacyBridgeConformance
 @testable import legacy_bridge
 import Testing
 
@@ -86,19 +87,9 @@ struct CLIHelpAndWidthTests {
 /// (`.ci/tsan-suppressions.txt`), unless this process's options already name one; empty otherwise.
 let tsanSuppressions: [String: String] = {
     let existing = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] ?? ""
-    guard runningUnderThreadSanitizer, !existing.contains("suppressions=") else { return [:] }
+    guard threadSanitizerIsActive, !existing.contains("suppressions=") else { return [:] }
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     let file = root.appendingPathComponent(".ci/tsan-suppressions.txt").path
     return ["TSAN_OPTIONS": "suppressions=\(file)" + (existing.isEmpty ? "" : " \(existing)")]
-}()
-
-/// Whether this process was built with ThreadSanitizer (its runtime is linked in).
-let runningUnderThreadSanitizer: Bool = {
-    #if canImport(Darwin)
-    let everyImage = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT
-    #else
-    let everyImage: UnsafeMutableRawPointer? = nil  // RTLD_DEFAULT
-    #endif
-    return dlsym(everyImage, "__tsan_init") != nil
 }()

@@ -118,8 +118,7 @@ package struct GateLockedBox<State>: @unchecked Sendable {
         // Parked first, so that whatever releasing the settled state runs (deinits of captured
         // objects) is over before the slot is read and written.
         storage.withUnsafeMutablePointerToHeader { $0.pointee = parked() }
-        guard GateRecycler.hasRoom() else { return }
-        GateRecycler.keep(Unmanaged.passRetained(storage).toOpaque())
+        GateRecycler.keepIfEmpty { Unmanaged.passRetained(storage).toOpaque() }
     }
 
     /// Whether this box holds the only reference to the state: then no other thread can reach
@@ -177,15 +176,13 @@ enum GateRecycler {
         return raw
     }
 
+    /// Puts the retained gate `gate()` makes in the slot if the slot is empty; otherwise makes
+    /// none (the caller's reference then frees the gate as usual).
     @inlinable
-    static func hasRoom() -> Bool {
-        pthread_getspecific(key) == nil
-    }
-
-    /// Puts a retained gate in the (empty) slot.
-    @inlinable
-    static func keep(_ raw: UnsafeMutableRawPointer) {
-        pthread_setspecific(key, raw)
+    static func keepIfEmpty(_ gate: () -> UnsafeMutableRawPointer) {
+        let key = self.key
+        guard pthread_getspecific(key) == nil else { return }
+        pthread_setspecific(key, gate())
     }
 }
 

@@ -19,6 +19,17 @@ private final class FakeOperation: Sendable {
         CancelHandle { self.cancels.increment() }
     }
 
+    /// Starts a plain call (no timeout, no `onDiscard`) that hands its completion to this
+    /// operation and returns the counting handle.
+    func startCall() -> OneShotCall<Int> {
+        OneShotCall {
+            try await withCallback { (completion: Completion<Int>) in
+                self.completion.store(completion)
+                return self.handle()
+            }
+        }
+    }
+
     /// Waits until the call's waiter is installed (the caller is suspended).
     func waitUntilSuspended() async -> Bool {
         await oneShotEventually { self.completion.value?.oneShotHasWaiter ?? false }
@@ -160,12 +171,7 @@ struct OneShotWithCallbackTests {
         // The next calls, on this thread or another, each make or reuse a gate: never the kept one.
         for round in 0..<3 {
             let operation = FakeOperation()
-            let call = OneShotCall {
-                try await withCallback { (completion: Completion<Int>) in
-                    operation.completion.store(completion)
-                    return operation.handle()
-                }
-            }
+            let call = operation.startCall()
             #expect(await operation.waitUntilSuspended())
             #expect(
                 operation.completion.value?.oneShotStorageObject !== gateOfFirst.value?.object,
@@ -221,12 +227,7 @@ struct OneShotWithCallbackTests {
     @Test("a success from a foreign thread after the caller suspended resumes it")
     func asynchronousSuccess() async {
         let operation = FakeOperation()
-        let call = OneShotCall {
-            try await withCallback { (completion: Completion<Int>) in
-                operation.completion.store(completion)
-                return operation.handle()
-            }
-        }
+        let call = operation.startCall()
         #expect(await operation.waitUntilSuspended())
         let decided = OneShotRecorder<Bool>()
         oneShotOnForeignThread {
@@ -263,12 +264,7 @@ struct OneShotWithCallbackTests {
     @Test("a cancel after the completion decided changes nothing and does not call the handle")
     func cancelAfterSuccess() async {
         let operation = FakeOperation()
-        let call = OneShotCall {
-            try await withCallback { (completion: Completion<Int>) in
-                operation.completion.store(completion)
-                return operation.handle()
-            }
-        }
+        let call = operation.startCall()
         #expect(await operation.waitUntilSuspended())
         #expect(operation.completion.value?.succeed(4) == true)
         call.cancel()
