@@ -285,14 +285,15 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
                 subscription.storage?.consumerTerminated(cancelled: true)
                 throw CancellationError()
             }
-            if subscription.registry.isStopped {
+            let storage = CallbackStreamStorage<Element>(
+                buffering: subscription.buffering, ordering: subscription.ordering, registry: subscription.registry)
+            // One step with `stop()`: either this subscription is live before `stop()` collects
+            // the live ones (and is stopped with them), or `stop()` came first and `start` never runs.
+            guard subscription.registry.admit(storage) else {
                 isDone = true
                 return
             }
-            let storage = CallbackStreamStorage<Element>(
-                buffering: subscription.buffering, ordering: subscription.ordering, registry: subscription.registry)
             subscription.storage = storage
-            subscription.registry.track(storage)
             let start = subscription.start
             await withTaskCancellationHandler(
                 operation: { storage.runStart(start) },

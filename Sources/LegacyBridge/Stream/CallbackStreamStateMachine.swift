@@ -391,6 +391,15 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         return effects
     }
 
+    /// Whether the subscription has ended for the consumer (before `start` ran, only `stop()`
+    /// or cancellation can have ended it).
+    var hasEnded: Bool {
+        switch state {
+        case .finished, .cancelled: return true
+        case .streaming, .draining: return false
+        }
+    }
+
     /// The counters (`pauses` and `resumes` are kept by the control machine).
     @usableFromInline
     var statistics: StreamStatistics { counters }

@@ -47,6 +47,11 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
     /// Runs `start` (no lock held) and records the handle it returns, or its error.
     @usableFromInline
     func runStart(_ start: (EventSink<Element>) throws -> StreamControl?) {
+        // Stopped or cancelled before `start` began: the producer is never started.
+        if box.withLock({ $0.hasEnded }) {
+            controlArrived(nil)
+            return
+        }
         let sink = EventSink(storage: self)
         do {
             controlArrived(try start(sink))
@@ -245,10 +250,6 @@ final class StreamRegistry<Element: Sendable>: Sendable {
     @usableFromInline
     init() {}
 
-    /// Whether `stop()` was called: new subscriptions end at once.
-    @usableFromInline
-    var isStopped: Bool { state.withLock { $0.stopped } }
-
     /// A new subscription is being created: its number.
     func register() -> Int {
         state.withLock { state in
@@ -258,13 +259,18 @@ final class StreamRegistry<Element: Sendable>: Sendable {
         }
     }
 
-    /// The subscription numbered `id` is live (its storage exists).
+    /// Makes a new subscription live, unless `stop()` was called: then it returns false and the
+    /// subscription must end without running `start`. Checking and registering under one lock
+    /// with `stopAll` is what keeps a first `next()` racing `stop()` from starting a producer
+    /// that nothing will cancel.
     @usableFromInline
-    func track(_ storage: CallbackStreamStorage<Element>) {
+    func admit(_ storage: CallbackStreamStorage<Element>) -> Bool {
         state.withLock { state in
+            if state.stopped { return false }
             state.live.removeAll { $0.storage == nil }
             state.live.append(Entry(storage: storage))
             if storage.subscriptionID == state.latestID { state.latest = Entry(storage: storage) }
+            return true
         }
     }
 
