@@ -43,11 +43,9 @@ struct LayeringTests {
         let sources = Self.root.appendingPathComponent("Sources")
         let files = try Self.swiftFiles(under: sources)
         #expect(files.count > 50, "found only \(files.count) Swift files under \(sources.path)")
-        var importers: [String] = []
-        for file in files
-        where Self.importedModules(in: try String(contentsOf: file, encoding: .utf8)).contains("CLegacySDK") {
-            importers.append(file.path.replacingOccurrences(of: sources.path + "/", with: ""))
-        }
+        let importers = try files.filter {
+            Self.importedModules(in: try String(contentsOf: $0, encoding: .utf8)).contains("CLegacySDK")
+        }.map { $0.path.replacingOccurrences(of: sources.path + "/", with: "") }
         #expect(importers == ["LegacySimulator/Internal/SDK.swift"])
     }
 
