@@ -50,7 +50,7 @@ public struct LegacyBlockingCall: Sendable {
 ///     var name: String { "mine" }
 ///     var summary: String { "OffloadPool.run with the call's interrupt" }
 ///     func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
-///         try await Self.pool.run(isolation: isolation, interrupt: call.interrupt) { try call.perform() }
+///         try await Self.pool.run(isolation: isolation, cancel: CancelHandle(call.interrupt)) { try call.perform() }
 ///     }
 /// }
 /// ```
@@ -90,6 +90,7 @@ public struct OffloadPoolAdapter: BlockingAdapter {
     /// - Throws: The call's error, `CancellationError`, or the pool's `OffloadError`.
     public func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
         let pool = try Self.pool.get()
-        return try await pool.run(isolation: isolation, interrupt: { call.interrupt() }, { try call.perform() })
+        return try await pool.run(
+            isolation: isolation, cancel: CancelHandle { call.interrupt() }, { try call.perform() })
     }
 }
