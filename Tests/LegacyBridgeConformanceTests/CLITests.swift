@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridgeConformance
+import LegacyBridgeGallery
 import Testing
 
 @Suite("legacy-bridge CLI: crash isolation, gallery detection, exit codes and JSON")

@@ -28,15 +28,15 @@ public struct CallbackStreamAdapter: StreamAdapter {
 
 extension LegacyEventSource {
     /// The library adapter's buffering for this source: backpressure at its water marks.
-    var waterMarkBuffering: StreamBuffering { .backpressure(low: lowWater, high: highWater) }
+    package var waterMarkBuffering: StreamBuffering { .backpressure(low: lowWater, high: highWater) }
 
     /// The library adapter's ordering for this source: reordering within its window.
-    var windowOrdering: StreamOrdering { .sequenced(window: max(1, reorderWindow)) }
+    package var windowOrdering: StreamOrdering { .sequenced(window: max(1, reorderWindow)) }
 
     /// Starts the source into `sink` the way the library's adapter does: each event yielded at its
     /// sequence number (or, with `sequenced: false`, as it arrives), the source's end finishing the
     /// stream. Gallery adapters that differ elsewhere start their source with this.
-    func start(feeding sink: EventSink<LegacyEvent>, sequenced: Bool = true) -> LegacySourceControl {
+    package func start(feeding sink: EventSink<LegacyEvent>, sequenced: Bool = true) -> LegacySourceControl {
         start(
             onEvent: { event in
                 if sequenced { sink.yield(event, sequence: event.sequence) } else { sink.yield(event) }
