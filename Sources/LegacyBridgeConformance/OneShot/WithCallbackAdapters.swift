@@ -3,13 +3,13 @@ import LegacySimulator
 
 /// The library's one-shot adapter: `withCallback` around the raw callback, the cancel function
 /// becoming the gate's `CancelHandle`, the caller's timeout and isolation passed on.
-public struct WithCallbackAdapter: OneShotAdapter {
+package struct WithCallbackAdapter: OneShotAdapter {
     /// Creates the adapter.
-    public init() {}
+    package init() {}
     /// `with-callback`.
-    public var name: String { "with-callback" }
+    package var name: String { "with-callback" }
     /// One line describing the adapter.
-    public var summary: String { "withCallback around the closure callback (the library's one-shot bridge)" }
+    package var summary: String { "withCallback around the closure callback (the library's one-shot bridge)" }
 
     /// Bridges `operation` with `withCallback`.
     /// - Parameters:
@@ -17,7 +17,7 @@ public struct WithCallbackAdapter: OneShotAdapter {
     ///   - isolation: The caller's actor.
     /// - Returns: The first outcome's value.
     /// - Throws: The first outcome's error, `CancellationError`, or `BridgeTimeoutError`.
-    public func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+    package func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
         try await withCallback(isolation: isolation, timeout: operation.timeout) { completion in
             operation.start { completion($0) }.map(CancelHandle.init)
         }
@@ -26,13 +26,13 @@ public struct WithCallbackAdapter: OneShotAdapter {
 
 /// The library's one-shot adapter over a C-style start with an owned context: the context holds
 /// the `Completion`, is retained for the SDK and released only in the SDK's release callback.
-public struct WithCallbackContextAdapter: OneShotAdapter {
+package struct WithCallbackContextAdapter: OneShotAdapter {
     /// Creates the adapter.
-    public init() {}
+    package init() {}
     /// `with-callback-context`.
-    public var name: String { "with-callback-context" }
+    package var name: String { "with-callback-context" }
     /// One line describing the adapter.
-    public var summary: String {
+    package var summary: String {
         "withCallback over the C-style start: context retained for the SDK, released in its release callback"
     }
 
@@ -47,7 +47,7 @@ public struct WithCallbackContextAdapter: OneShotAdapter {
     ///   - isolation: The caller's actor.
     /// - Returns: The first outcome's value.
     /// - Throws: The first outcome's error, `CancellationError`, or `BridgeTimeoutError`.
-    public func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+    package func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
         try await withCallback(isolation: isolation, timeout: operation.timeout) { completion in
             let context = Unmanaged<AnyObject>.passRetained(Context(completion))
             let cancel = operation.start(

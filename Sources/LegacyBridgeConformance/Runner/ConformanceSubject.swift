@@ -15,11 +15,11 @@ public struct ConformanceSubject: Sendable {
     /// One-shot, stream, blocking or thread-affine.
     public let kind: AdapterKind
     /// `true` for adapters that are wrong on purpose (the gallery): they are expected to be flagged.
-    public let isGallery: Bool
+    package let isGallery: Bool
     /// The scenarios that must flag it (empty for adapters expected to pass).
-    public let flaggedBy: [String]
+    package let flaggedBy: [String]
     /// Its mistake is a data race, which only a ThreadSanitizer build of the runner can see.
-    public let flaggedOnlyUnderThreadSanitizer: Bool
+    package let flaggedOnlyUnderThreadSanitizer: Bool
     private let runner: @Sendable (ConformanceOptions, (@Sendable (ScenarioResult) -> Void)?) async -> ConformanceReport
 
     /// An adapter of yours that bridges a one-shot operation; expected to pass every scenario.

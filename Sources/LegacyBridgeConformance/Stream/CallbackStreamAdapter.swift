@@ -3,18 +3,18 @@ import LegacyBridge
 /// The library's stream adapter: a `CallbackStream` with backpressure at the source's water marks
 /// and reordering within its window; the consumer's termination cancels the source; every control
 /// call runs through the source's `controlScheduler` when its SDK has one.
-public struct CallbackStreamAdapter: StreamAdapter {
+package struct CallbackStreamAdapter: StreamAdapter {
     /// Creates the adapter.
-    public init() {}
+    package init() {}
     /// `callback-stream`.
-    public var name: String { "callback-stream" }
+    package var name: String { "callback-stream" }
     /// One line describing the adapter.
-    public var summary: String { "CallbackStream with backpressure and reordering (the library's stream bridge)" }
+    package var summary: String { "CallbackStream with backpressure and reordering (the library's stream bridge)" }
 
     /// Wraps `source` in a `CallbackStream`.
     /// - Parameter source: The legacy event source.
     /// - Returns: The events, in sequence order.
-    public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
+    package func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
         CallbackStream(
             buffering: source.waterMarkBuffering, ordering: source.windowOrdering
         ) { sink in

@@ -3,13 +3,13 @@ import LegacyBridge
 /// The library's thread-affine adapter: an actor whose executor is an `SDKThreadExecutor` over the
 /// SDK's own post function, so every method runs on the SDK's thread; the cancel function is
 /// posted there too.
-public struct SDKThreadExecutorAdapter: ThreadAffineAdapter {
+package struct SDKThreadExecutorAdapter: ThreadAffineAdapter {
     /// Creates the adapter.
-    public init() {}
+    package init() {}
     /// `sdk-thread-executor`.
-    public var name: String { "sdk-thread-executor" }
+    package var name: String { "sdk-thread-executor" }
     /// One line describing the adapter.
-    public var summary: String {
+    package var summary: String {
         "actor on an SDKThreadExecutor over the SDK's post function (the library's thread-affine bridge)"
     }
 
@@ -17,7 +17,7 @@ public struct SDKThreadExecutorAdapter: ThreadAffineAdapter {
     /// - Parameter sdk: The thread-affine SDK.
     /// - Returns: The session.
     /// - Throws: Nothing this adapter adds; the protocol allows a session that cannot open to throw.
-    public func open(_ sdk: LegacyAffineSDK) async throws -> any ThreadAffineSession {
+    package func open(_ sdk: LegacyAffineSDK) async throws -> any ThreadAffineSession {
         ExecutorSession(sdk: sdk)
     }
 
