@@ -271,7 +271,7 @@ public struct NoReorderingStreamAdapter: StreamAdapter {
     public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
         CallbackStream(buffering: source.waterMarkBuffering) { sink in
             let control = source.start(feeding: sink, sequenced: false)
-            return StreamControl(cancel: control.cancel, pause: control.pause, resume: control.resume)
+            return StreamControl(cancel: CancelHandle(control.cancel), pause: control.pause, resume: control.resume)
         }
     }
 }
@@ -392,7 +392,8 @@ public struct SelfRetainingSubscriptionAdapter: StreamAdapter {
             subscription.me.withLock { $0 = subscription }  // WRONG: cleared only by cancel
             let control = source.start(feeding: sink)
             subscription.control.withLock { $0 = control }
-            return StreamControl(cancel: { subscription.cancel() }, pause: control.pause, resume: control.resume)
+            return StreamControl(
+                cancel: CancelHandle { subscription.cancel() }, pause: control.pause, resume: control.resume)
         }
     }
 }

@@ -33,7 +33,7 @@ public struct ForeignThreadStreamControlAdapter: StreamAdapter {
         ) { sink in
             let control = source.start(feeding: sink)
             // WRONG: no `scheduler: source.controlScheduler`.
-            return StreamControl(cancel: control.cancel, pause: control.pause, resume: control.resume)
+            return StreamControl(cancel: CancelHandle(control.cancel), pause: control.pause, resume: control.resume)
         }
     }
 }
@@ -75,7 +75,7 @@ public struct CancelInYieldPathAdapter: StreamAdapter {
                 })
             started.withLock { $0 = control }
             return StreamControl(
-                scheduler: source.controlScheduler, cancel: control.cancel, pause: control.pause,
+                scheduler: source.controlScheduler, cancel: CancelHandle(control.cancel), pause: control.pause,
                 resume: control.resume)
         }
     }
@@ -241,7 +241,7 @@ public struct CancelInCancellationHandlerAdapter: StreamAdapter {
             let control = source.start(feeding: sink)
             started.withLock { $0 = control }
             return StreamControl(
-                scheduler: source.controlScheduler, cancel: control.cancel, pause: control.pause,
+                scheduler: source.controlScheduler, cancel: CancelHandle(control.cancel), pause: control.pause,
                 resume: control.resume)
         }
         return Events(stream: stream, control: started)

@@ -31,7 +31,7 @@ struct MyDownloadAdapter: StreamAdapter {
                 })
             // A source whose SDK must only be called from its own thread offers a scheduler for it.
             return StreamControl(
-                scheduler: source.controlScheduler, cancel: control.cancel, pause: control.pause,
+                scheduler: source.controlScheduler, cancel: CancelHandle(control.cancel), pause: control.pause,
                 resume: control.resume)
         }
     }

@@ -71,7 +71,7 @@ enum BenchStreams {
                         count: events, yield: { sink.yield($0).shouldStop && obeysAnswers }, finish: { sink.finish() })
                 })
             return StreamControl(
-                cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
+                cancel: CancelHandle { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
         return try await consume(stream, events: events, from: producer, on: thread)
     }
@@ -92,7 +92,7 @@ enum BenchStreams {
                         finish: { sink.finish() })
                 })
             return StreamControl(
-                cancel: { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
+                cancel: CancelHandle { producer.cancel() }, pause: { producer.pause() }, resume: { producer.resume() })
         }
         return try await consume(stream, events: events, from: producer, on: thread)
     }

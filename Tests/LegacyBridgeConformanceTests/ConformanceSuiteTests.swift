@@ -390,7 +390,7 @@ private struct DroppingStreamAdapter: StreamAdapter {
             let control = source.start(
                 onEvent: { sink.yield($0, sequence: $0.sequence) },
                 onEnd: { error in if let error { sink.finish(throwing: error) } else { sink.finish() } })
-            return StreamControl(cancel: control.cancel)
+            return StreamControl(cancel: CancelHandle(control.cancel))
         }
     }
 }

@@ -17,7 +17,7 @@ extension CurlLoop {
     ///
     /// How it meets the stream's threading contract (see `StreamControl`):
     /// - Every `curl_*` call is made on the loop thread: the transfer is started by a posted job,
-    ///   and the stream's control calls run on the loop thread too (its `ControlScheduler` posts
+    ///   and the stream's control calls run on the loop thread too (its `SDKScheduler` posts
     ///   to the loop).
     /// - Pausing is pull-style. The write callback yields its chunk; when the answer says stop
     ///   (`YieldOutcome.shouldStop`), the transfer is marked stopped, and the *next* write
@@ -50,8 +50,8 @@ extension CurlLoop {
                 throw CurlError.aborted
             }
             return StreamControl(
-                scheduler: ControlScheduler { [self] job in _ = post(job) },
-                cancel: { download.cancel() },
+                scheduler: SDKScheduler { [self] job in _ = post(job) },
+                cancel: CancelHandle { download.cancel() },
                 resume: { download.resume() })
         }
     }
@@ -62,7 +62,7 @@ extension CurlLoop {
 /// `@unchecked Sendable`: every property is read and written on the loop thread only. `start`
 /// runs in a job posted to the loop; the handlers run inside libcurl's callbacks or between
 /// libcurl calls on that thread; `resume` and `cancel` run in jobs the stream posts through its
-/// `ControlScheduler` to the same loop, after the start job (jobs run in posting order, and the
+/// `SDKScheduler` to the same loop, after the start job (jobs run in posting order, and the
 /// stream makes no control call before `start` has posted and returned).
 final class Download: @unchecked Sendable {
     private let id: TransferID

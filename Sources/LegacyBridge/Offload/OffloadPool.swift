@@ -10,7 +10,7 @@
 ///
 /// func open(_ path: String) async throws -> Database {
 ///     try await pool.run(
-///         interrupt: { sqlite3_interrupt(connection) },       // asks the blocked call to give up
+///         cancel: CancelHandle { sqlite3_interrupt(connection) },   // asks the blocked call to give up
 ///         onDiscard: { late in late.close() }                 // a result nobody waits for any more
 ///     ) {
 ///         try Database(opening: path)                         // blocks a pool thread, not a task
@@ -26,18 +26,27 @@
 ///   shutdown); never twice.
 /// - The caller resumes on its own isolation (for example the main actor) with no extra hop.
 /// - Cancelling the calling task throws `CancellationError` at once, whatever the body is doing;
-///   see ``run(isolation:timeout:interrupt:onDiscard:_:)`` for what happens to the body.
+///   see ``run(isolation:timeout:cancel:onDiscard:_:)`` for what happens to the body.
 /// - ``shutdown(_:isolation:)`` drains or rejects the waiting calls; releasing the last reference
 ///   to the pool drains it in the background. Work submitted after shutdown began throws
 ///   ``OffloadError/shutDown``.
 public final class OffloadPool: Sendable {
     /// How a pool stops.
-    public enum ShutdownMode: Sendable, Hashable {
+    public struct ShutdownMode: Sendable, Hashable {
+        @usableFromInline
+        enum Kind: Sendable, Hashable {
+            case drain
+            case rejectQueued
+        }
+
+        @usableFromInline let kind: Kind
+
         /// Run every call already accepted (waiting ones included), then stop the threads.
-        case drain
+        public static var drain: ShutdownMode { ShutdownMode(kind: .drain) }
+
         /// Reject the calls still waiting (they never run; their callers get
         /// ``OffloadError/shutDown``), let the running ones finish, then stop the threads.
-        case rejectQueued
+        public static var rejectQueued: ShutdownMode { ShutdownMode(kind: .rejectQueued) }
     }
 
     /// The largest thread count a pool accepts.
@@ -89,10 +98,10 @@ public final class OffloadPool: Sendable {
     /// - If it is cancelled while the call waits for a thread, this throws `CancellationError` at
     ///   once and `body` never runs.
     /// - If it is cancelled while `body` runs, this throws `CancellationError` at once, without
-    ///   waiting for `body`. `interrupt`, if given, is then called once, on a thread of the library's own
+    ///   waiting for `body`. `cancel`, if given, is then called once, on a thread of the library's own
     ///   (never inside the task's cancellation handler, never on a pool thread), to ask the
     ///   blocked call to give up. It is not called if `body` already returned; and the pool thread
-    ///   does not take its next call before `interrupt` has returned, so an interrupt never lands
+    ///   does not take its next call before `cancel` has returned, so a cancel never lands
     ///   on a later call. Whatever `body` then returns is ignored, except that a value goes to
     ///   `onDiscard`, exactly once.
     /// - A timeout acts like a cancellation but throws ``BridgeTimeoutError``.
@@ -101,7 +110,7 @@ public final class OffloadPool: Sendable {
     ///   - isolation: The caller's isolation; leave the default.
     ///   - timeout: Give up after this long (measured from the call, waiting time included); nil
     ///     (the default) waits as long as `body` takes. Must be positive.
-    ///   - interrupt: Asks a running `body` to return early (for example an SDK's `interrupt` or
+    ///   - cancel: Asks a running `body` to return early (for example an SDK's `interrupt` or
     ///     `cancel` function). It may race with `body` returning on its own, so it must be harmless
     ///     then. Keep it short: it must return for the thread to be reused.
     ///   - onDiscard: Receives the value `body` returns when nobody waits for it any more
@@ -116,7 +125,7 @@ public final class OffloadPool: Sendable {
     public func run<Value: Sendable>(
         isolation: isolated (any Actor)? = #isolation,
         timeout: Duration? = nil,
-        interrupt: (@Sendable () -> Void)? = nil,
+        cancel: CancelHandle? = nil,
         onDiscard: (@Sendable (Value) -> Void)? = nil,
         _ body: sending @escaping () throws -> Value
     ) async throws -> Value {
@@ -126,6 +135,7 @@ public final class OffloadPool: Sendable {
                 timeout > .zero, "OffloadPool.run(timeout:) needs a positive duration; pass nil for no timeout")
         }
         let core = self.core
+        let interrupt = cancel?.cancel
         let body = OffloadBody(body)
         return try await withCallback(isolation: isolation, timeout: timeout, onDiscard: onDiscard) { completion in
             // Built here, where `Value` is known to the caller's specialized code, so the worker

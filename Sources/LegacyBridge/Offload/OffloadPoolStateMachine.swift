@@ -264,7 +264,7 @@ struct OffloadPoolStateMachine<Job, Waiter> {
         switch lifecycle {
         case .open, .draining:
             lifecycle = .draining
-            if mode == .rejectQueued { action.rejected = queue.removeAll().map(\.job) }
+            if mode.kind == .rejectQueued { action.rejected = queue.removeAll().map(\.job) }
             if let waiter { shutdownWaiters.append(waiter) }
             action.wakeWorkers = parkedWorkers > 0
             if liveWorkers == 0 {

@@ -2,7 +2,7 @@
 /// their call as a single ``withCallback(isolation:timeout:onDiscard:_:)``.
 ///
 /// A gate decides one outcome from these events, in any order and from any
-/// thread: the operation's results (``finish(_:)`` or its ``completion``),
+/// thread: the operation's results (``complete(_:)`` or its ``completion``),
 /// cancellation (``cancel()``, or cancellation of the task awaiting
 /// ``value(isolation:timeout:)``), and the timeout. The first one wins; later
 /// ones are ignored, and a late success value goes to `onDiscard`.
@@ -49,7 +49,7 @@ public final class CompletionGate<Value: Sendable>: Sendable {
     /// - Parameter result: The value or error the operation produced.
     /// - Returns: `true` if this call decided the outcome.
     @discardableResult
-    public func finish(_ result: Result<Value, any Error>) -> Bool {
+    public func complete(_ result: Result<Value, any Error>) -> Bool {
         self.storage.finish(result)
     }
 
@@ -81,7 +81,7 @@ public final class CompletionGate<Value: Sendable>: Sendable {
     /// cancellation. Installing twice is a precondition failure.
     ///
     /// - Parameter continuation: The waiter to resume with the outcome.
-    public func install(_ continuation: UnsafeContinuation<Value, any Error>) {
+    package func install(_ continuation: UnsafeContinuation<Value, any Error>) {
         self.storage.install(continuation)
     }
 

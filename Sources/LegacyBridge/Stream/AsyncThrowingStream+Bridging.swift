@@ -31,8 +31,8 @@ extension AsyncThrowingStream where Failure == any Error, Element: Sendable {
     /// - Parameters:
     ///   - elementType: The element type, for call sites that need to spell it.
     ///   - buffering: How elements wait for the consumer (see ``StreamBuffering``).
-    ///   - ordering: Arrival order, or sequence numbers restored with a
-    ///     ``SequenceReorderer``.
+    ///   - ordering: Arrival order, or the order of sequence numbers (see
+    ///     ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``).
     ///   - start: Starts the producer with the sink its callbacks use and
     ///     returns its control handle (or `nil`). Throwing ends the stream
     ///     with that error, after any elements it yielded.

@@ -11,7 +11,7 @@
 /// let events = CallbackStream(of: Event.self, buffering: .backpressure(low: 16, high: 64)) { sink in
 ///     let handle = try sdk.subscribe(onEvent: { sink.yield(Event(copying: $0)) },
 ///                                    onDone: { $0 == 0 ? sink.finish() : sink.finish(throwing: SDKError($0)) })
-///     return StreamControl(cancel: { handle.cancel() }, pause: { handle.pause() }, resume: { handle.resume() })
+///     return StreamControl(cancel: CancelHandle { handle.cancel() }, pause: { handle.pause() }, resume: { handle.resume() })
 /// }
 /// for try await event in events { … }
 /// ```
@@ -35,7 +35,7 @@
 /// - Producer control (`pause`, `resume`, `cancel`) follows the threading
 ///   contract documented on ``StreamControl``: one call at a time, in decided
 ///   order, nothing after cancel; every call on the control's
-///   ``ControlScheduler`` if it has one; otherwise `cancel` always on a
+///   ``SDKScheduler`` if it has one; otherwise `cancel` always on a
 ///   Dispatch worker, never inside a yield, a finish or the task runtime's
 ///   cancellation handler.
 /// - Nothing waits: a yield never blocks, on any thread, under any buffering
@@ -56,8 +56,8 @@
 ///
 /// ## Ordering
 /// With ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``
-/// producers call ``EventSink/yield(_:sequence:)`` from any thread; a
-/// ``SequenceReorderer`` under the stream's lock restores the order.
+/// producers call ``EventSink/yield(_:sequence:)`` from any thread, and the
+/// stream restores the order under its lock.
 ///
 /// ## Statistics and explicit stop
 /// The iterator's ``AsyncIterator/statistics`` and, for a `for try await`

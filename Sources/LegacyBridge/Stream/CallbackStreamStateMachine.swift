@@ -180,7 +180,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
         guard !elements.isEmpty else { return (answer(.enqueued), effects) }
         var outcome = YieldOutcome.enqueued
-        switch buffering {
+        switch buffering.kind {
         case .unbounded, .backpressure:
             buffer.append(contentsOf: elements)
             counters.enqueued += elements.count
@@ -291,7 +291,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         var failure = failure
         if var reorderer = self.reorderer, reorderer.heldCount > 0 {
             self.reorderer = nil
-            switch reorderer.gapPolicy {
+            switch reorderer.gapPolicy.kind {
             case .skip:
                 let skippedBefore = reorderer.skippedSequences
                 reorderer.flush { _ = self.accept($0, &effects) }
@@ -419,7 +419,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// and changes nothing.
     @inlinable
     mutating func appendIfSimple(_ element: Element) -> Bool {
-        switch buffering {
+        switch buffering.kind {
         case .unbounded:
             break
         case .bufferingOldest(let limit), .bufferingNewest(let limit):
@@ -441,7 +441,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @inlinable
     mutating func accept(_ element: Element, _ effects: inout StreamEffects<Element>) -> YieldOutcome {
         var outcome = YieldOutcome.enqueued
-        switch buffering {
+        switch buffering.kind {
         case .unbounded, .backpressure:
             buffer.append(element)
         case .bufferingOldest(let limit):
@@ -475,7 +475,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// elements accepted while one is wanted.
     @inlinable
     mutating func checkHighWatermark(held: Int, accepted: Int, _ effects: inout StreamEffects<Element>) {
-        guard case .backpressure(_, let high) = buffering else { return }
+        guard case .backpressure(_, let high) = buffering.kind else { return }
         if pauseWanted {
             counters.acceptedWhilePaused += accepted
         } else if held >= high {
@@ -489,7 +489,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// stream is paused and at most `low` elements are held.
     @inlinable
     mutating func checkLowWatermark() -> StreamControlRequest? {
-        guard pauseWanted, case .backpressure(let low, _) = buffering, buffer.count &+ inBatch <= low else {
+        guard pauseWanted, case .backpressure(let low, _) = buffering.kind, buffer.count &+ inBatch <= low else {
             return nil
         }
         pauseWanted = false
@@ -506,7 +506,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         if let waiter { effects.wakeUp = waiter }
     }
 
-    /// A gap under `SequenceGapPolicy.fail`: the stream fails after what it
+    /// A gap under `GapPolicy.fail`: the stream fails after what it
     /// already released, held elements are discarded and the still running
     /// producer is cancelled.
     mutating func failForGap(_ error: SequenceGapError, _ effects: inout StreamEffects<Element>) {

@@ -8,7 +8,7 @@
 /// Nothing here ever waits: a yield, a finish, the consumer's `next()` and
 /// the cancellation handler each take a lock for a few instructions and
 /// return. What cannot be settled at once is settled by whoever comes next,
-/// by a job posted through the control's `ControlScheduler`, or on one of
+/// by a job posted through the control's `SDKScheduler`, or on one of
 /// the library's spare threads (the default home of `cancel`).
 @usableFromInline
 final class CallbackStreamStorage<Element: Sendable>: Sendable {
@@ -175,7 +175,11 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
     /// became due meanwhile, one at a time.
     func deliver(_ first: ProducerControlStateMachine.Delivery) {
         if let scheduler = first.control.scheduler {
-            scheduler.enqueue { self.runDeliveries(from: first, inline: false) }
+            do {
+                try scheduler.post { self.runDeliveries(from: first, inline: false) }
+            } catch {
+                abandonDeliveries()
+            }
         } else if first.operation == .cancel {
             SpareThreads.run { self.runDeliveries(from: first, inline: false) }
         } else {
@@ -198,6 +202,12 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
             }
             delivery = next
         }
+    }
+
+    /// The scheduler refused a delivery's job (the SDK's loop is gone): that call and every call
+    /// due after it are given up, so the control machine ends idle or closed, never stuck delivering.
+    func abandonDeliveries() {
+        while control.withLock({ $0.deliveryCompleted() }) != nil {}
     }
 
     /// Arms the timer of the gap that opened at reorderer generation

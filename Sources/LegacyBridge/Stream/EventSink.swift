@@ -61,13 +61,13 @@ public struct EventSink<Element: Sendable>: Sendable {
     ///
     /// - Parameters:
     ///   - element: The element.
-    ///   - sequence: Its sequence number (any value; see ``SequenceReorderer``
+    ///   - sequence: Its sequence number (any value; see ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``
     ///     for how stale, wrapped and garbage numbers are handled).
     /// - Returns: ``YieldOutcome/enqueued`` (or ``YieldOutcome/stopProducing``
     ///   under backpressure) if it was delivered or is held until its
     ///   predecessors arrive; ``YieldOutcome/dropped`` if it was stale (a
     ///   duplicate, or behind the next expected number), did not fit the
-    ///   window under ``SequenceGapPolicy/fail``, or the buffering policy
+    ///   window under ``StreamOrdering/GapPolicy/fail``, or the buffering policy
     ///   dropped an element; ``YieldOutcome/terminated`` if the stream had terminated.
     @discardableResult
     public func yield(_ element: Element, sequence: UInt64) -> YieldOutcome {

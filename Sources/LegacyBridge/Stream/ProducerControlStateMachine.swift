@@ -28,7 +28,7 @@
 /// late is ignored, an older pause is still made (see below).
 ///
 /// Where a delivery runs (inline, on a library-owned thread, or as a job posted
-/// through the control's `ControlScheduler`) is the storage's business; the
+/// through the control's `SDKScheduler`) is the storage's business; the
 /// machine only guarantees one call in flight, in decided order.
 ///
 /// A pause decision that arrives after a newer one (decisions are applied
@@ -62,7 +62,7 @@ struct ProducerControlStateMachine: Sendable {
             switch operation {
             case .pause: control.pause?()
             case .resume: control.resume?()
-            case .cancel: control.cancel()
+            case .cancel: control.cancel.cancel()
             }
         }
     }

@@ -19,10 +19,10 @@
 ///   `(uint64_t)-1` sentinel at the start of a stream) and a second copy of a
 ///   held number are dropped and counted in ``droppedStale``.
 /// - An element `window` to ``jumpLimit`` numbers ahead overflows the window.
-///   With ``SequenceGapPolicy/skip`` the reorderer gives up on just enough
+///   With ``StreamOrdering/GapPolicy/skip`` the reorderer gives up on just enough
 ///   missing numbers to make it fit (releasing held elements in order,
 ///   counting the missing numbers in ``skippedSequences``); with
-///   ``SequenceGapPolicy/fail`` it returns ``Placement/rejected`` and changes nothing.
+///   ``StreamOrdering/GapPolicy/fail`` it returns ``Placement/rejected`` and changes nothing.
 /// - An element more than ``jumpLimit`` numbers away, ahead or behind, is a
 ///   *far jump*: garbage, or a real discontinuity (a counter that wrapped at
 ///   32 bits, an SDK that restarted its numbering, a live source that dropped
@@ -30,37 +30,38 @@
 ///   that element is within `window` of it, the jump is real and the
 ///   reorderer follows it (held elements of the old run are released first;
 ///   a jump ahead counts the numbers it skips, and is a gap under
-///   ``SequenceGapPolicy/fail``; "within" includes the very next number, so
+///   ``StreamOrdering/GapPolicy/fail``; "within" includes the very next number, so
 ///   a window of 1 works); otherwise it was garbage and is dropped
 ///   (counted in ``droppedStale``). A far jump still on probation when the
 ///   stream is flushed, or when a gap is given up, is taken as real.
-public struct SequenceReorderer<Element> {
+@usableFromInline
+struct SequenceReorderer<Element> {
     /// Where an inserted element went.
-    public enum Placement: Sendable, Hashable {
+    enum Placement: Sendable, Hashable {
         /// Released to the caller (possibly after held predecessors, and after
-        /// skipping a gap under ``SequenceGapPolicy/skip``).
+        /// skipping a gap under ``StreamOrdering/GapPolicy/skip``).
         case released
         /// Held until its predecessors arrive, or on probation as a far jump.
         case held
         /// Behind ``SequenceReorderer/nextSequence`` or a duplicate: dropped.
         case stale
-        /// Too far ahead for the window under ``SequenceGapPolicy/fail``: not stored.
+        /// Too far ahead for the window under ``StreamOrdering/GapPolicy/fail``: not stored.
         case rejected
     }
 
     /// How many consecutive sequence numbers, starting at ``nextSequence``, the reorderer can place.
-    public let window: Int
+    let window: Int
     /// What happens when an element does not fit in the window.
-    public let gapPolicy: SequenceGapPolicy
+    let gapPolicy: StreamOrdering.GapPolicy
     /// The number of the next element to release. Moves forward, except when
     /// a confirmed far jump follows a counter that went back.
-    public private(set) var nextSequence: UInt64
+    private(set) var nextSequence: UInt64
     /// How many elements are held, waiting for a predecessor or on probation.
-    public private(set) var heldCount: Int = 0
+    private(set) var heldCount: Int = 0
     /// Elements dropped as stale, duplicate, or unconfirmed far jumps.
-    public private(set) var droppedStale: Int = 0
+    private(set) var droppedStale: Int = 0
     /// Sequence numbers given up as missing.
-    public private(set) var skippedSequences: UInt64 = 0
+    private(set) var skippedSequences: UInt64 = 0
 
     /// Changes whenever the gap the reorderer waits behind changes (progress
     /// was made, or a new gap opened), so a timer armed for a gap can tell
@@ -85,7 +86,7 @@ public struct SequenceReorderer<Element> {
 
     /// How far (ahead or behind) a number may be from ``nextSequence`` before
     /// it counts as a far jump: the larger of the window and 65,536.
-    public var jumpLimit: UInt64 { Swift.max(UInt64(window), 65_536) }
+    var jumpLimit: UInt64 { Swift.max(UInt64(window), 65_536) }
 
     /// Creates an empty reorderer.
     ///
@@ -94,7 +95,7 @@ public struct SequenceReorderer<Element> {
     ///     placed; at least 1 (1 means no reordering: anything ahead is a gap).
     ///   - firstSequence: The number of the first element.
     ///   - gapPolicy: What to do with an element that does not fit in the window.
-    public init(window: Int, firstSequence: UInt64 = 0, gapPolicy: SequenceGapPolicy = .skip) {
+    init(window: Int, firstSequence: UInt64 = 0, gapPolicy: StreamOrdering.GapPolicy = .skip) {
         precondition(window >= 1, "SequenceReorderer(window: \(window)): the window must be at least 1")
         self.window = window
         self.gapPolicy = gapPolicy
@@ -111,7 +112,7 @@ public struct SequenceReorderer<Element> {
     ///   - release: Receives the released elements, lowest number first.
     /// - Returns: Where `element` went.
     @discardableResult
-    public mutating func insert(_ element: Element, sequence: UInt64, release: (Element) -> Void) -> Placement {
+    mutating func insert(_ element: Element, sequence: UInt64, release: (Element) -> Void) -> Placement {
         insert(element, sequence: sequence, release: release, discard: { _ in })
     }
 
@@ -121,7 +122,7 @@ public struct SequenceReorderer<Element> {
     ///   - element: The element.
     ///   - sequence: Its sequence number.
     /// - Returns: Where `element` went, and the released elements in order.
-    public mutating func insert(_ element: Element, sequence: UInt64) -> (placement: Placement, released: [Element]) {
+    mutating func insert(_ element: Element, sequence: UInt64) -> (placement: Placement, released: [Element]) {
         var released: [Element] = []
         let placement = insert(element, sequence: sequence) { released.append($0) }
         return (placement, released)
@@ -159,7 +160,7 @@ public struct SequenceReorderer<Element> {
         }
         if distance >= UInt64(window) {
             if distance > jumpLimit { return hold(asCandidate: element, sequence: sequence) }
-            switch gapPolicy {
+            switch gapPolicy.kind {
             case .fail:
                 return .rejected
             case .skip:
@@ -223,7 +224,7 @@ public struct SequenceReorderer<Element> {
     /// past the last released element.
     ///
     /// - Parameter release: Receives the released elements, lowest number first.
-    public mutating func flush(_ release: (Element) -> Void) {
+    mutating func flush(_ release: (Element) -> Void) {
         releaseAllHeld(release)
         if let candidate {
             self.candidate = nil
@@ -238,14 +239,14 @@ public struct SequenceReorderer<Element> {
     }
 
     /// Gives up the gap that currently holds elements back (a gap timeout):
-    /// under ``SequenceGapPolicy/skip`` skips to the lowest held number (or
+    /// under ``StreamOrdering/GapPolicy/skip`` skips to the lowest held number (or
     /// takes a far jump on probation as real) and releases what continues
-    /// from there. Under ``SequenceGapPolicy/fail`` changes nothing and
+    /// from there. Under ``StreamOrdering/GapPolicy/fail`` changes nothing and
     /// returns `false`: the caller fails.
     ///
     /// - Parameter release: Receives the released elements, lowest number first.
-    /// - Returns: `false` if the gap policy is ``SequenceGapPolicy/fail`` and a gap was open.
-    public mutating func giveUpGap(_ release: (Element) -> Void) -> Bool {
+    /// - Returns: `false` if the gap policy is ``StreamOrdering/GapPolicy/fail`` and a gap was open.
+    mutating func giveUpGap(_ release: (Element) -> Void) -> Bool {
         guard heldCount > 0 else { return true }
         guard gapPolicy == .skip else { return false }
         if windowHeld > 0 {
@@ -263,7 +264,7 @@ public struct SequenceReorderer<Element> {
     /// Discards every held element without releasing it (``nextSequence`` is unchanged).
     ///
     /// - Returns: The discarded elements, lowest number first.
-    public mutating func removeAll() -> [Element] {
+    mutating func removeAll() -> [Element] {
         var removed: [Element] = []
         removed.reserveCapacity(heldCount)
         for (_, element) in takeHeld(belowDistance: UInt64.max) { removed.append(element) }

@@ -12,19 +12,37 @@
 /// so up to `n` further elements can be in the consumer's hands. For
 /// ``backpressure(low:high:)`` the batch does count until the consumer has
 /// finished it, so batching never raises the bound.
-public enum StreamBuffering: Sendable, Hashable {
+public struct StreamBuffering: Sendable, Hashable {
+    @usableFromInline
+    enum Kind: Sendable, Hashable {
+        case unbounded
+        case bufferingOldest(Int)
+        case bufferingNewest(Int)
+        case backpressure(low: Int, high: Int)
+    }
+
+    @usableFromInline let kind: Kind
+
     /// Keep every element. Memory grows while the consumer is slower than the
     /// producer.
-    case unbounded
+    public static var unbounded: StreamBuffering { StreamBuffering(kind: .unbounded) }
+
     /// Keep the first `n` waiting elements and drop newer ones while the
-    /// buffer is full. `n` must be at least 1.
-    case bufferingOldest(Int)
+    /// buffer is full.
+    ///
+    /// - Parameter n: How many elements may wait; at least 1.
+    /// - Returns: The policy.
+    public static func bufferingOldest(_ n: Int) -> StreamBuffering { StreamBuffering(kind: .bufferingOldest(n)) }
+
     /// Keep the last `n` waiting elements, dropping the oldest one to make
-    /// room. `n` must be at least 1.
-    case bufferingNewest(Int)
+    /// room.
+    ///
+    /// - Parameter n: How many elements may wait; at least 1.
+    /// - Returns: The policy.
+    public static func bufferingNewest(_ n: Int) -> StreamBuffering { StreamBuffering(kind: .bufferingNewest(n)) }
+
     /// Drop nothing; ask the producer to stop when `high` elements are held
-    /// and to go on once at most `low` are held. Requires `0 <= low < high`
-    /// (`low: 0` resumes only when everything was consumed).
+    /// and to go on once at most `low` are held.
     ///
     /// The producer is told in two ways, and may use either: every yield
     /// made while the stream wants it stopped returns
@@ -33,13 +51,21 @@ public enum StreamBuffering: Sendable, Hashable {
     /// `low`. If `start` returns no ``StreamControl`` with a `resume`, the
     /// stream could never restart a stopped producer, so from then on yields
     /// do not say `stopProducing` and the buffer grows as with ``unbounded``.
-    /// (Yields made while `start` is still running may already say
-    /// `stopProducing`: a producer that obeys it must supply a `resume`.)
-    case backpressure(low: Int, high: Int)
+    /// Yields made while `start` is still running may already say
+    /// `stopProducing`: a producer that obeys it must supply a `resume`.
+    ///
+    /// - Parameters:
+    ///   - low: Resume once at most this many are held; 0 resumes only when
+    ///     everything was consumed.
+    ///   - high: Pause once this many are held; more than `low`.
+    /// - Returns: The policy.
+    public static func backpressure(low: Int, high: Int) -> StreamBuffering {
+        StreamBuffering(kind: .backpressure(low: low, high: high))
+    }
 
     /// Stops the program with a message that says how to fix the arguments.
     func validate() {
-        switch self {
+        switch kind {
         case .unbounded:
             break
         case .bufferingOldest(let n):
@@ -64,13 +90,13 @@ public enum StreamBuffering: Sendable, Hashable {
 /// ``arrival`` delivers elements in the order the stream received them.
 /// ``sequenced(window:firstSequence:gaps:gapTimeout:)`` restores the order of
 /// numbered elements that arrive out of order (for example from several SDK
-/// threads) with a ``SequenceReorderer``; its rules for stale, wrapped,
-/// jumping and garbage numbers are documented there.
+/// threads), within a bounded window; its rules for stale, wrapped, jumping
+/// and garbage numbers are documented there.
 public struct StreamOrdering: Sendable, Hashable {
     @usableFromInline
     enum Kind: Sendable, Hashable {
         case arrival
-        case sequenced(window: Int, firstSequence: UInt64, gaps: SequenceGapPolicy, gapTimeout: Duration?)
+        case sequenced(window: Int, firstSequence: UInt64, gaps: StreamOrdering.GapPolicy, gapTimeout: Duration?)
     }
 
     @usableFromInline let kind: Kind
@@ -84,15 +110,29 @@ public struct StreamOrdering: Sendable, Hashable {
     public static var arrival: StreamOrdering { StreamOrdering(kind: .arrival) }
 
     /// Every element carries a sequence number and the stream restores their
-    /// order with a ``SequenceReorderer`` that holds at most `window - 1`
-    /// elements ahead of the next expected one. The producer calls
-    /// ``EventSink/yield(_:sequence:)`` only, from any thread.
+    /// order, holding at most `window - 1` elements ahead of the next expected
+    /// one. The producer calls ``EventSink/yield(_:sequence:)`` only, from any thread.
     ///
-    /// Numbers come straight from C and are never trusted: stale and
-    /// duplicate numbers are dropped and counted, numbers wrap around
-    /// (`UInt64.max` is followed by 0), a counter that resets or wraps at a
-    /// narrower width is followed, and a single garbage number cannot
-    /// discard the rest of the stream (see ``SequenceReorderer`` for the exact rules).
+    /// Numbers come straight from C and are never trusted. They compare in
+    /// wrapping arithmetic: `UInt64.max` is followed by 0 and nothing traps.
+    /// The rules, for the next expected number `n`:
+    /// - The element numbered `n` is delivered at once, with every held
+    ///   element that now continues the run.
+    /// - An element less than `window` numbers ahead of `n` is held until its
+    ///   predecessors arrive. Storage grows with the distances actually held.
+    /// - Progress never goes backwards: an element up to 65,536 numbers (or
+    ///   `window`, if larger) behind
+    ///   `n` (a duplicate, one older than a skipped gap, a `(uint64_t)-1`
+    ///   sentinel) and a second copy of a held number are dropped and counted
+    ///   in ``StreamStatistics/droppedStale``.
+    /// - An element `window` to 65,536 numbers (or `window`) ahead overflows the window:
+    ///   `gaps` decides.
+    /// - An element further away, ahead or behind, is a far jump: garbage, or
+    ///   a real discontinuity such as a 32-bit counter that wrapped or an SDK
+    ///   that restarted its numbering. It is held on probation, and the next
+    ///   element decides: within `window` of it, the jump is real and the
+    ///   stream follows it; otherwise it was garbage and is dropped. A single
+    ///   garbage number never discards the rest of the stream.
     ///
     /// - Parameters:
     ///   - window: How many consecutive numbers, from the next expected one,
@@ -111,7 +151,7 @@ public struct StreamOrdering: Sendable, Hashable {
     public static func sequenced(
         window: Int,
         firstSequence: UInt64 = 0,
-        gaps: SequenceGapPolicy = .skip,
+        gaps: StreamOrdering.GapPolicy = .skip,
         gapTimeout: Duration? = nil
     ) -> StreamOrdering {
         StreamOrdering(
@@ -144,18 +184,30 @@ public struct StreamOrdering: Sendable, Hashable {
     }
 }
 
-/// What a ``SequenceReorderer`` (or a sequenced stream) does when it has to
-/// give up waiting for a missing sequence number: when an element arrives
-/// too far ahead to fit in the window, when the producer finishes while
-/// elements still wait behind a gap, or when a gap timeout passes.
-public enum SequenceGapPolicy: Sendable, Hashable {
-    /// Give up on the missing numbers, count them in `skippedSequences`, and
-    /// go on with the elements after the gap, in order.
-    case skip
-    /// Treat a gap as an error: the reorderer rejects the element that does
-    /// not fit; a stream ends with ``SequenceGapError`` after the elements
-    /// before the gap (and cancels its producer if it is still running).
-    case fail
+extension StreamOrdering {
+    /// What a sequenced stream does when it has to give up waiting for a
+    /// missing sequence number: when an element arrives too far ahead to fit
+    /// in the window, when the producer finishes while elements still wait
+    /// behind a gap, or when a gap timeout passes.
+    public struct GapPolicy: Sendable, Hashable {
+        @usableFromInline
+        enum Kind: Sendable, Hashable {
+            case skip
+            case fail
+        }
+
+        @usableFromInline let kind: Kind
+
+        /// Give up on the missing numbers, count them in
+        /// ``StreamStatistics/skippedSequences``, and go on with the elements
+        /// after the gap, in order.
+        public static var skip: GapPolicy { GapPolicy(kind: .skip) }
+
+        /// Treat a gap as an error: the element that does not fit is
+        /// rejected, and the stream ends with ``SequenceGapError`` after the
+        /// elements before the gap (and cancels its producer if it is still running).
+        public static var fail: GapPolicy { GapPolicy(kind: .fail) }
+    }
 }
 
 /// A sequenced stream lost an element: `missingSequence` never arrived
@@ -192,7 +244,7 @@ public enum YieldOutcome: Sendable, Hashable {
     /// (like a libcurl write callback that can answer "pause") can rely on
     /// this answer alone and leave `pause` nil; it must supply `resume`, and
     /// should run its callbacks and the stream's `resume` on one thread (a
-    /// ``ControlScheduler`` posting to its loop), so that a resume can never
+    /// ``SDKScheduler`` posting to its loop), so that a resume can never
     /// overtake the stop it answers.
     case stopProducing
     /// The buffering policy dropped an element (for `bufferingNewest`, an
@@ -214,34 +266,6 @@ public enum YieldOutcome: Sendable, Hashable {
     }
 }
 
-/// Where a stream runs its producer-control calls (`pause`, `resume`,
-/// `cancel`): a function that runs a job on the thread, queue or event loop
-/// the SDK requires, later (it must not run the job inside the call).
-///
-/// Single-threaded SDKs (libcurl's multi interface, c-ares channels, most
-/// GUI and device SDKs) must only be called from their own thread. Give the
-/// stream a scheduler that posts to that thread, and every control call is
-/// made there, one job at a time, in the order the stream decided them.
-///
-/// ```swift
-/// StreamControl(scheduler: ControlScheduler { job in loop.post(job) },
-///               cancel: { transfer.remove() }, resume: { transfer.unpause() })
-/// ```
-public struct ControlScheduler: Sendable {
-    @usableFromInline let enqueue: @Sendable (_ job: @escaping @Sendable () -> Void) -> Void
-
-    /// Creates a scheduler from a function that runs a job later on the
-    /// producer's own thread.
-    ///
-    /// - Parameter enqueue: Queues `job` to run on the producer's thread. It
-    ///   is called from any thread (a producer thread inside a yield, the
-    ///   consumer, the task runtime's cancellation handler), so it must be
-    ///   thread-safe, must not block, and must not run `job` before it returns.
-    public init(_ enqueue: @escaping @Sendable (_ job: @escaping @Sendable () -> Void) -> Void) {
-        self.enqueue = enqueue
-    }
-}
-
 /// The producer's handle, returned by a stream's `start` closure: how the
 /// stream cancels, pauses and resumes the underlying operation, and where it
 /// makes those calls.
@@ -255,7 +279,9 @@ public struct ControlScheduler: Sendable {
 ///
 /// - With a `scheduler`, **every** call runs as a job posted through it, so
 ///   it lands on the SDK's own thread; the stream never calls the producer
-///   from any other thread. Use this for single-threaded SDKs.
+///   from any other thread. Use this for single-threaded SDKs. A call whose
+///   job the scheduler refuses (its `post` throws: the loop is gone) is not
+///   made.
 /// - Without one, `cancel` runs on a thread of the library's own: never inside a
 ///   yield or finish (an SDK whose cancel waits for its running callbacks to
 ///   return would deadlock), never inside the task runtime's cancellation
@@ -275,8 +301,8 @@ public struct ControlScheduler: Sendable {
 ///   returns ``YieldOutcome/stopProducing`` can leave it nil.
 /// - `resume`: deliver again. Pause and resume alternate, starting with pause.
 public struct StreamControl: Sendable {
-    let scheduler: ControlScheduler?
-    let cancel: @Sendable () -> Void
+    let scheduler: SDKScheduler?
+    let cancel: CancelHandle
     let pause: (@Sendable () -> Void)?
     let resume: (@Sendable () -> Void)?
 
@@ -295,8 +321,8 @@ public struct StreamControl: Sendable {
     ///     still kept.
     ///   - resume: Called when such a stream has drained to its low watermark.
     public init(
-        scheduler: ControlScheduler? = nil,
-        cancel: @escaping @Sendable () -> Void,
+        scheduler: SDKScheduler? = nil,
+        cancel: CancelHandle,
         pause: (@Sendable () -> Void)? = nil,
         resume: (@Sendable () -> Void)? = nil
     ) {
@@ -317,9 +343,9 @@ public struct StreamStatistics: Sendable, Hashable {
     public var droppedByBuffering: Int = 0
     /// Sequenced elements dropped because their number was below the next
     /// expected one, a duplicate, or a far jump that nothing confirmed
-    /// (garbage; see ``SequenceReorderer``).
+    /// (garbage; see ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``).
     public var droppedStale: Int = 0
-    /// Sequence numbers given up as missing (``SequenceGapPolicy/skip``).
+    /// Sequence numbers given up as missing (``StreamOrdering/GapPolicy/skip``).
     public var skippedSequences: UInt64 = 0
     /// Sequenced elements held right now behind a missing number (waiting for
     /// a predecessor, or for a far jump to be confirmed).

@@ -50,7 +50,7 @@ public struct LegacyBlockingCall: Sendable {
 ///     var name: String { "mine" }
 ///     var summary: String { "OffloadPool.run with the call's interrupt" }
 ///     func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
-///         try await Self.pool.run(isolation: isolation, interrupt: call.interrupt) { try call.perform() }
+///         try await Self.pool.run(isolation: isolation, cancel: CancelHandle(call.interrupt)) { try call.perform() }
 ///     }
 /// }
 /// ```

@@ -21,6 +21,7 @@ package struct OffloadPoolAdapter: BlockingAdapter {
     /// - Throws: The call's error, `CancellationError`, or the pool's `OffloadError`.
     package func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
         let pool = try Self.pool.get()
-        return try await pool.run(isolation: isolation, interrupt: { call.interrupt() }, { try call.perform() })
+        return try await pool.run(
+            isolation: isolation, cancel: CancelHandle { call.interrupt() }, { try call.perform() })
     }
 }

@@ -20,7 +20,7 @@ package struct CallbackStreamAdapter: StreamAdapter {
         ) { sink in
             let control = source.start(feeding: sink)
             return StreamControl(
-                scheduler: source.controlScheduler, cancel: control.cancel, pause: control.pause,
+                scheduler: source.controlScheduler, cancel: CancelHandle(control.cancel), pause: control.pause,
                 resume: control.resume)
         }
     }

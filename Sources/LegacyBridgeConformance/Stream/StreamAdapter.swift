@@ -81,9 +81,9 @@ public struct LegacyEventSource: Sendable {
     /// through it.
     public let post: (@Sendable (_ job: @escaping @Sendable () -> Void) -> Void)?
 
-    /// ``post`` as a `ControlScheduler` for `StreamControl(scheduler:cancel:pause:resume:)`, or
+    /// ``post`` as an `SDKScheduler` for `StreamControl(scheduler:cancel:CancelHandle(pause:resume:))`, or
     /// `nil` when the SDK may be called from any thread (the stream's default contract then applies).
-    public var controlScheduler: ControlScheduler? { post.map { ControlScheduler($0) } }
+    public var controlScheduler: SDKScheduler? { post.map { SDKScheduler($0) } }
 
     package init(
         reorderWindow: Int, lowWater: Int, highWater: Int,

@@ -29,7 +29,7 @@ package struct SDKThreadExecutorAdapter: ThreadAffineAdapter {
         init(sdk: LegacyAffineSDK) {
             self.sdk = sdk
             self.executor = SDKThreadExecutor(
-                name: "affine-adapter", posting: sdk.post, isCurrentThread: { sdk.isSDKThread })
+                name: "affine-adapter", scheduler: SDKScheduler(post: sdk.post, isCurrent: { sdk.isSDKThread }))
         }
 
         func call(_ number: UInt64) -> LegacyPayload {

@@ -53,18 +53,11 @@ public actor LegacyAffineClient {
         case .sdkLoopThread:
             let sdk = try SDKClient(workerThreads: workerThreads, seed: seed, loopThread: true, affinity: .loop)
             self.sdk = sdk
+            // The executor keeps the SDK client alive, and a live client with a loop thread
+            // accepts every post.
             self.executor = SDKThreadExecutor(
                 name: "legacy-loop",
-                posting: { job in
-                    do {
-                        try sdk.post(job)
-                    } catch {
-                        // Unreachable: the executor keeps the SDK client alive, and a live client
-                        // with a loop thread accepts every post.
-                        preconditionFailure("LegacyAffineClient: the SDK's loop refused a job: \(error)")
-                    }
-                },
-                isCurrentThread: { sdk.isLoopThread })
+                scheduler: SDKScheduler(post: { job in try sdk.post(job) }, isCurrent: { sdk.isLoopThread }))
         }
     }
 

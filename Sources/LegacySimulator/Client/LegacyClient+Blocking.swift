@@ -50,7 +50,7 @@ extension LegacyClient {
         return try await self.offload.run(
             isolation: isolation,
             timeout: timeout,
-            interrupt: { call.interrupt { (try? sdk.interrupt(key: key)) ?? true } },
+            cancel: CancelHandle { call.interrupt { (try? sdk.interrupt(key: key)) ?? true } },
             {
                 try call.perform {
                     BlockingCallResult(

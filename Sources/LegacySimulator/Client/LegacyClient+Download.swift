@@ -28,7 +28,7 @@ extension LegacyClient {
     ///
     /// On a client with a loop thread (``Configuration/loopThread``) the download follows the
     /// stream's threading contract the way a wrapper of libcurl's multi interface must: it is
-    /// started on the loop thread, and the stream gets a `ControlScheduler` that posts every
+    /// started on the loop thread, and the stream gets an `SDKScheduler` that posts every
     /// `pause`, `resume` and `cancel` there, so the SDK is never called from another thread (a
     /// start error is then thrown by the stream's first `next()`). When the behaviour also
     /// delivers on the loop (``SimulatedBehavior/Delivery/loop``), the download is pull-style,
@@ -61,7 +61,7 @@ extension LegacyClient {
             switch started {
             case .success(let handle):
                 return StreamControl(
-                    cancel: {
+                    cancel: CancelHandle {
                         handle.cancel()
                         // An SDK may ignore the cancel; a download that backpressure paused would
                         // then stay parked forever (nothing resumes it once the consumer is gone)
@@ -139,13 +139,13 @@ private final class LoopDownload: Sendable {
         // itself) only happens when nothing is left to do.
         try sdk.post { self.run(sink) }
         let sdk = self.sdk
-        let scheduler = ControlScheduler { job in
+        let scheduler = SDKScheduler { job in
             do { try sdk.post(job) } catch {}
         }
         let pause: (@Sendable () -> Void)?
         if pullStyle { pause = nil } else { pause = { self.pause() } }
         return StreamControl(
-            scheduler: scheduler, cancel: { self.cancel() }, pause: pause, resume: { self.resume() })
+            scheduler: scheduler, cancel: CancelHandle { self.cancel() }, pause: pause, resume: { self.resume() })
     }
 
     /// Starts the SDK download (on the loop thread).

@@ -24,7 +24,7 @@ public final class LegacyClient: Sendable {
         /// loop (default `false`). Operations whose behaviour delivers on
         /// ``SimulatedBehavior/Delivery/loop`` need it. A ``LegacyClient/download(_:behavior:buffering:)``
         /// on such a client is started, paused, resumed and cancelled on that thread only (the
-        /// stream's `ControlScheduler` posts there), as a loop-thread-only SDK requires.
+        /// stream's `SDKScheduler` posts there), as a loop-thread-only SDK requires.
         public var loopThread: Bool
 
         /// Creates a configuration.

@@ -20,7 +20,7 @@ enum GuideBlockingStubs {
 
         func query(_ sql: String) async throws -> Rows {
             try await pool.run(
-                interrupt: { sqlite3_interrupt(db) },                 // asks the blocked call to give up
+                cancel: CancelHandle { sqlite3_interrupt(db) },               // asks the blocked call to give up
                 onDiscard: { rows in rows.free() }                    // a result nobody waits for any more
             ) {
                 try Rows(stepping: sqlite3_prepare(db, sql))          // blocks a pool thread, not a task

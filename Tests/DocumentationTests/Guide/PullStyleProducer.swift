@@ -14,8 +14,8 @@ func guidePullStyleProducer(url: String, loop: EventLoop) -> CallbackStream<Chun
         }
         transfer.onDone = { error in error.map { sink.finish(throwing: $0) } ?? sink.finish() }
         loop.post { transfer.start() }
-        return StreamControl(scheduler: ControlScheduler { job in loop.post(job) },
-                             cancel: { transfer.remove() },
+        return StreamControl(scheduler: SDKScheduler { job in loop.post(job) },
+                             cancel: CancelHandle { transfer.remove() },
                              resume: { transfer.wantsPause = false; transfer.unpause() })
     }
     // end snippet

@@ -12,7 +12,7 @@ func download(_ request: Request) -> CallbackStream<Chunk> {
             case .end:  event.status == 0 ? sink.finish() : sink.finish(throwing: SDKError(event.status))
             }
         }
-        return StreamControl(cancel: { handle.cancel() },
+        return StreamControl(cancel: CancelHandle { handle.cancel() },
                              pause: { handle.pause() }, resume: { handle.resume() })
     }
 }

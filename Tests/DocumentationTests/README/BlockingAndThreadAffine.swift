@@ -16,7 +16,7 @@ enum ReadmeBlockingStubs {
     static func query(_ statement: Statement) async throws -> Rows {
         // snippet: README.md
         let pool = try OffloadPool(threads: 4, queueLimit: 256)
-        let rows = try await pool.run(interrupt: { sqlite3_interrupt(db) },      // asks a blocked call to give up
+        let rows = try await pool.run(cancel: CancelHandle { sqlite3_interrupt(db) },    // asks a blocked call to give up
                                       onDiscard: { $0.free() }) {                // a late result nobody awaits
             try Rows(stepping: statement)                                        // blocks a pool thread, not a task
         }
@@ -35,7 +35,7 @@ enum ReadmeThreadAffine {
 
     actor Camera {
         private let executor: SDKThreadExecutor                 // a dedicated pthread, or the SDK's loop:
-        private let device: Device                              // SDKThreadExecutor(posting:isCurrentThread:)
+        private let device: Device                              // SDKThreadExecutor(scheduler:)
         nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
         init() async throws {
             executor = try SDKThreadExecutor(name: "camera")

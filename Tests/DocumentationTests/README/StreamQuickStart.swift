@@ -11,7 +11,7 @@ func readmeStreamQuickStart(url: String, write: (Chunk) -> Void) async throws {
             let task = try LegacyDownloader.start(url,
                 onChunk: { chunk in sink.yield(Chunk(copying: chunk), sequence: chunk.sequence) },  // any thread
                 onDone: { error in error.map { sink.finish(throwing: $0) } ?? sink.finish() })
-            return StreamControl(cancel: { task.cancel() }, pause: { task.pause() }, resume: { task.resume() })
+            return StreamControl(cancel: CancelHandle { task.cancel() }, pause: { task.pause() }, resume: { task.resume() })
         }
     }
 

@@ -103,7 +103,7 @@ struct OffloadPoolTests {
         let discarded = OneShotRecorder<Int>()
         let call = OneShotCall {
             try await pool.run(
-                interrupt: {
+                cancel: CancelHandle {
                     if pool.isCurrentThread { interruptOnPoolThread.set() }
                     interrupted.set()
                 },
@@ -152,10 +152,12 @@ struct OffloadPoolTests {
         let interruptRelease = OffloadLatch()
         let interruptStarted = OffloadFlag()
         let first = OneShotCall {
-            try await pool.run(interrupt: {
-                interruptStarted.set()
-                interruptRelease.wait()
-            }) { () -> Int in
+            try await pool.run(
+                cancel: CancelHandle {
+                    interruptStarted.set()
+                    interruptRelease.wait()
+                }
+            ) { () -> Int in
                 bodyRelease.wait()
                 return 1
             }
@@ -196,7 +198,7 @@ struct OffloadPoolTests {
         // takes the call. Both orders are checked, each for what it must do.
         let outcome = await oneShotOutcome {
             try await pool.run(
-                timeout: .milliseconds(200), interrupt: { bodyRelease.open() },
+                timeout: .milliseconds(200), cancel: CancelHandle { bodyRelease.open() },
                 onDiscard: { discarded.append($0) }
             ) { () -> Int in
                 bodyStarted.set()

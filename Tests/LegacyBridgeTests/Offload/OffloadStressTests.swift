@@ -133,7 +133,7 @@ private func startStressCall(_ index: Int, pool: OffloadPool, counters: OffloadS
     let own = LockedBox<Task<Int, any Error>?>(nil)
     let task = Task {
         try await pool.run(
-            interrupt: chosenInterrupt,
+            cancel: chosenInterrupt.map(CancelHandle.init),
             onDiscard: { _ in counters.discards.add(1, ordering: .relaxed) }
         ) { () throws -> Int in
             if mark.ran.add(1, ordering: .relaxed).newValue > 1 { counters.doubleRuns.add(1, ordering: .relaxed) }

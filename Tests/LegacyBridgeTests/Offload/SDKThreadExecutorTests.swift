@@ -143,11 +143,12 @@ struct SDKThreadExecutorTests {
         let loop = try SDKThreadExecutor(name: "sdk-loop")
         let posts = OneShotCounter()
         let executor = SDKThreadExecutor(
-            posting: { work in
-                posts.increment()
-                loop.execute(work)
-            },
-            isCurrentThread: { loop.isCurrentThread })
+            scheduler: SDKScheduler(
+                post: { work in
+                    posts.increment()
+                    loop.execute(work)
+                },
+                isCurrent: { loop.isCurrentThread }))
         let actor = try await OffloadAffineActor(executor: executor)
         #expect(await actor.call())
         #expect(await actor.call())

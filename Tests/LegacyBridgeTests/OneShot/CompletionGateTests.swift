@@ -31,8 +31,8 @@ struct OneShotCompletionGateTests {
     func firstWins() async {
         let discarded = OneShotRecorder<Int>()
         let gate = CompletionGate<Int>(onDiscard: { discarded.append($0) })
-        #expect(gate.finish(.failure(OneShotTestError(code: 1))))
-        #expect(!gate.finish(.success(2)))
+        #expect(gate.complete(.failure(OneShotTestError(code: 1))))
+        #expect(!gate.complete(.success(2)))
         #expect(!gate.cancel())
         #expect(await oneShotOutcome { try await gate.value() } == .failure(1))
         #expect(discarded.values == [2])
@@ -113,7 +113,7 @@ struct OneShotCompletionGateTests {
             _ = try? await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Int, any Error>) in
                 gate.install(continuation)
                 gate.install(continuation)
-                gate.finish(.success(0))
+                gate.complete(.success(0))
             }
         }.map { result in
             let message = String(decoding: result.standardErrorContent, as: UTF8.self)
@@ -172,7 +172,7 @@ struct OneShotCompletionGateTests {
             }
             #expect(value == 3)
             let gate = CompletionGate<Int>()
-            DispatchQueue.global().async { gate.finish(.success(4)) }
+            DispatchQueue.global().async { gate.complete(.success(4)) }
             #expect(try await gate.value(timeout: timeout) == 4)
         }
     }

@@ -50,7 +50,7 @@ struct StreamBridgingTests {
         let stream = AsyncThrowingStream.bridging(of: Int.self) { sink in
             sinkBox.value = sink
             sink.yield(1)
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         let gotFirst = StreamShared(false)
         let task = Task {
@@ -75,7 +75,7 @@ struct StreamBridgingTests {
         do {
             let stream = AsyncThrowingStream.bridging(of: Int.self) { sink in
                 sink.yield(contentsOf: 0..<5)
-                return StreamControl(cancel: { log.append("cancel") })
+                return StreamControl(cancel: CancelHandle { log.append("cancel") })
             }
             for try await element in stream where element == 1 { break }
         }
@@ -89,7 +89,7 @@ struct StreamBridgingTests {
         let stream = AsyncThrowingStream.bridging(of: Int.self) { sink in
             sink.yield(1)
             sink.finish()
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         for try await _ in stream {}
         #expect(log.all.isEmpty)
@@ -101,10 +101,11 @@ struct StreamBridgingTests {
         do {
             let stream = AsyncThrowingStream.bridging(of: Int.self) { sink in
                 sink.yield(contentsOf: 0..<3)
-                return StreamControl(cancel: {
-                    outcomes.update { $0.append(sink.yield(100)) }
-                    sink.finish()
-                })
+                return StreamControl(
+                    cancel: CancelHandle {
+                        outcomes.update { $0.append(sink.yield(100)) }
+                        sink.finish()
+                    })
             }
             for try await _ in stream { break }
         }
@@ -122,7 +123,7 @@ struct StreamBridgingTests {
         let storage = CallbackStreamStorage<Int>(buffering: .unbounded, ordering: .arrival)
         storage.consumerTerminated(cancelled: true)
         #expect(log.all.isEmpty)
-        storage.controlArrived(StreamControl(cancel: { log.append("cancel") }))
+        storage.controlArrived(StreamControl(cancel: CancelHandle { log.append("cancel") }))
         await streamPoll("the cancel ran") { log.all == ["cancel"] }
         storage.consumerTerminated(cancelled: true)
         #expect(
@@ -131,7 +132,7 @@ struct StreamBridgingTests {
 
         let finished = CallbackStreamStorage<Int>(buffering: .unbounded, ordering: .arrival)
         finished.finish(nil)
-        finished.controlArrived(StreamControl(cancel: { log.append("cancel after finish") }))
+        finished.controlArrived(StreamControl(cancel: CancelHandle { log.append("cancel after finish") }))
         finished.consumerTerminated(cancelled: true)
         #expect(finished.control.withLock { if case .closed = $0.state { true } else { false } })
         #expect(log.all == ["cancel"])
@@ -165,7 +166,7 @@ struct StreamBridgingTests {
         let stream = AsyncThrowingStream.bridging(of: Int.self, buffering: .backpressure(low: 1, high: 3)) { sink in
             outcomes.value = (0..<4).map { sink.yield($0) }
             return StreamControl(
-                cancel: { log.append("cancel") }, pause: { log.append("pause") },
+                cancel: CancelHandle { log.append("cancel") }, pause: { log.append("pause") },
                 resume: {
                     log.append("resume")
                     sink.yield(4)
@@ -222,7 +223,7 @@ struct StreamBridgingTests {
             sink.yield(0, sequence: 0)
             sink.yield(2, sequence: 2)
             sink.yield(3, sequence: 3)
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         var received: [Int] = []
         await #expect(throws: SequenceGapError(missingSequence: 1)) {

@@ -108,7 +108,7 @@ struct StreamCallbackStreamTests {
         let sinkBox = StreamShared<EventSink<Int>?>(nil)
         let stream = CallbackStream(of: Int.self) { sink in
             sinkBox.value = sink
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         let task = Task { () -> String in
             var iterator = stream.makeAsyncIterator()
@@ -138,7 +138,7 @@ struct StreamCallbackStreamTests {
         let log = StreamCallLog()
         let stream = CallbackStream(of: Int.self) { sink in
             sink.yield(contentsOf: 0..<200)
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         let received = StreamShared<[Int]>([])
         let task = Task {
@@ -165,7 +165,7 @@ struct StreamCallbackStreamTests {
         let stream = CallbackStream(of: Int.self) { sink in
             sinkBox.value = sink
             sink.yield(contentsOf: 0..<5)
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         for try await element in stream where element == 1 { break }
         await streamPoll("cancel was called") { !log.all.isEmpty }
@@ -181,7 +181,7 @@ struct StreamCallbackStreamTests {
         let sinkBox = StreamShared<EventSink<Int>?>(nil)
         let stream = CallbackStream(of: Int.self) { sink in
             sinkBox.value = sink
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         do {
             var iterator = stream.makeAsyncIterator()
@@ -213,7 +213,7 @@ struct StreamCallbackStreamTests {
             entered.open()
             release.wait(what: "the test to cancel the task")
             log.append("start returns")
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         let task = Task { () -> Bool in
             do {
@@ -240,11 +240,12 @@ struct StreamCallbackStreamTests {
         let outcomes = StreamShared<[YieldOutcome]>([])
         let stream = CallbackStream(of: Int.self) { sink in
             sink.yield(contentsOf: 0..<3)
-            return StreamControl(cancel: {
-                outcomes.update { $0.append(sink.yield(100)) }
-                sink.finish()
-                sink.finish(throwing: StreamTestError(code: 1))
-            })
+            return StreamControl(
+                cancel: CancelHandle {
+                    outcomes.update { $0.append(sink.yield(100)) }
+                    sink.finish()
+                    sink.finish(throwing: StreamTestError(code: 1))
+                })
         }
         for try await _ in stream { break }
         await streamPoll("cancel ran") { !outcomes.value.isEmpty }
@@ -260,7 +261,7 @@ struct StreamCallbackStreamTests {
             sink.yield(0)
             sink.yield(1)
             return StreamControl(
-                cancel: { log.append("cancel") },
+                cancel: CancelHandle { log.append("cancel") },
                 pause: {
                     log.append("pause"); sinkBox.value?.yield(100)
                 },
@@ -327,7 +328,7 @@ struct StreamCallbackStreamTests {
                 producerFinished.value = true
             }
             return StreamControl(
-                cancel: { log.append("cancel") },
+                cancel: CancelHandle { log.append("cancel") },
                 pause: { log.append("pause") },
                 resume: {
                     log.append("resume begins")
@@ -374,7 +375,7 @@ struct StreamCallbackStreamTests {
                 producerFinished.value = true
             }
             return StreamControl(
-                cancel: { log.append("cancel") },
+                cancel: CancelHandle { log.append("cancel") },
                 pause: { log.append("pause") },
                 resume: {
                     log.append("resume begins")
@@ -415,7 +416,7 @@ struct StreamCallbackStreamTests {
                 sink.finish()
             }
             return StreamControl(
-                cancel: { log.append("cancel") },
+                cancel: CancelHandle { log.append("cancel") },
                 pause: { log.append("pause") },
                 resume: { log.append("resume") }
             )
@@ -453,7 +454,7 @@ struct StreamCallbackStreamTests {
                 sink.finish()
             }
             return StreamControl(
-                cancel: { pauseSwitch.stop() },
+                cancel: CancelHandle { pauseSwitch.stop() },
                 pause: { pauseSwitch.pause() },
                 resume: { pauseSwitch.resume() }
             )
@@ -590,7 +591,7 @@ struct StreamCallbackStreamTests {
             sink.yield(5, sequence: 5)
             sink.yield(7, sequence: 7)
             sink.yield(8, sequence: 8)  // 6 is missing and 8 does not fit the window
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         var received: [Int] = []
         await #expect(throws: SequenceGapError(missingSequence: 6)) {
@@ -614,7 +615,7 @@ struct StreamCallbackStreamTests {
                     for element in 0..<(iteration % 50) { sink.yield(element) }
                     sink.finish()
                 }
-                return StreamControl(cancel: { cancels.add() })
+                return StreamControl(cancel: CancelHandle { cancels.add() })
             }
             let task = Task { () -> Bool in
                 do {

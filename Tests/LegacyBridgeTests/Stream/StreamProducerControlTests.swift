@@ -4,7 +4,7 @@ import Testing
 private typealias Machine = ProducerControlStateMachine
 private typealias Operation = ProducerControlStateMachine.Operation
 
-private let control = StreamControl(cancel: {}, pause: {}, resume: {})
+private let control = StreamControl(cancel: CancelHandle {}, pause: {}, resume: {})
 
 /// Drives the machine like the storage does, but lets the test decide when an
 /// in-flight call completes.

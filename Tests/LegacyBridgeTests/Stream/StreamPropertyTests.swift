@@ -22,7 +22,7 @@ private let propertySequences: Int =
 /// no lazy storage, no fast paths.
 struct ModelReorderer {
     let window: UInt64
-    let policy: SequenceGapPolicy
+    let policy: StreamOrdering.GapPolicy
     var next: UInt64
     var held: [UInt64: Int] = [:]
     var candidate: (sequence: UInt64, value: Int)?
@@ -32,7 +32,7 @@ struct ModelReorderer {
     var jumpLimit: UInt64 { max(window, 65_536) }
     var heldCount: Int { held.count + (candidate == nil ? 0 : 1) }
 
-    init(window: Int, first: UInt64, policy: SequenceGapPolicy) {
+    init(window: Int, first: UInt64, policy: StreamOrdering.GapPolicy) {
         self.window = UInt64(window)
         self.policy = policy
         self.next = first
@@ -162,7 +162,7 @@ struct StreamPropertyTests {
             var mismatches: [String] = []
             for index in 0..<propertySequences {
                 let window = windows[Int(random.next() % UInt64(windows.count))]
-                let policy: SequenceGapPolicy = random.next() % 4 == 0 ? .fail : .skip
+                let policy: StreamOrdering.GapPolicy = random.next() % 4 == 0 ? .fail : .skip
                 let first = random.next() % 3 == 0 ? UInt64.max &- random.next() % 4 : random.next() % 8
                 var real = SequenceReorderer<Int>(window: window, firstSequence: first, gapPolicy: policy)
                 var model = ModelReorderer(window: window, first: first, policy: policy)
@@ -237,7 +237,7 @@ struct StreamPropertyTests {
                         }
                         lastPaused = paused
                         lastVersion = version
-                        if case .backpressure(let low, let high) = buffering {
+                        if case .backpressure(let low, let high) = buffering.kind {
                             let held = machine.buffer.count + machine.inBatch
                             if paused && held < high {
                                 problem = "\(what): pause with \(held) held, below high \(high)"

@@ -9,7 +9,7 @@ struct StreamSequenceNumbersTests {
     /// Runs a sequenced stream whose producer yields `sequences` (element = its index) on a plain
     /// thread, then finishes; returns what the consumer received and the statistics.
     private func run(
-        _ sequences: [UInt64], window: Int, first: UInt64 = 0, gaps: SequenceGapPolicy = .skip
+        _ sequences: [UInt64], window: Int, first: UInt64 = 0, gaps: StreamOrdering.GapPolicy = .skip
     ) async throws -> (received: [Int], statistics: StreamStatistics) {
         let stream = CallbackStream(
             of: Int.self, ordering: .sequenced(window: window, firstSequence: first, gaps: gaps)
@@ -89,7 +89,7 @@ struct StreamSequenceNumbersTests {
                 sink.yield(0, sequence: 0)
                 sink.yield(2, sequence: 2)
                 sink.yield(3, sequence: 3)
-                return StreamControl(cancel: {})  // the producer then goes silent, without finishing
+                return StreamControl(cancel: CancelHandle {})  // the producer then goes silent, without finishing
             }
             var iterator = stream.makeAsyncIterator()
             var received: [Int] = []
@@ -112,7 +112,7 @@ struct StreamSequenceNumbersTests {
         ) { sink in
             sink.yield(0, sequence: 0)
             sink.yield(2, sequence: 2)
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         var received: [Int] = []
         await #expect(throws: SequenceGapError(missingSequence: 1)) {

@@ -232,7 +232,7 @@ struct StreamSequenceReordererTests {
     @Test("random hostile numbers never trap and keep the accounting exact", arguments: [1, 2, 7, 1_500])
     func hostileNumbersKeepAccounting(window: Int) {
         var generator = StreamSplitMix(seed: UInt64(window))
-        for policy in [SequenceGapPolicy.skip, .fail] {
+        for policy in [StreamOrdering.GapPolicy.skip, .fail] {
             var reorderer = SequenceReorderer<Int>(window: window, firstSequence: generator.next(), gapPolicy: policy)
             var released = 0
             var discarded = 0

@@ -4,7 +4,7 @@ import Testing
 private typealias Machine = CallbackStreamStateMachine<Int>
 private typealias Operation = ProducerControlStateMachine.Operation
 
-private let streamTestControl = StreamControl(cancel: {}, pause: {}, resume: {})
+private let streamTestControl = StreamControl(cancel: CancelHandle {}, pause: {}, resume: {})
 
 /// Drives a stream machine like the storage does: every control request is
 /// applied to a control machine at once, and every call it hands out is

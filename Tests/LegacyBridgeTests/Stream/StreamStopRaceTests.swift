@@ -23,7 +23,7 @@ struct StreamStopRaceTests {
         let log = StreamCallLog()
         storage.runStart { _ in
             log.append("start")
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         #expect(log.all == [], "the stop was already decided: the producer must not be started")
         var batch = StreamRing<Int>()
@@ -36,21 +36,22 @@ struct StreamStopRaceTests {
     @Test("stop() while start runs: start returns, then its cancel is called exactly once, and next() ends")
     func stopWhileStartRuns() async throws {
         let log = StreamCallLog()
-        let inStart = StreamGate()
+        let inStart = StreamShared(false)
         let release = StreamGate()
+        // `start` holds one cooperative thread until released; the test waits without blocking one.
         let stream = CallbackStream(of: Int.self) { sink in
             log.append("start")
-            inStart.open()
+            inStart.value = true
             release.wait(what: "the test to release start")
             sink.yield(1)
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         let consumer = Task.detached { () -> [Int] in
             var received: [Int] = []
             for try await element in stream { received.append(element) }
             return received
         }
-        inStart.wait(what: "start to begin")
+        await streamPoll("start began") { inStart.value }
         stream.stop()  // start is running: this subscription is live and gets stopped
         release.open()
         let received = try await consumer.value
@@ -64,7 +65,7 @@ struct StreamStopRaceTests {
         let log = StreamCallLog()
         let stream = CallbackStream(of: Int.self) { _ in
             log.append("start")
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         var iterator = stream.makeAsyncIterator()
         stream.stop()

@@ -31,8 +31,8 @@ final class TestLoop: Sendable {
     }
 
     /// The scheduler a stream control uses to post to this loop.
-    var scheduler: ControlScheduler {
-        ControlScheduler { job in self.post(job) }
+    var scheduler: SDKScheduler {
+        SDKScheduler { job in self.post(job) }
     }
 
     func post(_ job: @escaping @Sendable () -> Void) {
@@ -114,7 +114,7 @@ struct StreamThreadingContractTests {
         storage.runStart { sink in
             StreamControl(
                 scheduler: loop.scheduler,
-                cancel: { call("cancel") }, pause: { call("pause") }, resume: { call("resume") })
+                cancel: CancelHandle { call("cancel") }, pause: { call("pause") }, resume: { call("resume") })
         }
         let sink = EventSink(storage: storage)
         #expect(sink.yield(0) == .enqueued)
@@ -170,7 +170,7 @@ struct StreamThreadingContractTests {
             loop.post(produce)
             return StreamControl(
                 scheduler: loop.scheduler,
-                cancel: { producer.stopped = true },
+                cancel: CancelHandle { producer.stopped = true },
                 resume: {
                     producer.stopped = false
                     produce()
@@ -216,11 +216,12 @@ struct StreamThreadingContractTests {
                 // equal although they are different threads.
                 cancelRecorded.wait(what: "the cancel to record its thread")
             }
-            return StreamControl(cancel: {
-                cancelThread.value = pthread_self()
-                cancelRecorded.open()
-                yieldReturned.wait(what: "the yield that found the gap to return before the cancel runs")
-            })
+            return StreamControl(
+                cancel: CancelHandle {
+                    cancelThread.value = pthread_self()
+                    cancelRecorded.open()
+                    yieldReturned.wait(what: "the yield that found the gap to return before the cancel runs")
+                })
         }
         await #expect(throws: SequenceGapError(missingSequence: 1)) {
             for try await _ in stream {}
@@ -248,11 +249,12 @@ struct StreamThreadingContractTests {
                     streamSpin { StreamProbe.isConsumerWaiting(sink) }
                     waiting.update { $0 += 1 }
                 }
-                return StreamControl(cancel: {
-                    if insideTask() { cancelsInsideTask.update { $0 += 1 } }
-                    cancelsStarted.update { $0 += 1 }
-                    releaseCancels.wait(what: "the test to release the stuck cancels")
-                })
+                return StreamControl(
+                    cancel: CancelHandle {
+                        if insideTask() { cancelsInsideTask.update { $0 += 1 } }
+                        cancelsStarted.update { $0 += 1 }
+                        releaseCancels.wait(what: "the test to release the stuck cancels")
+                    })
             }
         }
         let streams = [makeStream(), makeStream()]
@@ -289,7 +291,7 @@ struct StreamThreadingContractTests {
             // 204 elements before the control exists: no way to pause yet, and no waiting.
             outcomes.value = (0..<204).map { sink.yield($0) }
             return StreamControl(
-                cancel: {}, pause: { log.append("pause") },
+                cancel: CancelHandle {}, pause: { log.append("pause") },
                 resume: {
                     log.append("resume")
                     sink.finish()
@@ -323,7 +325,7 @@ struct StreamThreadingContractTests {
                 sink.finish()
             }
             return StreamControl(
-                cancel: {}, pause: { paused.value = true },
+                cancel: CancelHandle {}, pause: { paused.value = true },
                 resume: {
                     paused.value = false
                     resumeSignal.signal()
@@ -386,7 +388,7 @@ struct StreamThreadingContractTests {
         let stream = CallbackStream(of: Int.self) { sink in
             starts.update { $0 += 1 }
             sink.yield(1)
-            return StreamControl(cancel: { log.append("cancel") })
+            return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         let firstReceived = StreamShared(false)
         let consumer = Task { () -> [Int] in

@@ -31,18 +31,15 @@
 /// - ``init(name:)`` owns a dedicated pthread. Jobs and posted closures run one at a time in the
 ///   order they arrive. The thread ends after the last reference to the executor is released and
 ///   everything already queued has run; releasing never blocks.
-/// - ``init(name:posting:isCurrentThread:)`` runs on a thread the SDK gives, through the SDK's
-///   own "post to my loop" function.
+/// - ``init(name:scheduler:)`` runs on a thread the SDK gives, through an ``SDKScheduler`` that
+///   posts to the SDK's loop and tells whether the calling code runs on it.
 ///
-/// ``execute(_:)`` posts a plain closure to the same thread, in order with the actor's jobs. Its
-/// shape, `@Sendable (@escaping @Sendable () -> Void) -> Void`, is the one `CallbackStream` takes
-/// for running an SDK's pause, resume and cancel calls where the SDK needs them.
+/// ``execute(_:)`` posts a plain closure to the same thread, in order with the actor's jobs, and
+/// ``scheduler`` describes the thread for ``StreamControl`` and the rest of the library.
 public final class SDKThreadExecutor: SerialExecutor, Sendable {
     private enum Backend: Sendable {
         case dedicated(OffloadPoolCore)
-        case posting(
-            post: @Sendable (@escaping @Sendable () -> Void) -> Void,
-            isCurrentThread: @Sendable () -> Bool)
+        case scheduler(SDKScheduler)
     }
 
     private let backend: Backend
@@ -60,20 +57,23 @@ public final class SDKThreadExecutor: SerialExecutor, Sendable {
         self.name = name
     }
 
-    /// Creates an executor that runs on a thread the SDK owns, through the SDK's post function.
+    /// Creates an executor that runs on a thread the SDK owns, through a scheduler that posts to it.
+    ///
+    /// The scheduler's `post` must keep accepting jobs for as long as any actor uses this
+    /// executor: a job it refuses stops the process with a message, since the runtime's job
+    /// cannot be dropped.
     ///
     /// - Parameters:
     ///   - name: A name for messages.
-    ///   - post: Runs a closure on the SDK's thread, later, once, in the order of posting, one at
-    ///     a time (for example a wrapper of `sdk_loop_post`). It must keep accepting closures for
-    ///     as long as any actor uses this executor, and must not run the closure before returning.
-    ///   - isCurrentThread: Whether the calling thread is the SDK's thread.
-    public init(
-        name: String = "sdk-loop",
-        posting post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
-        isCurrentThread: @escaping @Sendable () -> Bool
-    ) {
-        self.backend = .posting(post: post, isCurrentThread: isCurrentThread)
+    ///   - scheduler: Posts to the SDK's thread. It must be created with
+    ///     ``SDKScheduler/init(post:isCurrent:)``: an executor has to know its thread, and a
+    ///     scheduler that cannot tell stops the process with a message.
+    public init(name: String = "sdk-loop", scheduler: SDKScheduler) {
+        precondition(
+            scheduler.knowsCurrentThread,
+            "SDKThreadExecutor '\(name)': the scheduler must tell whether code runs on the SDK's thread. "
+                + "Create it with SDKScheduler(post:isCurrent:).")
+        self.backend = .scheduler(scheduler)
         self.name = name
     }
 
@@ -97,8 +97,14 @@ public final class SDKThreadExecutor: SerialExecutor, Sendable {
                     "SDKThreadExecutor '\(self.name)' refused a job (\(error)). Keep the executor alive, "
                         + "for example in a stored property of the actor, as long as any actor uses it.")
             }
-        case .posting(let post, _):
-            post { job.runSynchronously(on: executor) }
+        case .scheduler(let scheduler):
+            do {
+                try scheduler.post { job.runSynchronously(on: executor) }
+            } catch {
+                preconditionFailure(
+                    "SDKThreadExecutor '\(self.name)': its scheduler refused a job (\(error)). Keep the SDK's "
+                        + "loop running as long as any actor uses this executor.")
+            }
         }
     }
 
@@ -129,7 +135,7 @@ public final class SDKThreadExecutor: SerialExecutor, Sendable {
     public var isCurrentThread: Bool {
         switch self.backend {
         case .dedicated(let core): return core.isCurrentThread
-        case .posting(_, let isCurrentThread): return isCurrentThread()
+        case .scheduler(let scheduler): return scheduler.isCurrent
         }
     }
 
@@ -144,9 +150,21 @@ public final class SDKThreadExecutor: SerialExecutor, Sendable {
             if case .failure(let error) = core.submit(.closure(work), interruptible: false) {
                 preconditionFailure("SDKThreadExecutor '\(self.name)' refused a closure (\(error))")
             }
-        case .posting(let post, _):
-            post(work)
+        case .scheduler(let scheduler):
+            do {
+                try scheduler.post(work)
+            } catch {
+                preconditionFailure(
+                    "SDKThreadExecutor '\(self.name)': its scheduler refused a closure (\(error)). Keep the "
+                        + "SDK's loop running as long as the executor is used.")
+            }
         }
+    }
+
+    /// This executor's thread as an ``SDKScheduler``: posts with ``execute(_:)``, and knows
+    /// ``isCurrentThread``. Give it to ``StreamControl`` so that control calls run here too.
+    public var scheduler: SDKScheduler {
+        SDKScheduler(post: { [self] job in self.execute(job) }, isCurrent: { [self] in self.isCurrentThread })
     }
 
     /// The core of the dedicated kind (tests).
