@@ -24,10 +24,15 @@ let package = Package(
         .target(name: "LegacyBridge"),
         // The simulated SDK's Swift face (LegacyClient and friends), over the C simulator.
         .target(name: "LegacySimulator", dependencies: ["LegacyBridge", "CLegacySDK"]),
+        // The conformance suite users import to check their own adapters.
         .target(name: "LegacyBridgeConformance", dependencies: ["LegacyBridge", "LegacySimulator"]),
+        // The bad-adapter gallery, wrong on purpose: no product exposes it; the CLI and tests run it.
+        .target(name: "LegacyBridgeGallery", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
         .executableTarget(
             name: "legacy-bridge",
-            dependencies: ["LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "CLegacySDK"]
+            dependencies: [
+                "LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "LegacyBridgeGallery", "CLegacySDK",
+            ]
         ),
         // The README's "Checking your own adapter" example, compiled (a test keeps the two in sync).
         .executableTarget(name: "MyAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
@@ -36,7 +41,9 @@ let package = Package(
         .testTarget(name: "LegacySimulatorTests", dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK"]),
         .testTarget(
             name: "LegacyBridgeConformanceTests",
-            dependencies: ["LegacyBridgeConformance", "LegacyBridge", "legacy-bridge", "MyAdapterConformance"]
+            dependencies: [
+                "LegacyBridgeConformance", "LegacyBridgeGallery", "LegacyBridge", "legacy-bridge", "MyAdapterConformance",
+            ]
         ),
         // The Swift snippets of README.md and the DocC guide, compiled; a test keeps them in sync.
         .testTarget(name: "DocumentationTests", dependencies: ["LegacyBridge", "LegacyBridgeConformance", "CLegacySDK"]),
