@@ -2,6 +2,7 @@ import Foundation
 import LegacyBridge
 import LegacySimulator
 import LegacyBridgeConformance
+import LegacyBridgeGallery
 import ToolSupport
 
 /// `legacy-bridge conformance`: the library's ``ConformanceRunner`` over this package's adapters —

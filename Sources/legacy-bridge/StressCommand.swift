@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridgeConformance
+import LegacyBridgeGallery
 import ToolSupport
 
 /// `legacy-bridge stress`: randomised fetches and downloads with cancellations and timeouts.

@@ -61,6 +61,48 @@ struct LayeringTests {
         #expect(dependents == ["LegacySimulator"])
     }
 
+    @Test("no product exposes the benchmarks or what the two executables share")
+    func toolingStaysOutOfTheProducts() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let products = try #require(
+            Self.bracketed(after: "products: ", in: manifest), "Package.swift has no products: [...] list")
+        #expect(products.contains("\"legacy-bridge\""), "\(products)")
+        #expect(!products.contains("legacy-bridge-bench"), "a product exposes the benchmarks: \(products)")
+        #expect(!products.contains("ToolSupport"), "a product exposes ToolSupport: \(products)")
+    }
+
+    @Test("no product exposes the gallery, and the conformance library holds no adapter wrong on purpose")
+    func galleryStaysOutOfTheProducts() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let products = try #require(
+            Self.bracketed(after: "products: ", in: manifest), "Package.swift has no products: [...] list")
+        #expect(products.contains("\"LegacyBridgeConformance\""), "\(products)")
+        #expect(!products.contains("LegacyBridgeGallery"), "a product exposes the gallery: \(products)")
+
+        let wrongOnPurpose = "WRONG ON PURPOSE"
+        let gallery = try Self.swiftFiles(under: Self.root.appendingPathComponent("Sources/LegacyBridgeGallery"))
+        #expect(
+            try gallery.contains { try String(contentsOf: $0, encoding: .utf8).contains(wrongOnPurpose) },
+            "no gallery adapter found under Sources/LegacyBridgeGallery")
+        let conformance = Self.root.appendingPathComponent("Sources/LegacyBridgeConformance")
+        let files = try Self.swiftFiles(under: conformance)
+        #expect(files.count > 10, "found only \(files.count) Swift files under \(conformance.path)")
+        for file in files {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            #expect(!text.contains(wrongOnPurpose), "\(file.lastPathComponent) holds a gallery adapter")
+        }
+    }
+
+    @Test("the conformance library's files sit in one folder per adapter kind, Runner/ or Shared/")
+    func conformanceIsGroupedByKind() throws {
+        let conformance = Self.root.appendingPathComponent("Sources/LegacyBridgeConformance")
+        let folders: Set<String> = ["OneShot", "Stream", "Blocking", "ThreadAffine", "Runner", "Shared"]
+        for file in try Self.swiftFiles(under: conformance) {
+            let folder = file.deletingLastPathComponent().lastPathComponent
+            #expect(folders.contains(folder), "\(file.path) is outside \(folders.sorted())")
+        }
+    }
+
     @Test("the import scan sees imports, so the check above can fail")
     func importScanFindsImports() {
         let text =
@@ -92,6 +134,22 @@ struct LayeringTests {
                 if depth == 0 { return String(manifest[start.lowerBound...index]) }
             }
             index = manifest.index(after: index)
+        }
+        return nil
+    }
+
+    /// The text of the `[...]` list that follows `label`, brackets included.
+    static func bracketed(after label: String, in text: String) -> String? {
+        guard let start = text.range(of: label + "[") else { return nil }
+        var depth = 0
+        var index = text.index(before: start.upperBound)
+        while index < text.endIndex {
+            if text[index] == "[" { depth += 1 }
+            if text[index] == "]" {
+                depth -= 1
+                if depth == 0 { return String(text[text.index(before: start.upperBound)...index]) }
+            }
+            index = text.index(after: index)
         }
         return nil
     }

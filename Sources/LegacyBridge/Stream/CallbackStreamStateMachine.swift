@@ -541,3 +541,6 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         for element in elements { effects.discarded.append(element) }
     }
 }
+
+extension CallbackStreamStateMachine: Sendable {}
+extension CallbackStreamStateMachine.State: Sendable {}

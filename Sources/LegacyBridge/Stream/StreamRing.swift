@@ -182,3 +182,5 @@ struct StreamRing<Element> {
         }
     }
 }
+
+extension StreamRing: Sendable where Element: Sendable {}

@@ -22,8 +22,11 @@ final class SDKLoopCore: Sendable {
     let name: String
     let driver: SDKLoopDriverKind
     private let box = LockedBox(Machine())
-    /// Set by the loop thread once it has left and resumed its waiters, under `box`'s lock too.
+    /// Set by the loop thread once it has left, just before it resumes its waiters.
     private let gone = LockedBox(false)
+    /// A running driver's drain that saw the exit leaves the waiters here for the thread, which
+    /// resumes them once `run` has returned.
+    private let exitWaiters = LockedBox<[UnsafeContinuation<Void, Never>]>([])
 
     init(name: String, driver: SDKLoopDriverKind) {
         self.name = name
@@ -74,7 +77,12 @@ final class SDKLoopCore: Sendable {
     private func wake() {
         switch driver {
         case .iterating(_, let wake): wake()
-        case .running(_, let schedule, _): schedule { [self] in _ = self.drain(stoppingRun: true) }
+        case .running(_, let schedule, _):
+            schedule { [self] in
+                if let waiters = self.drain(stoppingRun: true) {
+                    exitWaiters.withLock { $0.append(contentsOf: waiters) }
+                }
+            }
         }
     }
 
@@ -113,7 +121,8 @@ final class SDKLoopCore: Sendable {
             // own. Either way nothing more can run inside it: refuse new jobs (no wake: nothing
             // runs the SDK's loop any more) and run the rest here.
             _ = box.withLock { $0.shutdown(waiter: nil) }
-            waiters = drain() ?? []
+            let remaining = drain() ?? []
+            waiters = exitWaiters.withLock { $0 } + remaining
         }
         gone.withLock { $0 = true }
         for waiter in waiters { waiter.resume() }

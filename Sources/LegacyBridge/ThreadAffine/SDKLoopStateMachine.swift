@@ -12,7 +12,7 @@
 ///   waits again.
 /// - After shutdown is requested every post is rejected; jobs accepted before it still run.
 /// - The loop exits only when shutdown was requested and the queue is empty; every shutdown
-///   waiter is resumed then, exactly once.
+///   waiter is handed out then, exactly once. Asking again after that finds nothing.
 struct SDKLoopStateMachine<Job, Waiter> {
     enum State {
         /// Accepting jobs. `wakeRequested`: a wake was asked for and the loop has not taken the
@@ -87,7 +87,8 @@ struct SDKLoopStateMachine<Job, Waiter> {
             state = .draining(queue: [], waiters: waiters)
             return .run(queue)
         case .stopped:
-            preconditionFailure("SDKLoopStateMachine: the loop asked for jobs after it stopped")
+            // A running driver may call a drain it was asked for before the exit: nothing is left.
+            return .exit([])
         case .modifying:
             preconditionFailure("SDKLoopStateMachine: re-entered while modifying")
         }
@@ -136,3 +137,6 @@ struct SDKLoopStateMachine<Job, Waiter> {
         return false
     }
 }
+
+extension SDKLoopStateMachine: Sendable where Job: Sendable, Waiter: Sendable {}
+extension SDKLoopStateMachine.State: Sendable where Job: Sendable, Waiter: Sendable {}

@@ -181,6 +181,10 @@ struct SDKLoopStateMachineTests {
             Issue.record("the loop must run the accepted job, then exit resuming the waiter")
             return
         }
+        guard case .exit([]) = machine.takeJobs() else {
+            Issue.record("a drain asked for after the exit finds nothing")
+            return
+        }
         guard case .resume(11) = machine.shutdown(waiter: 11) else {
             Issue.record("a shutdown after the loop left resumes its waiter at once")
             return

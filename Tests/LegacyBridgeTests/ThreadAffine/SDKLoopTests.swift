@@ -44,6 +44,13 @@ private final class IterableSDK: Sendable {
 /// into it until stopped.
 private final class RunningSDK: Sendable {
     private let signal = DispatchSemaphore(value: 0)
+    /// When set, the loop takes its next batch of scheduled work only after the test signals it.
+    let gate: DispatchSemaphore?
+    let scheduledCount = Atomic<Int>(0)
+
+    init(gated: Bool = false) {
+        gate = gated ? DispatchSemaphore(value: 0) : nil
+    }
     private let scheduled = LockedBox<[@Sendable () -> Void]>([])
     private let stopped = Atomic<Bool>(false)
     let stops = Atomic<Int>(0)
@@ -53,6 +60,7 @@ private final class RunningSDK: Sendable {
             run: { [self] in
                 while !stopped.load(ordering: .acquiring) {
                     signal.wait()
+                    gate?.wait()
                     for job in scheduled.withLock({ queue -> [@Sendable () -> Void] in
                         defer { queue = [] }; return queue
                     }) {
@@ -62,6 +70,7 @@ private final class RunningSDK: Sendable {
             },
             schedule: { [self] drain in
                 scheduled.withLock { $0.append(drain) }
+                scheduledCount.add(1, ordering: .relaxed)
                 signal.signal()
             },
             stop: { [self] in
@@ -209,6 +218,20 @@ struct SDKLoopTests {
         #expect(log.ranOffLoop == 0)
         let stops = sdk.stops.load(ordering: .relaxed)
         #expect(stops == 1)
+    }
+
+    @Test("a running driver that runs two drains in one batch, the second after the exit: shutdown still returns")
+    func staleDrainAfterExit() async throws {
+        let sdk = RunningSDK(gated: true)
+        let loop = try SDKLoop(name: "loop-stale", driver: sdk.driver)
+        let log = JobLog()
+        try loop.post { log.record(1, onLoop: loop.isCurrent) }  // schedules drain #1
+        let shutdown = Task { await loop.shutdown() }  // schedules drain #2
+        #expect(await oneShotEventually(testHangBoundSeconds) { sdk.scheduledCount.load(ordering: .relaxed) == 2 })
+        sdk.gate?.signal()  // both drains run in one batch: #1 runs the job and exits, #2 finds nothing
+        await shutdown.value
+        #expect(log.all == [1])
+        #expect(loop.core.isGone)
     }
 
     @Test("many threads post at once: every job runs exactly once, each poster's jobs in its order")

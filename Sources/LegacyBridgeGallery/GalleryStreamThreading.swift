@@ -2,7 +2,7 @@
 
 import Dispatch
 import LegacyBridge
-import LegacySimulator
+import LegacyBridgeConformance
 
 /// WRONG ON PURPOSE. Hands the source's controls to `CallbackStream` directly, without the
 /// scheduler the source offers.

@@ -1,7 +1,7 @@
 import LegacyBridge
 import LegacySimulator
 
-/// The conformance suite: runs the one-shot or stream contract against an adapter.
+/// The conformance suite: runs the one-shot, stream, blocking or thread-affine contract against an adapter.
 ///
 /// Each scenario drives a simulated legacy SDK in one hostile behaviour, on its own SDK client,
 /// bounded by a watchdog, and reports pass/fail with a reason. Call it from your own tests:
@@ -36,6 +36,28 @@ public enum ConformanceSuite {
         await run(adapter, options: options, onResult: nil)
     }
 
+    /// Runs every blocking-call scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: BlockingAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
+    /// Runs every thread-affine scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: ThreadAffineAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
     /// ``run(_:options:)-(OneShotAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: OneShotAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
@@ -53,8 +75,26 @@ public enum ConformanceSuite {
         return ConformanceReport(adapter: adapter.name, kind: .stream, results: results)
     }
 
+    /// ``run(_:options:)-(BlockingAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: BlockingAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            BlockingScenarios.all, on: adapter as any BlockingAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .blocking, results: results)
+    }
+
+    /// ``run(_:options:)-(ThreadAffineAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: ThreadAffineAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .threadAffine, results: results)
+    }
+
     /// The scenarios for one kind of adapter: names and one-line summaries, in run order.
-    /// - Parameter kind: One-shot or stream.
+    /// - Parameter kind: The kind of adapter.
     /// - Returns: `(name, summary)` pairs.
     public static func scenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
         switch kind {

@@ -2,7 +2,7 @@
 
 import Dispatch
 import LegacyBridge
-import LegacySimulator
+import LegacyBridgeConformance
 
 /// WRONG ON PURPOSE. `DispatchQueue.global().async` plus a semaphore the caller waits on.
 ///

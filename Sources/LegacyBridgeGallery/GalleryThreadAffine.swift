@@ -1,7 +1,7 @@
 // Bad-adapter gallery, thread-affine SDKs: WRONG ON PURPOSE. See Gallery.swift.
 
 import LegacyBridge
-import LegacySimulator
+import LegacyBridgeConformance
 
 /// WRONG ON PURPOSE. A plain actor around a thread-affine SDK.
 ///

@@ -7,28 +7,6 @@ import Dispatch
 import LegacyBridge
 import LegacySimulator
 
-extension ConformanceSuite {
-    /// Runs every blocking-call scenario against `adapter`.
-    /// - Parameters:
-    ///   - adapter: The adapter to check.
-    ///   - options: Watchdog bound, seed, scenario filter.
-    /// - Returns: One result per scenario.
-    public static func run<Adapter: BlockingAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions = .init()
-    ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
-    }
-
-    /// ``run(_:options:)-(BlockingAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: BlockingAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        let results = await runAll(
-            BlockingScenarios.all, on: adapter as any BlockingAdapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .blocking, results: results)
-    }
-}
-
 /// The blocking-call contract: a blocking SDK call never occupies the cooperative pool, and a
 /// cancelled caller is let go at once while its call is interrupted.
 ///
@@ -161,101 +139,11 @@ enum BlockingScenarios {
     }
 }
 
-/// Blocking calls of the simulated SDK (`lsdk_blocking_call`): each really blocks the thread that
-/// makes it until its set duration passes or `lsdk_interrupt` ends it. The SDK's counters say how
-/// many started blocking and how many were interrupted.
-final class BlockingLab: Sendable {
-    private struct State {
-        var released = false
-        var active: [UInt64: Int] = [:]
-    }
-    private let sdk: SDKClient
-    private let state = LockedBox(State())
-    /// Keys of this lab's calls: far from any other client's, though keys are per client anyway.
-    private static let keyBase: UInt64 = 0xB10C_0000
-
-    init(sdk: SDKClient) { self.sdk = sdk }
-
-    /// Calls that started blocking in the SDK.
-    var entered: Int { Int(sdk.counters.blockingCalls) }
-    /// Calls that an interrupt ended early.
-    var interrupted: Int { Int(sdk.counters.blockingCallsInterrupted) }
-
-    /// A call numbered `number` that blocks for `duration` (at most 60 s), or throws `failing`
-    /// after it.
-    func call(_ number: UInt64, duration: Duration, failing: LegacySDKError? = nil) -> LegacyBlockingCall {
-        let key = Self.keyBase + number
-        let sdk = self.sdk
-        return LegacyBlockingCall(
-            number: number,
-            perform: { try self.perform(number, key: key, duration: duration, failing: failing) },
-            interrupt: { _ = try? sdk.interrupt(key: key) })  // not remembered, as the SDK documents
-    }
-
-    /// Ends every blocked call and lets later ones return at once, so that a scenario never leaves
-    /// threads blocked behind it. An interrupt is not remembered, so calls about to block are
-    /// interrupted again until none is left (bounded).
-    func releaseAll() {
-        state.withLock { $0.released = true }
-        _ = waitOnThisThread(upTo: .seconds(10)) {
-            let keys = state.withLock { Array($0.active.keys) }
-            for key in keys { _ = try? sdk.interrupt(key: key) }
-            return keys.isEmpty
-        }
-    }
-
-    private func perform(
-        _ number: UInt64, key: UInt64, duration: Duration, failing: LegacySDKError?
-    ) throws -> LegacyPayload {
-        let released = state.withLock { state -> Bool in
-            if !state.released { state.active[key, default: 0] += 1 }
-            return state.released
-        }
-        if released { throw LegacySDKError.interrupted }
-        defer {
-            state.withLock { state in
-                state.active[key, default: 1] -= 1
-                if state.active[key] == 0 { state.active.removeValue(forKey: key) }
-            }
-        }
-        let microseconds = UInt32(clamping: duration.nanosecondsClamped / 1_000)
-        let result = try sdk.blockingCall(key: key, durationMicroseconds: microseconds)
-        guard result == SDK.blockingResult(key: key) else { throw LegacySDKError.remote }
-        if let failing { throw failing }
-        return LegacyPayload(requestID: number, attempt: 1)
-    }
-}
-
 /// A queue of its own for a scenario's verdict, which waits (polling) on its thread: a serial
 /// queue gets a thread even when the global queue's threads are all busy, and its waits never
 /// take a global thread away from the code under test.
 func onVerdictThread(_ body: @escaping @Sendable () -> Void) {
     onDedicatedThread("conformance verdict", body)
-}
-
-/// A bound in words, e.g. "666 ms".
-func milliseconds(_ duration: Duration) -> String {
-    "\(duration.nanosecondsClamped / 1_000_000) ms"
-}
-
-/// Polls `condition` on the calling (Dispatch) thread until it holds or `bound` passes.
-func waitOnThisThread(upTo bound: Duration, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + bound
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleepOnThisThread(1_000)
-    }
-    return condition()
-}
-
-/// Sleeps the calling thread (a Dispatch thread of the lab, never a cooperative one).
-private func usleepOnThisThread(_ microseconds: Int) {
-    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .microseconds(microseconds))
-}
-
-/// The number of processors the system has online.
-func activeProcessorCount() -> Int {
-    max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 }
 
 extension Result where Failure == any Error {

@@ -70,9 +70,10 @@ public enum ConformanceRunner {
     /// The help text.
     package static func help(_ configuration: Configuration) -> String {
         """
-        USAGE: \(configuration.command) [--adapter NAME|all] [--scenario NAME[,NAME...]]
-               [--flagging-only] [--list-adapters] [--list-scenarios] [--json]
-               [--in-process] [--watchdog S] [--seed X] [--burst N]
+        USAGE: \(configuration.command) [--adapter NAME[,NAME...]|all]
+               [--scenario NAME[,NAME...]] [--flagging-only] [--list-adapters]
+               [--list-scenarios] [--json] [--in-process] [--watchdog S] [--seed X]
+               [--burst N]
 
         Runs the adapter conformance suite. Each scenario runs in a child process (this executable,
         re-run), so an adapter that traps or deadlocks fails that scenario and the suite goes on.
@@ -81,7 +82,8 @@ public enum ConformanceRunner {
         printed as soon as it ends.
 
         OPTIONS
-          --adapter NAME|all  Which adapters: one name, or all. Default: \(configuration.defaultDescription).
+          --adapter NAMES|all Which adapters (comma-separated names), or all. Default:
+                              \(configuration.defaultDescription).
           --scenario NAMES    Run only these scenarios (comma-separated names).
           --flagging-only     Run gallery adapters (wrong on purpose) only on the scenarios that
                               must flag them; adapters that must work still run every scenario.
@@ -153,16 +155,8 @@ public enum ConformanceRunner {
         options.seed = try parsed.unsigned("seed", default: 1)
         options.burstSize = try parsed.integer("burst", default: 500, in: 1...100_000)
 
-        let chosen: [ConformanceSubject]
-        switch parsed.values["adapter"] {
-        case nil: chosen = configuration.defaultSubjects
-        case "all": chosen = subjects
-        case let name?:
-            guard let subject = subjects.first(where: { $0.name == name }) else {
-                throw RunnerUsageError(message: "unknown adapter '\(name)' (see --list-adapters)")
-            }
-            chosen = [subject]
-        }
+        let chosen =
+            try parsed.values["adapter"].map { try adapters(named: $0, in: subjects) } ?? configuration.defaultSubjects
         if let list = parsed.values["scenario"] {
             let names = Set(list.split(separator: ",").map { String($0) })
             let known = Set(chosen.flatMap(\.scenarioNames))
@@ -213,6 +207,26 @@ public enum ConformanceRunner {
         let evaluation = ConformanceEvaluation(reports)
         out.line(json ? jsonText(evaluation.json) : evaluation.summaryLine)
         return evaluation.clean ? 0 : 1
+    }
+
+    /// The adapters `--adapter` names: comma-separated names, each once, in the order given; or
+    /// `all`, every adapter.
+    /// - Throws: A usage error naming every unknown adapter, or when the list names none.
+    static func adapters(named list: String, in subjects: [ConformanceSubject]) throws -> [ConformanceSubject] {
+        var seen = Set<String>()
+        let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && seen.insert($0).inserted }
+        guard !names.isEmpty else {
+            throw RunnerUsageError(message: "--adapter needs adapter names (comma-separated) or all")
+        }
+        if names.contains("all") { return subjects }
+        let unknown = names.filter { name in !subjects.contains { $0.name == name } }
+        guard unknown.isEmpty else {
+            let quoted = unknown.map { "'\($0)'" }.joined(separator: ", ")
+            throw RunnerUsageError(
+                message: "unknown adapter\(unknown.count == 1 ? "" : "s") \(quoted) (see --list-adapters)")
+        }
+        return names.compactMap { name in subjects.first { $0.name == name } }
     }
 
     private static func subjectHeader(_ subject: ConformanceSubject) -> String {

@@ -78,7 +78,7 @@ final class FirstResultLatch<Value: Sendable>: Sendable {
 
 extension Duration {
     /// Whole nanoseconds, clamped to `Int` range.
-    var nanosecondsClamped: Int64 {
+    package var nanosecondsClamped: Int64 {
         let (seconds, attoseconds) = components
         if seconds >= Int64.max / 1_000_000_000 { return Int64.max }
         if seconds < 0 { return 0 }

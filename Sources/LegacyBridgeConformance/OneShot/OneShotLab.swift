@@ -21,29 +21,10 @@ func isOnMainQueue() -> Bool {
     DispatchQueue.getSpecific(key: mainQueueKey) == 1
 }
 
-/// A fresh simulated SDK client for one scenario, plus factories for instrumented operations.
-///
-/// Each scenario gets its own client so counters are its own and so that tearing the client down
-/// stops anything a broken adapter left running. Every one-shot operation it hands out is
-/// remembered, so that after the scenario the lab can check the context lifetime rules on all of
-/// them (``lifetimeProblem()``), whatever the scenario was about.
-final class ScenarioLab: Sendable {
-    let sdk: SDKClient
-    /// How long the lab itself waits for something that must happen (a held `start`, a held end).
-    let patience: Duration
-    private let probes = LockedBox<[OperationProbe]>([])
-
-    init(seed: UInt64, patience: Duration = .seconds(2), workerThreads: Int = 4) throws {
-        sdk = try SDKClient(workerThreads: workerThreads, seed: seed)
-        self.patience = patience
-    }
-
-    var counters: SDKCounters { sdk.counters }
-
-    private func register(_ probe: OperationProbe) {
-        probes.withLock { $0.append(probe) }
-    }
-
+/// The lab's one-shot operations: each one it hands out is remembered, so that after the scenario
+/// the lab can check the context lifetime rules on all of them (``lifetimeProblem()``), whatever
+/// the scenario was about.
+extension ScenarioLab {
     /// A one-shot operation backed by the SDK in `behavior`, and the probe that watches it.
     ///
     /// - Parameters:
@@ -479,35 +460,4 @@ final class OperationProbe: Sendable {
         }
         return nil
     }
-}
-
-/// How long scenarios wait for something that must happen (a release, a cancel). Set per run from
-/// the watchdog, so a loaded machine (or ThreadSanitizer) does not turn a slow pass into a failure.
-enum Patience {
-    @TaskLocal static var bound: Duration = .seconds(2)
-}
-
-/// Polls `condition` until it holds or `bound` (default: the run's patience) passes. Returns
-/// whether it held. The sleep is only an upper bound on how long to wait for something that must happen.
-func eventually(within bound: Duration? = nil, _ condition: @Sendable () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + (bound ?? Patience.bound)
-    while clock.now < deadline {
-        if condition() { return true }
-        // A cancelled task cannot sleep; the watchdog has given up on it anyway.
-        if Task.isCancelled { break }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return condition()
-}
-
-/// The blocking form of ``eventually(within:_:)``, for the lab's own threads (never a pool thread).
-func waitUntil(within bound: Duration, _ condition: () -> Bool) -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + bound
-    while clock.now < deadline {
-        if condition() { return true }
-        usleep(200)
-    }
-    return condition()
 }

@@ -6,7 +6,7 @@
 
 import Dispatch
 import LegacyBridge
-import LegacySimulator
+import LegacyBridgeConformance
 
 /// WRONG ON PURPOSE. `withCheckedThrowingContinuation` resuming on every callback.
 ///

@@ -2,28 +2,6 @@ import Dispatch
 import LegacyBridge
 import LegacySimulator
 
-extension ConformanceSuite {
-    /// Runs every thread-affine scenario against `adapter`.
-    /// - Parameters:
-    ///   - adapter: The adapter to check.
-    ///   - options: Watchdog bound, seed, scenario filter.
-    /// - Returns: One result per scenario.
-    public static func run<Adapter: ThreadAffineAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions = .init()
-    ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
-    }
-
-    /// ``run(_:options:)-(ThreadAffineAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: ThreadAffineAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        let results = await runAll(
-            ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .threadAffine, results: results)
-    }
-}
-
 /// The thread-affine contract: every call into an SDK that must only be called from its own thread
 /// comes from that thread, whoever calls the adapter, cancellation included.
 enum ThreadAffineScenarios {
