@@ -63,9 +63,7 @@ struct LayeringTests {
 
     @Test("no product exposes the benchmarks or what the two executables share")
     func toolingStaysOutOfTheProducts() throws {
-        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
-        let products = try #require(
-            Self.bracketed(after: "products: ", in: manifest), "Package.swift has no products: [...] list")
+        let products = try Self.products()
         #expect(products.contains("\"legacy-bridge\""), "\(products)")
         #expect(!products.contains("legacy-bridge-bench"), "a product exposes the benchmarks: \(products)")
         #expect(!products.contains("ToolSupport"), "a product exposes ToolSupport: \(products)")
@@ -73,9 +71,7 @@ struct LayeringTests {
 
     @Test("no product exposes the gallery, and the conformance library holds no adapter wrong on purpose")
     func galleryStaysOutOfTheProducts() throws {
-        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
-        let products = try #require(
-            Self.bracketed(after: "products: ", in: manifest), "Package.swift has no products: [...] list")
+        let products = try Self.products()
         #expect(products.contains("\"LegacyBridgeConformance\""), "\(products)")
         #expect(!products.contains("LegacyBridgeGallery"), "a product exposes the gallery: \(products)")
 
@@ -111,6 +107,12 @@ struct LayeringTests {
         #expect(
             Self.targetDeclaration(named: "A", in: ".target(name: \"A\", dependencies: [\"B\"]),")?.contains(
                 "dependencies") == true)
+    }
+
+    /// The text of Package.swift's `products: [...]` list.
+    static func products() throws -> String {
+        let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        return try #require(bracketed(after: "products: ", in: manifest), "Package.swift has no products: [...] list")
     }
 
     /// The names of the manifest's library and executable targets (`.target(` and
