@@ -38,6 +38,10 @@ enum BenchCommand {
                     same work posted to its thread by hand; 1,000 concurrent calls blocking 1 ms
                     each on 8 threads vs the same blocks on 8 plain threads (the ideal, 125 ms
                     nominal), with a probe task measuring how long a new task waits to start
+          scale     100,000 concurrent withCallback timeouts vs as many Task.sleeps; one cancelAll()
+                    over 10,000 pending calls and 10,000 streams cancelled at once, each SDK cancel
+                    blocking 20 ms (time until every caller is back); the peak count of the
+                    library's threads through it all; memory per pending call at 100,000
 
         Variants of a section are interleaved round by round (A B A B ...) and reported as
         medians; each ratio is the median of the per-round ratios, so drift of the machine
@@ -57,7 +61,7 @@ enum BenchCommand {
           0 the benchmark ran (a missed target is reported, not an error); 2 bad usage.
         """
 
-    static let sections = ["oneshot", "worker", "stream", "memory", "cancel", "offload"]
+    static let sections = ["oneshot", "worker", "stream", "memory", "cancel", "offload", "scale"]
 
     static func run(_ arguments: [String]) async throws -> ExitCode {
         let parsed = try ParsedArguments(
@@ -156,6 +160,7 @@ struct BenchRunner {
         if plan.sections.contains("memory") { try memory(&report) }
         if plan.sections.contains("cancel") { await cancellation(&report) }
         if plan.sections.contains("offload") { try await offload(&report) }
+        if plan.sections.contains("scale") { try await scale(&report) }
         return report
     }
 
