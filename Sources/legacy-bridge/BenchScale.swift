@@ -199,7 +199,8 @@ final class BenchThreadCensus: @unchecked Sendable {
             }
             guard id.first?.isNumber == true else { continue }
             all += 1
-            guard !name.isEmpty else { continue }
+            // The main thread carries the executable's name, which is the library's too.
+            guard !name.isEmpty, id != String(getpid()) else { continue }
             let descriptor = open("/proc/self/task/\(id)/comm", O_RDONLY)
             guard descriptor >= 0 else { continue }
             let length = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }

@@ -177,7 +177,7 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
         if let scheduler = first.control.scheduler {
             scheduler.enqueue { self.runDeliveries(from: first, inline: false) }
         } else if first.operation == .cancel {
-            SpareThreads.run { self.runDeliveries(from: first, inline: false) }
+            BridgeThreadPool.shared.run { self.runDeliveries(from: first, inline: false) }
         } else {
             runDeliveries(from: first, inline: true)
         }
@@ -193,7 +193,7 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
             delivery.perform()
             guard let next = control.withLock({ $0.deliveryCompleted() }) else { return }
             if inline && next.operation == .cancel {
-                SpareThreads.run { self.runDeliveries(from: next, inline: false) }
+                BridgeThreadPool.shared.run { self.runDeliveries(from: next, inline: false) }
                 return
             }
             delivery = next
