@@ -9,12 +9,12 @@ import Musl
 /// The threads LegacyBridge starts for its own work, and their bound.
 ///
 /// Besides the threads of the ``OffloadPool``s and ``SDKThreadExecutor``s you create, the library
-/// runs one timer thread, which keeps every timeout, and a bounded set of job threads named
-/// `legacy-bridge`, which make the SDK calls that may block: a ``CancelHandle``, a stream's
+/// runs one timer thread named `lbridge-timer`, which keeps every timeout, and a bounded set of
+/// job threads named `lbridge-job`, which make the SDK calls that may block: a ``CancelHandle``, a stream's
 /// `cancel` without a scheduler, an offload `interrupt`, a sequenced stream's gap timeout.
 ///
-/// - At most ``limit`` job threads exist at once. They start when work comes; all but two end
-///   after a few seconds without work.
+/// - At most ``limit`` job threads exist at once. They start when work comes and then stay,
+///   parked, for later work.
 /// - Work beyond the limit waits in first-in, first-out order. It delays no caller: a cancelled
 ///   or timed-out call resumes at once, and only the SDK's cancel waits for a thread.
 /// - The timer thread never runs SDK or user code, so a timeout resumes its caller on time even
@@ -29,8 +29,9 @@ public enum BridgeThreads {
     /// The limit a process starts with: 64, or the number of processors if that is more.
     ///
     /// The jobs mostly wait on an SDK rather than compute, so the processor count says little
-    /// about how many may usefully wait at once. 64 keeps a storm of slow cancels moving while a
-    /// process never holds more than a few megabytes of idle stacks for them.
+    /// about how many may usefully wait at once. 64 keeps a storm of slow cancels moving while the
+    /// threads kept for later cost a process little: parked, each holds only the stack pages it
+    /// touched.
     public static let defaultLimit: Int = {
         #if canImport(Darwin) || canImport(Glibc) || canImport(Musl)
         let processors = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
@@ -44,7 +45,8 @@ public enum BridgeThreads {
     ///
     /// Set it at start-up, before the first call that may need a job thread. A later change
     /// takes effect at once: a higher limit starts threads for the work that waits, a lower one
-    /// ends the threads above it as they finish their current job.
+    /// ends the threads above it as they finish their current job (an ending thread may take a
+    /// moment to be gone).
     ///
     /// Setting a value outside `1 ... BridgeThreads.maximumLimit` stops the program with a
     /// message saying what to pass.

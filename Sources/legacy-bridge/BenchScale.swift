@@ -9,7 +9,7 @@ import Synchronization
 // - One `cancelAll()` over N pending `withCallback` calls whose SDK cancel blocks 20 ms: how long
 //   until every caller is back, and until every cancel has run.
 // - N `CallbackStream`s whose cancel blocks 20 ms, cancelled at once: the same two times.
-// - The library's job threads (named "legacy-bridge") counted from /proc every few milliseconds
+// - The library's job threads (named "lbridge-job") counted from /proc every few milliseconds
 //   through all of the above: the peak must stay within `BridgeThreads.limit`.
 // - Memory per pending call with N suspended at once (fresh child processes, as `memory` does).
 
@@ -45,9 +45,6 @@ struct BenchScaleReport: Encodable {
 }
 
 enum BenchScale {
-    /// The name of the library's job threads, as /proc shows it.
-    static let libraryThreadName = "legacy-bridge"
-
     /// `count` calls to `withCallback(timeout:)` on an operation that never answers; wall time
     /// until every one has thrown `BridgeTimeoutError` (milliseconds).
     static func timeouts(count: Int, timeout: Duration) async -> Double {
@@ -153,64 +150,6 @@ enum BenchScale {
     }
 }
 
-/// Counts the process's threads, and those named like the library's job threads, every few
-/// milliseconds on a thread of its own, keeping the peaks.
-final class BenchThreadCensus: @unchecked Sendable {
-    // @unchecked Sendable: the peaks are atomics; `running` is an atomic flag.
-    private let running = Atomic<Bool>(true)
-    private let peakLibrary = Atomic<Int>(0)
-    private let peakProcess = Atomic<Int>(0)
-    private let done = DispatchSemaphore(value: 0)
-
-    init(name: String, interval: Duration = .milliseconds(5)) {
-        let micros = UInt32(interval.benchNanoseconds / 1_000)
-        let thread = Thread { [self] in
-            while running.load(ordering: .relaxed) {
-                let (library, process) = Self.count(name: name)
-                _ = peakLibrary.max(library, ordering: .relaxed)
-                _ = peakProcess.max(process, ordering: .relaxed)
-                usleep(micros)
-            }
-            done.signal()
-        }
-        thread.start()
-    }
-
-    /// Stops counting; the peaks (library threads, all threads).
-    func stop() -> (library: Int, process: Int) {
-        running.store(false, ordering: .relaxed)
-        done.wait()
-        let (library, process) = Self.count(name: "")
-        _ = library
-        return (peakLibrary.load(ordering: .relaxed), max(peakProcess.load(ordering: .relaxed), process))
-    }
-
-    /// Threads of this process whose name is `name`, and all of them (0, 0 where /proc is missing).
-    static func count(name: String) -> (Int, Int) {
-        guard let directory = opendir("/proc/self/task") else { return (0, 0) }
-        defer { closedir(directory) }
-        var named = 0
-        var all = 0
-        let wanted = Array(name.utf8) + [UInt8(ascii: "\n")]
-        var buffer = [UInt8](repeating: 0, count: 32)
-        while let entry = readdir(directory) {
-            let id = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard id.first?.isNumber == true else { continue }
-            all += 1
-            // The main thread carries the executable's name, which is the library's too.
-            guard !name.isEmpty, id != String(getpid()) else { continue }
-            let descriptor = open("/proc/self/task/\(id)/comm", O_RDONLY)
-            guard descriptor >= 0 else { continue }
-            let length = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            close(descriptor)
-            if length == wanted.count && buffer.prefix(length).elementsEqual(wanted) { named += 1 }
-        }
-        return (named, all)
-    }
-}
-
 extension BenchRunner {
     /// The `scale` section.
     func scale(_ report: inout BenchReport) async throws {
@@ -223,7 +162,7 @@ extension BenchRunner {
         let slowCancel = Duration.milliseconds(20)
         let limit = benchLibraryThreadLimit
 
-        let census = BenchThreadCensus(name: BenchScale.libraryThreadName)
+        let census = LibraryThreadCensus()
         // Warm-up: the runtime's threads and first heap pages, for both variants.
         _ = await BenchScale.timeouts(count: timeoutCalls / 10, timeout: timeout)
         _ = await BenchScale.sleeps(count: timeoutCalls / 10, duration: timeout)

@@ -12,7 +12,7 @@ struct BridgeThreadPoolStateMachineTests {
 
     @Test("a storm of jobs starts at most limit threads; the rest wait and are taken in order")
     func stormStaysWithinTheLimit() {
-        var machine = Machine(limit: 4, keptAlive: 2)
+        var machine = Machine(limit: 4)
         var actions: [Machine.SubmitAction] = []
         for job in 0..<100 { actions.append(machine.submit(job)) }
         #expect(actions.filter { $0 == .startThread }.count == 4)
@@ -21,7 +21,7 @@ struct BridgeThreadPoolStateMachineTests {
         // One thread works through everything, in submission order.
         var slot: Int? = nil
         var taken: [Int] = []
-        while machine.workerNext(into: &slot) == .run {
+        while case .run = machine.workerNext(into: &slot) {
             taken.append(slot.take()!)
         }
         #expect(taken == Array(0..<100))
@@ -30,21 +30,21 @@ struct BridgeThreadPoolStateMachineTests {
 
     @Test("a refused start with other threads alive loses nothing: a busy thread takes the job after its own")
     func refusedStartWithThreadsAlive() {
-        var machine = Machine(limit: 4, keptAlive: 2)
+        var machine = Machine(limit: 4)
         var slot: Int? = nil
         #expect(machine.submit(1) == .startThread)
-        #expect(machine.workerNext(into: &slot) == .run)  // the first thread runs job 1
+        #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))  // the first thread runs job 1
         #expect(slot.take() == 1)
         #expect(machine.submit(2) == .startThread)
         #expect(machine.threadStartFailed() == .none, "a thread exists: no retry needed")
         #expect(machine.threads == 1 && machine.refusedStarts == 1)
-        #expect(machine.workerNext(into: &slot) == .run)
+        #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))
         #expect(slot.take() == 2)
     }
 
     @Test("a refused start with no thread left asks for a retry, and the retry or the next job starts one")
     func refusedStartWithNoThread() {
-        var machine = Machine(limit: 4, keptAlive: 2)
+        var machine = Machine(limit: 4)
         #expect(machine.submit(1) == .startThread)
         #expect(machine.threadStartFailed() == .retryLater)
         #expect(machine.threads == 0 && machine.queuedJobs == 1)
@@ -53,22 +53,46 @@ struct BridgeThreadPoolStateMachineTests {
         #expect(machine.submit(2) == .startThread, "the next job starts a thread itself")
         #expect(machine.retry() == .none, "a thread is on its way: the pending retry does nothing")
         var slot: Int? = nil
-        #expect(machine.workerNext(into: &slot) == .run)
+        #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))
         #expect(slot.take() == 1)
-        #expect(machine.workerNext(into: &slot) == .run)
+        #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))
         #expect(slot.take() == 2)
+    }
+
+    @Test("a burst of jobs wakes one parked thread; each woken thread that sees more waiting wakes the next")
+    func burstWakesOneAtATime() {
+        var machine = Machine(limit: 4)
+        var slot: Int? = nil
+        for job in 0..<4 { _ = machine.submit(job) }
+        for _ in 0..<4 {
+            #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))
+            slot = nil
+        }
+        for _ in 0..<4 { #expect(machine.workerNext(into: &slot) == .park) }
+        // Four parked threads, a burst of ten jobs: one wake-up, not ten.
+        var actions: [Machine.SubmitAction] = []
+        for job in 10..<20 { actions.append(machine.submit(job)) }
+        #expect(actions == [.wakeParked] + Array(repeating: .queued, count: 9))
+        // The woken thread takes the first and passes the rest on, one wake-up at a time.
+        #expect(machine.workerWoke(into: &slot) == .run(wakeParked: true))
+        #expect(slot.take() == 10)
+        #expect(machine.workerWoke(into: &slot) == .run(wakeParked: true))
+        #expect(slot.take() == 11)
+        // A thread back from its job takes the next one itself; the wake-up already given stays.
+        #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))
+        #expect(slot.take() == 12)
     }
 
     @Test("a thread above a lowered limit leaves, and hands the job it leaves to a parked thread")
     func loweredLimitHandsOver() {
-        var machine = Machine(limit: 2, keptAlive: 2)
+        var machine = Machine(limit: 2)
         var slot: Int? = nil
         _ = machine.submit(0)
         _ = machine.submit(1)
         #expect(machine.threads == 2)
         // Both threads run their job, then park.
         for _ in 0..<2 {
-            #expect(machine.workerNext(into: &slot) == .run)
+            #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))
             slot = nil
         }
         #expect(machine.workerNext(into: &slot) == .park)
@@ -77,36 +101,34 @@ struct BridgeThreadPoolStateMachineTests {
         #expect(lowered.wakeAllParked)
         #expect(machine.submit(2) == .wakeParked)
         // The woken thread is one too many: it leaves and passes the job on.
-        #expect(machine.workerWoke(lingered: false, into: &slot) == .exit(wakeParked: true))
-        #expect(machine.workerWoke(lingered: false, into: &slot) == .run)
+        #expect(machine.workerWoke(into: &slot) == .exit(wakeParked: true))
+        #expect(machine.workerWoke(into: &slot) == .run(wakeParked: false))
         #expect(slot.take() == 2)
         #expect(machine.threads == 1)
     }
 
     @Test("a raised limit starts threads for the jobs that wait")
     func raisedLimitStartsThreads() {
-        var machine = Machine(limit: 1, keptAlive: 2)
+        var machine = Machine(limit: 1)
         for job in 0..<5 { _ = machine.submit(job) }
         #expect(machine.threads == 1 && machine.queuedJobs == 5)
         #expect(machine.setLimit(3) == Machine.LimitAction(start: 2, wakeAllParked: false))
         #expect(machine.threads == 3)
     }
 
-    @Test("a thread that lingered without work ends, except the last keptAlive")
-    func lingeringThreadsEnd() {
-        var machine = Machine(limit: 8, keptAlive: 1)
+    @Test("a parked thread stays for later work: no thread ends while the limit does not go down")
+    func parkedThreadsStay() {
+        var machine = Machine(limit: 8)
         var slot: Int? = nil
         for job in 0..<3 { _ = machine.submit(job) }
         for _ in 0..<3 {
-            #expect(machine.workerNext(into: &slot) == .run)
+            #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))
             slot = nil
         }
         for _ in 0..<3 { #expect(machine.workerNext(into: &slot) == .park) }
-        #expect(machine.workerWoke(lingered: false, into: &slot) == .park, "a spurious wake-up keeps it")
-        #expect(machine.workerWoke(lingered: true, into: &slot) == .exit(wakeParked: false))
-        #expect(machine.workerWoke(lingered: true, into: &slot) == .exit(wakeParked: false))
-        #expect(machine.workerWoke(lingered: true, into: &slot) == .park, "the last one stays")
-        #expect(machine.threads == 1 && machine.parked == 1)
+        for _ in 0..<3 { #expect(machine.workerWoke(into: &slot) == .park, "a spurious wake-up keeps it") }
+        #expect(machine.threads == 3 && machine.parked == 3)
+        #expect(machine.submit(9) == .wakeParked, "later work goes to a kept thread, not a new one")
     }
 
     /// A model of the threads around the machine: each is starting, running a job, or parked
@@ -120,7 +142,7 @@ struct BridgeThreadPoolStateMachineTests {
             case parked(signalled: Bool)
         }
         var random = StreamSplitMix(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
-        var machine = Machine(limit: 1 + Int(random.next() % 4), keptAlive: Int(random.next() % 3))
+        var machine = Machine(limit: 1 + Int(random.next() % 4))
         var workers: [Int: Worker] = [:]
         var nextWorker = 0
         var submitted = 0
@@ -154,23 +176,25 @@ struct BridgeThreadPoolStateMachineTests {
         }
         func act(_ worker: Int, _ action: Machine.NextAction, _ slot: inout Int?) {
             switch action {
-            case .run:
+            case .run(let wakeParked):
                 taken.append(slot.take()!)
                 workers[worker] = .running(taken.last!)
+                if wakeParked { signal() }
             case .park:
                 workers[worker] = .parked(signalled: false)
             case .exit(let wakeParked):
                 workers[worker] = nil
+                #expect(machine.threads >= machine.limit, "seed \(seed): a thread ended below the limit")
                 if wakeParked { signal() }
             }
         }
-        func step(_ worker: Int, lingered: Bool) {
+        func step(_ worker: Int) {
             var slot: Int? = nil
             switch workers[worker]! {
             case .starting, .running:
                 act(worker, machine.workerNext(into: &slot), &slot)
             case .parked:
-                act(worker, machine.workerWoke(lingered: lingered, into: &slot), &slot)
+                act(worker, machine.workerWoke(into: &slot), &slot)
             }
         }
 
@@ -197,9 +221,9 @@ struct BridgeThreadPoolStateMachineTests {
                 retryPending = false
                 if machine.retry() == .startThread { start() }
             default:
-                // Any worker takes a step; a parked one may wake spuriously or after lingering.
+                // Any worker takes a step; a parked one may wake spuriously.
                 guard let worker = workers.keys.sorted().randomElement(using: &random) else { continue }
-                step(worker, lingered: random.next() % 2 == 0)
+                step(worker)
             }
             #expect(machine.threads == workers.count, "seed \(seed): the machine lost count of its threads")
         }
@@ -223,7 +247,7 @@ struct BridgeThreadPoolStateMachineTests {
                 return true
             }.keys.sorted()
             guard let worker = movable.first else { break }
-            step(worker, lingered: false)
+            step(worker)
         }
         #expect(taken == Array(0..<submitted), "seed \(seed): jobs lost, repeated or out of order")
         #expect(machine.queuedJobs == 0)

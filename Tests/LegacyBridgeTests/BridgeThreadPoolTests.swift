@@ -110,7 +110,7 @@ struct BridgeThreadPoolTests {
         let ran = Atomic<Int>(0)
         for round in 1...50 {
             pool.run { ran.add(1, ordering: .relaxed) }
-            // The job ran and its thread parked again (the linger is long).
+            // The job ran and its thread parked again.
             #expect(
                 await oneShotEventually {
                     let machine = pool.snapshot

@@ -21,14 +21,12 @@ final class BridgeThreadPool: @unchecked Sendable {
     typealias ThreadStarter = @Sendable (_ name: String, _ body: @escaping () -> Void) -> Int32
 
     /// The library's pool, for every job of its own.
-    static let shared = BridgeThreadPool(name: "legacy-bridge", limit: BridgeThreads.defaultLimit)
+    static let shared = BridgeThreadPool(name: "lbridge-job", limit: BridgeThreads.defaultLimit)
 
     /// When no thread exists and the system refused one, how long until the pool tries again.
     static let retryDelay = Duration.milliseconds(100)
 
     let name: String
-    /// How long a parked thread waits for work before it may end.
-    let linger: Duration
     private let startThread: ThreadStarter
     private let parking = ThreadParking(conditionCount: 1)
     private var machine: Machine
@@ -36,13 +34,11 @@ final class BridgeThreadPool: @unchecked Sendable {
     /// A pool whose threads are named `name` and start through `startThread` (tests pass one
     /// that refuses or counts). No thread starts before the first job.
     init(
-        name: String, limit: Int, keptAlive: Int = 2, linger: Duration = .seconds(5),
-        startThread: @escaping ThreadStarter = { startDetachedThread(name: $0, $1) }
+        name: String, limit: Int, startThread: @escaping ThreadStarter = { startDetachedThread(name: $0, $1) }
     ) {
         self.name = name
-        self.linger = linger
         self.startThread = startThread
-        self.machine = Machine(limit: limit, keptAlive: keptAlive)
+        self.machine = Machine(limit: limit)
     }
 
     /// Runs `job` soon on one of this pool's threads, after the jobs submitted before it are
@@ -53,6 +49,35 @@ final class BridgeThreadPool: @unchecked Sendable {
         case .queued: break
         case .wakeParked: parking.signal(0)
         case .startThread: startOneThread()
+        }
+    }
+
+    /// Runs `jobs` soon, in order, as `run` would one by one, under one turn of the lock.
+    func run(contentsOf jobs: [Job]) {
+        guard !jobs.isEmpty else { return }
+        let (wake, start) = locked { machine -> (Int, Int) in
+            var wake = 0
+            var start = 0
+            for job in jobs {
+                switch machine.submit(job) {
+                case .queued: break
+                case .wakeParked: wake += 1
+                case .startThread: start += 1
+                }
+            }
+            return (wake, start)
+        }
+        for _ in 0..<wake { parking.signal(0) }
+        for _ in 0..<start { startOneThread() }
+    }
+
+    /// Hands `job` to the shared pool. On the timer thread the job is gathered with the others
+    /// of its batch of expiries and handed over with them (one turn of the lock, few wake-ups).
+    static func submit(_ job: @escaping Job) {
+        if DeadlineTimers.isCurrentThread {
+            DeadlineTimers.gather(job)
+        } else {
+            shared.run(job)
         }
     }
 
@@ -98,15 +123,16 @@ final class BridgeThreadPool: @unchecked Sendable {
         var action = machine.workerNext(into: &slot)
         while true {
             switch action {
-            case .run:
+            case .run(let wakeParked):
+                if wakeParked { parking.signal(0) }
                 parking.unlock()
                 slot!()
                 slot = nil  // the job, and what it captured, is released before locking again
                 parking.lock()
                 action = machine.workerNext(into: &slot)
             case .park:
-                let lingered = parking.wait(0, for: linger)
-                action = machine.workerWoke(lingered: lingered, into: &slot)
+                parking.wait(0)
+                action = machine.workerWoke(into: &slot)
             case .exit(let wakeParked):
                 if wakeParked { parking.signal(0) }
                 parking.unlock()

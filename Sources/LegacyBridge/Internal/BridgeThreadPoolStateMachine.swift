@@ -8,22 +8,23 @@
 ///
 /// Rules:
 /// - At most `limit` threads exist at once: running a job, starting, woken or parked.
-/// - A job that finds a parked thread wakes it; else it starts a thread if that stays within
-///   `limit`; else it waits. Jobs are taken in submission order.
+/// - A job that finds threads parked wakes one, unless a woken thread is already on its way;
+///   a job that finds none starts a thread if that stays within `limit`; else it waits. Jobs
+///   are taken in submission order.
+/// - A woken thread that takes a job and sees more waiting wakes the next parked thread: a burst
+///   of short jobs wakes few threads, a burst of slow ones spreads over all of them.
 /// - A thread takes the oldest job whenever it is free and parks only when none waits, so a
 ///   waiting job always has a thread on its way, or none exists at all (see the next rule).
 /// - A refused thread start gives its place back and loses nothing: the job waits for a thread
 ///   that exists, and when none does, `retry()` (asked for by the answer) or the next submission
 ///   starts one.
-/// - A parked thread that lingered without work ends unless it is one of the last `keptAlive`;
-///   a thread above a lowered `limit` ends before its next job, handing what waits to a parked
-///   thread.
+/// - A thread stays, parked, for later work: it ends only when it is above a lowered `limit`,
+///   before its next job, handing what waits to a parked thread. So, while the limit does not go
+///   down, no thread ever ends and no more than `limit` threads ever exist, even for the moment
+///   an ending thread takes to be gone.
 struct BridgeThreadPoolStateMachine<Job> {
     /// The most threads alive at once.
     private(set) var limit: Int
-    /// Threads kept parked however long they linger.
-    let keptAlive: Int
-
     /// Waiting jobs, oldest at `head`.
     private var queue: [Job?] = []
     private var head = 0
@@ -59,9 +60,10 @@ struct BridgeThreadPoolStateMachine<Job> {
 
     /// What a thread does next.
     enum NextAction: Hashable {
-        /// Run the job moved into the thread's slot, outside the lock, then ask `workerNext`.
-        case run
-        /// Park (waiting at most the linger time), then report `workerWoke(lingered:)`.
+        /// Run the job moved into the thread's slot, outside the lock, then ask `workerNext`;
+        /// first signal one parked thread if `wakeParked` (more jobs wait).
+        case run(wakeParked: Bool)
+        /// Park until signalled, then report `workerWoke`.
         case park
         /// End the thread; first signal one parked thread if `wakeParked` (it takes the jobs
         /// this one leaves).
@@ -76,10 +78,9 @@ struct BridgeThreadPoolStateMachine<Job> {
         var wakeAllParked = false
     }
 
-    init(limit: Int, keptAlive: Int) {
+    init(limit: Int) {
         precondition(limit >= 1, "BridgeThreadPoolStateMachine: limit must be at least 1")
         self.limit = limit
-        self.keptAlive = keptAlive
     }
 
     /// Jobs waiting for a thread.
@@ -91,6 +92,8 @@ struct BridgeThreadPoolStateMachine<Job> {
     mutating func submit(_ job: Job) -> SubmitAction {
         queue.append(job)
         if parked > 0 {
+            // A thread already woken takes the oldest job and wakes the next if more wait.
+            guard wakeups == 0 else { return .queued }
             parked -= 1
             wakeups += 1
             return .wakeParked
@@ -122,24 +125,22 @@ struct BridgeThreadPoolStateMachine<Job> {
         if threads > limit { return leave() }
         if let job = pop() {
             slot = job
-            return .run
+            guard queuedJobs > 0, parked > 0, wakeups == 0 else { return .run(wakeParked: false) }
+            parked -= 1
+            wakeups += 1
+            return .run(wakeParked: true)
         }
         parked += 1
         return .park
     }
 
-    /// A parked thread woke: signalled, spuriously, or after lingering the whole linger time.
-    mutating func workerWoke(lingered: Bool, into slot: inout Job?) -> NextAction {
+    /// A parked thread woke: signalled, or spuriously.
+    mutating func workerWoke(into slot: inout Job?) -> NextAction {
         if wakeups > 0 {
             // Any parked thread may take a wake-up, whichever one it was meant for.
             wakeups -= 1
         } else {
             parked -= 1
-        }
-        if threads > limit { return leave() }
-        if lingered && threads > keptAlive && queuedJobs == 0 {
-            threads -= 1
-            return .exit(wakeParked: false)
         }
         return workerNext(into: &slot)
     }

@@ -118,7 +118,7 @@ enum DeadlineTimers {
         }
         lock.unlock()
         if startThread {
-            let rc = startDetachedThread(name: "legacy-bridge-timer") { run() }
+            let rc = startDetachedThread(name: "lbridge-timer") { run() }
             if rc != 0 {
                 // The deadline stays in the heap; the next schedule tries the thread again.
                 lock.lock()
@@ -148,6 +148,15 @@ enum DeadlineTimers {
     /// Whether the calling code runs on the timer thread.
     static var isCurrentThread: Bool { ThreadOwnerMarker.isMarked(alarm) }
 
+    // nonisolated(unsafe): only the timer thread reads or writes it (`gather`, `run`).
+    nonisolated(unsafe) private static var gathered: [@Sendable () -> Void] = []
+
+    /// Keeps a job that an action on the timer thread handed to the job threads, to hand it over
+    /// with the rest of the batch. Only on the timer thread.
+    static func gather(_ job: @escaping @Sendable () -> Void) {
+        gathered.append(job)
+    }
+
     private static func run() {
         ThreadOwnerMarker.mark(alarm)
         var onThread: [@Sendable () -> Void] = []
@@ -176,7 +185,10 @@ enum DeadlineTimers {
             state.firedOnTimerThread += onThread.count
             lock.unlock()
             for action in onThread { action() }
-            for action in onJobThreads { BridgeThreadPool.shared.run(action) }
+            // What the batch hands to the job threads goes over at once.
+            onJobThreads.append(contentsOf: gathered)
+            gathered.removeAll(keepingCapacity: true)
+            BridgeThreadPool.shared.run(contentsOf: onJobThreads)
             onThread.removeAll(keepingCapacity: true)
             onJobThreads.removeAll(keepingCapacity: true)
             if !moreDue {

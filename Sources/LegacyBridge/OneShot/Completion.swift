@@ -99,7 +99,7 @@ public struct CancelHandle: Sendable {
     /// Hands the call to one of the library's job threads (`BridgeThreads`); returns at once.
     @usableFromInline
     func callOnJobThread() {
-        BridgeThreadPool.shared.run(cancel)
+        BridgeThreadPool.submit(cancel)
     }
 }
 
