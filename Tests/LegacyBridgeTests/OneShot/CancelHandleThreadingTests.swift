@@ -155,4 +155,48 @@ struct CancelHandleThreadingTests {
             precondition(lastRan)
         }
     }
+
+    /// The offload pool's cancel handle, which drops a waiting call, may reach the job threads
+    /// late; the worker that takes the call first must still not run it. Every job thread is
+    /// held (in a child process, as above) so that the worker comes first.
+    @Test(
+        "an offload call cancelled while it waits never runs, even when its cancel handle is held up",
+        .enabled(
+            if: !runningUnderThreadSanitizer,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
+    func cancelledWaitingOffloadCallNeverRuns() async {
+        await #expect(processExitsWith: .success) {
+            let limit = BridgeThreads.limit
+            let probe = HandleProbe()
+            let blockers = (0..<limit).map { _ in
+                OneShotCall {
+                    try await withCallback { (_: Completion<Int>) in probe.handle() }
+                }
+            }
+            for blocker in blockers { blocker.cancel() }
+            let allRunning = await oneShotEventually(60) { probe.calls.value == limit }
+            precondition(allRunning, "the handles never all ran")
+            // The pool's only thread is busy; the second call waits, and is cancelled there.
+            let pool = try! OffloadPool(threads: 1)
+            let busy = OffloadLatch()
+            let first = OneShotCall { try await pool.run { busy.wait() ? 1 : 0 } }
+            let firstRunning = await oneShotEventually(60) { pool.offloadSnapshot.runningIDs.count == 1 }
+            precondition(firstRunning)
+            let ran = OffloadFlag()
+            let second = OneShotCall { try await pool.run { ran.set(); return 2 } }
+            let secondQueued = await oneShotEventually(60) { pool.offloadSnapshot.queuedIDs.count == 1 }
+            precondition(secondQueued)
+            second.cancel()
+            let secondOutcome = await second.outcome(within: 60)
+            precondition(secondOutcome == .cancelled)
+            // Its cancel handle waits behind the held job threads: the worker reaches it first.
+            busy.open()
+            let firstOutcome = await first.outcome(within: 60)
+            precondition(firstOutcome == .success(1))
+            let third = try! await pool.run { 3 }  // runs after the worker passed the cancelled call
+            precondition(third == 3 && !ran.isSet, "the cancelled call ran")
+            probe.latch.open()
+            await pool.shutdown()
+        }
+    }
 }
