@@ -14,7 +14,24 @@ private final class HandleProbe: Sendable {
     let calls = OneShotCounter()
     let onJobThread = OffloadFlag()
     let onTimerThread = OffloadFlag()
-    let latch = OffloadLatch()
+    private let opened = OffloadFlag()
+    private let semaphore = DispatchSemaphore(value: 0)
+    /// How long a handle waits for the latch at most: the tests open it right after their checks,
+    /// so only a broken build (a handle run inside the canceller, which then waits for it) ever
+    /// reaches this, and it then fails in seconds instead of hanging.
+    let bound: Int
+
+    init(boundSeconds: Int = 10) { self.bound = boundSeconds }
+
+    /// Lets every handle, blocked or to come, return.
+    func open() {
+        if !opened.isSet {
+            opened.set()
+            semaphore.signal()
+        }
+    }
+
+    var isOpen: Bool { opened.isSet }
 
     /// A handle that records where it runs, then blocks until the latch opens.
     func handle() -> CancelHandle {
@@ -22,7 +39,9 @@ private final class HandleProbe: Sendable {
             if BridgeThreadPool.shared.isCurrentThread { self.onJobThread.set() }
             if DeadlineTimers.isCurrentThread { self.onTimerThread.set() }
             self.calls.increment()
-            self.latch.wait()
+            if !self.opened.isSet, self.semaphore.wait(timeout: .now() + .seconds(self.bound)) == .success {
+                self.semaphore.signal()  // let the next waiter through as well
+            }
         }
     }
 }
@@ -42,15 +61,15 @@ struct CancelHandleThreadingTests {
         #expect(await oneShotEventually { stored.value?.oneShotHasWaiter ?? false })
         call.cancel()  // with the handle inside the canceller, this would block on the latch
         #expect(await call.outcome() == .cancelled)
-        #expect(!probe.latch.isOpen)
+        #expect(!probe.isOpen)
         #expect(await probe.calls.reaches(1))
         #expect(probe.onJobThread.isSet, "the handle ran outside the job threads")
-        probe.latch.open()
+        probe.open()
     }
 
     @Test("one cancelAll() over many pending calls brings every caller back while their handles block")
     func cancelAllDoesNotWaitForHandles() async {
-        let count = 32
+        let count = 16
         let probe = HandleProbe()
         let started = OneShotCounter()
         let outcomes = await withTaskGroup(of: Bool.self) { group -> [Bool] in
@@ -74,8 +93,8 @@ struct CancelHandleThreadingTests {
             return outcomes
         }
         #expect(outcomes == Array(repeating: true, count: count))
-        #expect(!probe.latch.isOpen, "every caller came back before any handle was let go")
-        probe.latch.open()
+        #expect(!probe.isOpen, "every caller came back before any handle was let go")
+        probe.open()
         #expect(await probe.calls.reaches(count))
         #expect(probe.onJobThread.isSet)
     }
@@ -83,7 +102,7 @@ struct CancelHandleThreadingTests {
     @Test("a timeout resumes its caller from the timer thread; its handle runs on a job thread")
     func timeoutHandleOnAJobThread() async {
         let probe = HandleProbe()
-        probe.latch.open()
+        probe.open()
         let outcome = await oneShotOutcome {
             try await withCallback(timeout: .milliseconds(5)) { (_: Completion<Int>) in probe.handle() }
         }
@@ -112,10 +131,10 @@ struct CancelHandleThreadingTests {
             gate.attach(probe.handle())  // would block here if the handle ran inline
             #expect(await oneShotOutcome { try await gate.value() } == .cancelled)
         }
-        #expect(!probe.latch.isOpen)
+        #expect(!probe.isOpen)
         #expect(await probe.calls.reaches(1))
         #expect(probe.onJobThread.isSet)
-        probe.latch.open()
+        probe.open()
     }
 
     /// Holding every job thread of the process would stall every other test that needs one, so
@@ -129,7 +148,7 @@ struct CancelHandleThreadingTests {
         await #expect(processExitsWith: .success) {
             // Fill every job thread the limit allows with a cancel that blocks on a latch.
             let limit = BridgeThreads.limit
-            let probe = HandleProbe()
+            let probe = HandleProbe(boundSeconds: 60)
             let blockers = (0..<limit).map { _ in
                 OneShotCall {
                     try await withCallback { (_: Completion<Int>) in probe.handle() }
@@ -149,8 +168,8 @@ struct CancelHandleThreadingTests {
                 try await withCallback(timeout: .milliseconds(20)) { (_: Completion<Int>) in probe.handle() }
             }
             precondition(outcome == .timedOut(.milliseconds(20)), "the caller was not back in time: \(outcome)")
-            precondition(!probe.latch.isOpen && probe.calls.value == limit, "a job thread was free after all")
-            probe.latch.open()
+            precondition(!probe.isOpen && probe.calls.value == limit, "a job thread was free after all")
+            probe.open()
             let lastRan = await probe.calls.reaches(limit + 1)
             precondition(lastRan)
         }
@@ -167,7 +186,7 @@ struct CancelHandleThreadingTests {
     func cancelledWaitingOffloadCallNeverRuns() async {
         await #expect(processExitsWith: .success) {
             let limit = BridgeThreads.limit
-            let probe = HandleProbe()
+            let probe = HandleProbe(boundSeconds: 60)
             let blockers = (0..<limit).map { _ in
                 OneShotCall {
                     try await withCallback { (_: Completion<Int>) in probe.handle() }
@@ -195,7 +214,7 @@ struct CancelHandleThreadingTests {
             precondition(firstOutcome == .success(1))
             let third = try! await pool.run { 3 }  // runs after the worker passed the cancelled call
             precondition(third == 3 && !ran.isSet, "the cancelled call ran")
-            probe.latch.open()
+            probe.open()
             await pool.shutdown()
         }
     }
