@@ -217,6 +217,16 @@ final class TimerAlarm: @unchecked Sendable {
     #endif
     private let parking = ThreadParking(conditionCount: 1)
     private var deadline: ContinuousClock.Instant?
+    /// A thread is inside the fallback's `wait` (for tests).
+    private var waiting = false
+
+    /// Whether a thread waits on the condition-variable fallback right now (for tests; always
+    /// false with a timerfd, whose waiter the kernel keeps).
+    var hasFallbackWaiter: Bool {
+        parking.lock()
+        defer { parking.unlock() }
+        return waiting
+    }
 
     /// An alarm on the deadlines' clock where the platform has one (`deadlineClock: false`: the
     /// condition-variable fallback, for tests).
@@ -291,6 +301,8 @@ final class TimerAlarm: @unchecked Sendable {
         #endif
         parking.lock()
         defer { parking.unlock() }
+        waiting = true
+        defer { waiting = false }
         while true {
             guard let deadline else {
                 parking.wait(0)

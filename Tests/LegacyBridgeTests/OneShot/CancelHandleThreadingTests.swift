@@ -202,7 +202,11 @@ struct CancelHandleThreadingTests {
             let firstRunning = await oneShotEventually(60) { pool.offloadSnapshot.runningIDs.count == 1 }
             precondition(firstRunning)
             let ran = OffloadFlag()
-            let second = OneShotCall { try await pool.run { ran.set(); return 2 } }
+            let second = OneShotCall {
+                try await pool.run {
+                    ran.set(); return 2
+                }
+            }
             let secondQueued = await oneShotEventually(60) { pool.offloadSnapshot.queuedIDs.count == 1 }
             precondition(secondQueued)
             second.cancel()
