@@ -24,6 +24,10 @@ struct BenchCommandTests {
             "floorNs", "offloadNs", "executorFloorNs", "executorNs", "burstMs", "idealMs", "plainThreadsMs",
             "poolDelayMaxNs",
         ],
+        "scale": [
+            "timeoutsMs", "sleepsMs", "cancelAllCallersBackMs", "cancelAllHandlesDoneMs", "streamConsumersBackMs",
+            "streamCancelsDoneMs", "peakLibraryThreads", "threadLimit", "bareBytesPerPending", "bridgeBytesPerPending",
+        ],
     ]
 
     @Test("bench --quick --json runs and prints every promised figure as a positive number")
@@ -34,6 +38,7 @@ struct BenchCommandTests {
         let sections = [
             "oneShot": report.oneShot, "workerThread": report.workerThread, "stream": report.stream,
             "memory": report.memory, "cancelLatency": report.cancelLatency, "offload": report.offload,
+            "scale": report.scale,
         ]
         for (section, keys) in Self.promisedKeys.sorted(by: { $0.key < $1.key }) {
             let values = try #require(sections[section], "missing section \(section)")
@@ -68,5 +73,6 @@ private struct BenchJSON: Decodable {
     var memory: [String: Double]
     var cancelLatency: [String: Double]
     var offload: [String: Double]
+    var scale: [String: Double]
     var targets: [Target]
 }

@@ -179,3 +179,58 @@ struct BridgeThreadPoolTests {
         #expect(BridgeThreads.defaultLimit >= 64)
     }
 }
+
+/// `BridgeThreads.limit` changes the process-wide pool, so these run in child processes of their
+/// own (exit tests), where no other test shares it.
+@Suite("Job threads: BridgeThreads.limit")
+struct BridgeThreadsLimitTests {
+    @Test(
+        "a limit set at start-up bounds the shared job threads: a storm of slow cancels runs on that many",
+        .enabled(
+            if: !runningUnderThreadSanitizer,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
+    func limitBoundsTheSharedPool() async {
+        await #expect(processExitsWith: .success) {
+            BridgeThreads.limit = 3
+            precondition(BridgeThreads.limit == 3)
+            let latch = OffloadLatch()
+            let running = Atomic<Int>(0)
+            let calls = (0..<20).map { _ in
+                OneShotCall {
+                    try await withCallback { (_: Completion<Int>) in
+                        CancelHandle {
+                            running.add(1, ordering: .relaxed)
+                            latch.wait()
+                        }
+                    }
+                }
+            }
+            for call in calls { call.cancel() }
+            for call in calls {
+                let outcome = await call.outcome(within: 60)
+                precondition(outcome == .cancelled)
+            }
+            let three = await oneShotEventually(60) { running.load(ordering: .relaxed) == 3 }
+            precondition(three, "the limit's threads did not all take a cancel")
+            let machine = BridgeThreadPool.shared.snapshot
+            precondition(machine.threads == 3 && machine.peakThreads == 3 && machine.queuedJobs == 17)
+            latch.open()
+            let all = await oneShotEventually(60) { running.load(ordering: .relaxed) == 20 }
+            precondition(all)
+        }
+    }
+
+    @Test(
+        "a limit outside 1 ... maximumLimit stops with a message saying what to pass",
+        .enabled(
+            if: !runningUnderThreadSanitizer,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
+    func invalidLimit() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            BridgeThreads.limit = 0
+        }.map { result in
+            let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+            #expect(message.contains("BridgeThreads.limit must be between 1 and 1024, not 0"))
+        }
+    }
+}

@@ -1,4 +1,5 @@
-// Threads of our own: the offload pool's workers and the SDK-thread executor's thread.
+// Threads of our own: the offload pool's workers, the SDK-thread executor's thread, the job
+// threads and the timer thread.
 //
 // A pthread mutex with condition variables (the one place in the core that parks a thread: only
 // threads this library created ever wait here), thread creation, and a thread-local marker that
