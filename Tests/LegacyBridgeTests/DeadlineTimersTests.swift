@@ -253,3 +253,33 @@ struct DeadlineTimersThreadAndClockTests {
         #expect(await oneShotEventually(30) { woke.isSet })
     }
 }
+
+@Suite("Deadline timers: a refused timer thread")
+struct DeadlineTimersRefusedThreadTests {
+    /// The timer thread is the process's own, so this runs in a child process (an exit test).
+    @Test(
+        "a refused timer thread stops nothing and loses no deadline: the next schedule starts it, and both fire",
+        .enabled(
+            if: !runningUnderThreadSanitizer,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
+    func refusedTimerThread() async {
+        await #expect(processExitsWith: .success) {
+            let refusing = Atomic<Bool>(true)
+            let refused = Atomic<Int>(0)
+            DeadlineTimers.setThreadStarter { name, body in
+                if refusing.load(ordering: .acquiring) {
+                    refused.add(1, ordering: .relaxed)
+                    return 11  // EAGAIN
+                }
+                return startDetachedThread(name: name, body)
+            }
+            let fired = OneShotCounter()
+            _ = DeadlineTimers.schedule(at: .now, onTimerThread: true) { fired.increment() }
+            precondition(refused.load(ordering: .relaxed) == 1 && fired.value == 0)
+            refusing.store(false, ordering: .releasing)
+            _ = DeadlineTimers.schedule(at: .now + .milliseconds(1), onTimerThread: true) { fired.increment() }
+            let both = await fired.reaches(2)
+            precondition(both, "a deadline was lost")
+        }
+    }
+}

@@ -85,6 +85,18 @@ enum DeadlineTimers {
 
     // nonisolated(unsafe): `state` is only read or written with `lock` held.
     nonisolated(unsafe) private static var state = State()
+    /// How the timer thread is started (tests, in a process of their own, pass one that refuses).
+    // nonisolated(unsafe): only read or written with `lock` held.
+    nonisolated(unsafe) private static var threadStarter: BridgeThreadPool.ThreadStarter = {
+        startDetachedThread(name: $0, $1)
+    }
+
+    /// Replaces how the timer thread is started (tests only, before the first timer).
+    static func setThreadStarter(_ starter: @escaping BridgeThreadPool.ThreadStarter) {
+        lock.lock()
+        threadStarter = starter
+        lock.unlock()
+    }
     private static let lock = ThreadParking(conditionCount: 0)
     static let alarm = TimerAlarm()
 
@@ -109,6 +121,7 @@ enum DeadlineTimers {
         state.heap.insert(timer)
         let startThread = !state.threadStarted
         state.threadStarted = true
+        let starter = threadStarter
         // The thread sleeps until the earliest deadline: wake it sooner when that changed. The
         // alarm is set under the lock, so that two schedulers cannot leave the later of their
         // deadlines set.
@@ -118,7 +131,7 @@ enum DeadlineTimers {
         }
         lock.unlock()
         if startThread {
-            let rc = startDetachedThread(name: "lbridge-timer") { run() }
+            let rc = starter("lbridge-timer") { run() }
             if rc != 0 {
                 // The deadline stays in the heap; the next schedule tries the thread again.
                 lock.lock()
