@@ -117,6 +117,7 @@ struct BenchReport: Encodable {
     var memory = Memory()
     var cancelLatency = CancelLatency()
     var offload = Offload()
+    var scale = BenchScaleReport()
     var targets: [Check] = []
     var quick: Bool
     var debugBuild: Bool

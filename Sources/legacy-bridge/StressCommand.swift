@@ -7,7 +7,7 @@ import ToolSupport
 enum StressCommand {
     static let help = """
         USAGE: legacy-bridge stress [--ops N] [--concurrency C] [--seconds S]
-                                    [--seed X] [--json]
+                                    [--seed X] [--scale] [--json]
 
         Runs N operations against the simulated SDK, C at a time: fetches and
         downloads (85/15) in chaos behaviours drawn from the seed (synchronous, worker
@@ -26,27 +26,36 @@ enum StressCommand {
           --concurrency C   Operations in flight at once (default 64).
           --seconds S       Stop starting new operations after S seconds (default 60).
           --seed X          Seed for every random choice (default 1).
+          --scale           High concurrency: 2,000 operations in flight unless
+                            --concurrency says otherwise, and beside them as many
+                            one-shot calls whose SDK cancel blocks a few milliseconds,
+                            cancelled, timed out or completed. Also checks that every
+                            cancel or timeout called its handle once, that a completion
+                            made inside a handle always lost, and that the library never
+                            ran more threads than BridgeThreads.limit.
           --json            Print the summary as JSON (no progress lines).
           -h, --help        Print this text.
 
         EXIT STATUS
           0 no violation; 1 a violation (double resume, hang, leaked context or gate,
-          event after the terminal, out-of-order delivery); 2 bad usage.
+          event after the terminal, out-of-order delivery, a --scale check);
+          2 bad usage.
         """
 
     static let valueOptions: Set<String> = ["ops", "concurrency", "seconds", "seed"]
-    static let switchOptions: Set<String> = ["json"]
+    static let switchOptions: Set<String> = ["json", "scale"]
 
     static func run(_ arguments: [String]) async throws -> ExitCode {
         let parsed = try ParsedArguments(
             command: "stress", arguments: arguments, valueOptions: valueOptions, switchOptions: switchOptions)
         let json = parsed.flag("json")
+        let scale = parsed.flag("scale")
         let plan = StressPlan(
             operations: try parsed.integer("ops", default: 20_000, in: 1...100_000_000),
-            concurrency: try parsed.integer("concurrency", default: 64, in: 1...100_000),
+            concurrency: try parsed.integer("concurrency", default: scale ? 2_000 : 64, in: 1...100_000),
             seconds: try parsed.seconds("seconds", default: 60, in: 0.01...86_400),
             seed: try parsed.unsigned("seed", default: 1),
-            progress: .forOutput(json: json))
+            progress: .forOutput(json: json), scale: scale)
         let summary = try await StressRunner.run(plan)
         if json {
             print(jsonString(summary))

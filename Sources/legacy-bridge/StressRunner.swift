@@ -12,6 +12,8 @@ struct StressPlan: Sendable {
     var seconds: Double
     var seed: UInt64
     var progress: StressProgress
+    /// Also run the high-concurrency slow-cancel load (`stress --scale`, see StressScale.swift).
+    var scale = false
 }
 
 /// How a stress run shows its progress.
@@ -58,9 +60,12 @@ struct StressSummary: Codable, Sendable {
         var outOfOrder = 0
         /// Fetches that returned a response made for another operation (its path or size differ).
         var foreignResults = 0
+        /// What `--scale`'s slow-cancel load found wrong (see `StressScaleSummary.violations`).
+        var scaleLoad = 0
 
         var total: Int {
             doubleResume + hangs + leakedContexts + leakedGates + eventsAfterTerminal + outOfOrder + foreignResults
+                + scaleLoad
         }
     }
 
@@ -73,6 +78,8 @@ struct StressSummary: Codable, Sendable {
     var outcomes = Outcomes()
     var sdk = SDK()
     var violations = Violations()
+    /// The slow-cancel load of `--scale` (absent otherwise).
+    var scale: StressScaleSummary? = nil
 
     var isClean: Bool { violations.total == 0 }
 
@@ -113,11 +120,21 @@ struct StressSummary: Codable, Sendable {
             "double resume \(v.doubleResume), hangs \(v.hangs), leaked contexts \(v.leakedContexts), "
             + "leaked gates \(v.leakedGates), events after terminal \(v.eventsAfterTerminal), "
             + "out of order \(v.outOfOrder), foreign results \(v.foreignResults)"
+            + (scale == nil ? "" : ", scale load \(v.scaleLoad)")
             + (isClean ? " (clean)" : " VIOLATIONS")
-        let rows: [(String, String)] = [
+        var rows: [(String, String)] = [
             ("outcomes", outcomeText), ("SDK did", callbacks + extra), ("contexts", contexts),
-            ("violations", violationText),
         ]
+        if let scale {
+            let text =
+                "\(g(scale.calls)) calls with a slow SDK cancel: \(g(scale.completed)) completed, "
+                + "\(g(scale.cancelled)) cancelled, \(g(scale.timedOut)) timed out; "
+                + "\(g(scale.handleCalls)) cancel handles called, \(g(scale.discarded)) of "
+                + "\(g(scale.reentrantCompletions)) completions from a handle discarded; "
+                + "at most \(g(scale.peakLibraryThreads)) library threads (limit \(g(scale.threadLimit)))"
+            rows.append(("scale", text))
+        }
+        rows.append(("violations", violationText))
         for (label, text) in rows {
             lines += TextLayout.labelled(label, text, labelWidth: 10, width: width)
         }
@@ -209,6 +226,13 @@ enum StressRunner {
                 }
             }
 
+        let scaleLoad =
+            stressPlan.scale
+            ? Task {
+                await StressScale.run(
+                    calls: stressPlan.operations, concurrency: stressPlan.concurrency, seed: stressPlan.seed,
+                    deadline: deadline, bound: .seconds(20))
+            } : nil
         let work = Task {
             await withDiscardingTaskGroup { group in
                 for _ in 0..<max(1, stressPlan.concurrency) {
@@ -227,7 +251,10 @@ enum StressRunner {
         // Every operation ends by itself, by cancellation or by timeout; a run that does not end
         // well after its budget has hung operations.
         let hangBound = Duration.seconds(stressPlan.seconds) + .seconds(20)
-        let ended = await runUntil(bound: hangBound) { await work.value }
+        let ended = await runUntil(bound: hangBound) {
+            await work.value
+            _ = await scaleLoad?.value
+        }
         progress?.cancel()
         _ = await progress?.value
         if style == .bar { Terminal.endProgress() }
@@ -238,6 +265,11 @@ enum StressRunner {
             seed: stressPlan.seed, ops: finished.value, seconds: seconds,
             opsPerSecond: Double(finished.value) / max(seconds, 1e-9))
         tally.fill(&summary)
+        if ended, let scaleLoad {
+            let scale = await scaleLoad.value
+            summary.scale = scale
+            summary.violations.scaleLoad = scale.violations
+        }
         if !ended {
             summary.violations.hangs = max(1, min(next.value, total) - finished.value)
         }
@@ -404,15 +436,6 @@ func runUntil(bound: Duration, _ body: @escaping @Sendable () async -> Void) asy
         done.increment()
     }
     return await eventuallyTrue(within: bound) { done.value > 0 }
-}
-
-/// A counter shared between tasks.
-final class AtomicCounter: Sendable {
-    private let storage = Atomic<Int>(0)
-    var value: Int { storage.load(ordering: .acquiring) }
-    /// Adds one; returns the value before.
-    @discardableResult
-    func increment() -> Int { storage.add(1, ordering: .acquiringAndReleasing).oldValue }
 }
 
 /// Polls `condition` (every 5 ms) until it holds or `bound` passes.

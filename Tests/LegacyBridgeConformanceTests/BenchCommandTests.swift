@@ -33,6 +33,10 @@ struct BenchCommandTests {
             "floorNs", "offloadNs", "executorFloorNs", "executorNs", "burstMs", "idealMs", "plainThreadsMs",
             "poolDelayMaxNs",
         ],
+        "scale": [
+            "timeoutsMs", "sleepsMs", "cancelAllCallersBackMs", "cancelAllHandlesDoneMs", "streamConsumersBackMs",
+            "streamCancelsDoneMs", "peakLibraryThreads", "threadLimit", "bareBytesPerPending", "bridgeBytesPerPending",
+        ],
     ]
 
     @Test("--quick --json runs and prints every promised figure as a positive number")
@@ -43,6 +47,7 @@ struct BenchCommandTests {
         let sections = [
             "oneShot": report.oneShot, "workerThread": report.workerThread, "stream": report.stream,
             "memory": report.memory, "cancelLatency": report.cancelLatency, "offload": report.offload,
+            "scale": report.scale,
         ]
         for (section, keys) in Self.promisedKeys.sorted(by: { $0.key < $1.key }) {
             let values = try #require(sections[section], "missing section \(section)")
@@ -118,5 +123,6 @@ private struct BenchJSON: Decodable {
     var memory: [String: Double]
     var cancelLatency: [String: Double]
     var offload: [String: Double]
+    var scale: [String: Double]
     var targets: [Target]
 }

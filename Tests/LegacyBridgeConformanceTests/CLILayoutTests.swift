@@ -229,7 +229,7 @@ struct CLILayoutTests {
             }
         }
         // The check saw the parsers' real option lists (not empty lists that pass trivially).
-        #expect(checked["stress"] == ["concurrency", "json", "ops", "seconds", "seed"])
+        #expect(checked["stress"] == ["concurrency", "json", "ops", "scale", "seconds", "seed"])
         #expect(checked[""] == ["json", "seconds", "seed"])
         #expect(checked["demo"] == [])
     }

@@ -1,6 +1,7 @@
 // The library's timer thread: its heap against a sorted model, cancellation that releases at once,
-// an earlier deadline scheduled after a later one, and timeouts that fire while every cooperative
-// thread is blocked (the reason the timers do not live on the pool).
+// an earlier deadline scheduled after a later one, timeouts that fire while every cooperative
+// thread is blocked (the reason the timers do not live on the pool), where each kind of action
+// runs, and the clock the thread sleeps on.
 
 import Dispatch
 import Foundation
@@ -159,6 +160,126 @@ actor DeadlineTestCaller {
             return "timed out as asked"
         } catch {
             return "\(error)"
+        }
+    }
+}
+
+@Suite("Deadline timers: which thread runs an action, and which clock the thread sleeps on")
+struct DeadlineTimersThreadAndClockTests {
+    @Test("a timer-thread action runs on the timer thread; any other action runs on a job thread")
+    func actionsRunWhereScheduled() async {
+        let onTimer = OffloadFlag()
+        let onJob = OffloadFlag()
+        _ = DeadlineTimers.schedule(at: .now, onTimerThread: true) {
+            if DeadlineTimers.isCurrentThread && !BridgeThreadPool.shared.isCurrentThread { onTimer.set() }
+        }
+        _ = DeadlineTimers.schedule(at: .now) {
+            if BridgeThreadPool.shared.isCurrentThread && !DeadlineTimers.isCurrentThread { onJob.set() }
+        }
+        #expect(await oneShotEventually { onTimer.isSet && onJob.isSet })
+    }
+
+    @Test("thousands of deadlines passing at once all fire, taken in batches by the one timer thread")
+    func burstOfExpiries() async {
+        let fired = OneShotCounter()
+        let before = DeadlineTimers.firedOnTimerThread
+        let now = ContinuousClock.now
+        for index in 0..<5_000 {
+            _ = DeadlineTimers.schedule(at: now + .microseconds(index % 7), onTimerThread: true) { fired.increment() }
+        }
+        #expect(await fired.reaches(5_000))
+        #expect(DeadlineTimers.firedOnTimerThread - before >= 5_000)
+    }
+
+    #if os(Linux)
+    @Test("on Linux the timer thread sleeps on ContinuousClock's own clock, CLOCK_BOOTTIME, in a timerfd")
+    func sleepsOnTheDeadlinesClock() throws {
+        #expect(TimerAlarm.clock == CLOCK_BOOTTIME)
+        #expect(DeadlineTimers.alarm.usesDeadlineClock, "the timer fell back to the monotonic clock")
+        // ContinuousClock's reading, taken through its public Codable form, matches that clock.
+        // Where the machine has slept since boot (BOOTTIME ahead of MONOTONIC), this also tells
+        // the two clocks apart; elsewhere they agree and the check above is what holds.
+        let continuous = try Self.reading(ContinuousClock.now)
+        let alarmClock = Self.reading(TimerAlarm.clock)
+        let monotonic = Self.reading(CLOCK_MONOTONIC)
+        #expect(abs(continuous - alarmClock) < 0.05, "ContinuousClock \(continuous) s, alarm clock \(alarmClock) s")
+        if abs(alarmClock - monotonic) > 1 {
+            #expect(abs(continuous - monotonic) > 0.5, "ContinuousClock reads the monotonic clock")
+        }
+    }
+
+    /// Seconds since the clock's origin.
+    static func reading(_ clock: clockid_t) -> Double {
+        var now = timespec()
+        clock_gettime(clock, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// Seconds since ContinuousClock's origin, from its encoded form (the Duration since its origin).
+    static func reading(_ instant: ContinuousClock.Instant) throws -> Double {
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: JSONEncoder().encode(instant)) as? [String: Any])
+        let value = try #require(object.values.first)
+        let duration = try JSONDecoder().decode(Duration.self, from: JSONSerialization.data(withJSONObject: value))
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+    #endif
+
+    @Test(
+        "the alarm rings once its deadline has passed, and a sooner setting wins over a later one a thread waits for",
+        arguments: [true, false])
+    func alarmRings(deadlineClock: Bool) async {
+        let alarm = TimerAlarm(deadlineClock: deadlineClock)
+        let deadline = ContinuousClock.now + .milliseconds(20)
+        alarm.arm(at: deadline)
+        let rangAfterDeadline = await onOwnThread { () -> Bool in
+            while ContinuousClock.now < deadline { alarm.wait() }  // an early return is allowed
+            return true
+        }
+        #expect(rangAfterDeadline)
+        // A thread waits for an alarm an hour away; setting it sooner wakes that thread. The
+        // fallback shows when the thread waits; the kernel keeps a timerfd's waiter, and a setting
+        // made just before the thread waits must work as well.
+        alarm.arm(at: .now + .seconds(3600))
+        let woke = OffloadFlag()
+        oneShotOnForeignThread {
+            alarm.wait()
+            woke.set()
+        }
+        if !alarm.usesDeadlineClock { #expect(await oneShotEventually { alarm.hasFallbackWaiter }) }
+        alarm.arm(at: .now + .milliseconds(5))
+        // Well inside the fallback's one-minute re-check, which would wake it anyway.
+        #expect(await oneShotEventually(30) { woke.isSet })
+    }
+}
+
+@Suite("Deadline timers: a refused timer thread")
+struct DeadlineTimersRefusedThreadTests {
+    /// The timer thread is the process's own, so this runs in a child process (an exit test).
+    @Test(
+        "a refused timer thread stops nothing and loses no deadline: the next schedule starts it, and both fire",
+        .enabled(
+            if: !runningUnderThreadSanitizer,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
+    func refusedTimerThread() async {
+        await #expect(processExitsWith: .success) {
+            let refusing = Atomic<Bool>(true)
+            let refused = Atomic<Int>(0)
+            DeadlineTimers.setThreadStarter { name, body in
+                if refusing.load(ordering: .acquiring) {
+                    refused.add(1, ordering: .relaxed)
+                    return 11  // EAGAIN
+                }
+                return startDetachedThread(name: name, body)
+            }
+            let fired = OneShotCounter()
+            _ = DeadlineTimers.schedule(at: .now, onTimerThread: true) { fired.increment() }
+            precondition(refused.load(ordering: .relaxed) == 1 && fired.value == 0)
+            refusing.store(false, ordering: .releasing)
+            _ = DeadlineTimers.schedule(at: .now + .milliseconds(1), onTimerThread: true) { fired.increment() }
+            let both = await fired.reaches(2)
+            precondition(both, "a deadline was lost")
         }
     }
 }

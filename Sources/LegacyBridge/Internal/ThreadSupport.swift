@@ -1,4 +1,5 @@
-// Threads of our own: the offload pool's workers and the SDK-thread executor's thread.
+// Threads of our own: the offload pool's workers, the SDK-thread executor's thread, the job
+// threads and the timer thread.
 //
 // A pthread mutex with condition variables (the one place in the core that parks a thread: only
 // threads this library created ever wait here), thread creation, and a thread-local marker that
@@ -82,8 +83,16 @@ final class ThreadParking: @unchecked Sendable {
         precondition(rc == 0, "pthread_cond_wait failed: \(rc)")
     }
 
-    /// The same, giving up after `nanoseconds` (> 0) if no signal came.
-    func wait(_ condition: Int, nanoseconds: Int64) {
+    /// The same, giving up after `duration` if no signal came (at least a nanosecond, at most
+    /// a minute: callers re-check their clock anyway). Returns true if it gave up.
+    ///
+    /// Measured on the monotonic clock, which stops while the machine sleeps: for a thread's
+    /// linger, not for a deadline (the timer thread waits on its deadlines' clock, see
+    /// DeadlineTimers.swift).
+    @discardableResult
+    func wait(_ condition: Int, for duration: Duration) -> Bool {
+        let (seconds, attoseconds) = min(max(duration, .nanoseconds(1)), .seconds(60)).components
+        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         #if canImport(Darwin)
         var relative = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
         let rc = pthread_cond_timedwait_relative_np(self.conditions + condition, self.mutex, &relative)
@@ -97,6 +106,7 @@ final class ThreadParking: @unchecked Sendable {
         let rc = pthread_cond_timedwait(self.conditions + condition, self.mutex, &deadline)
         #endif
         precondition(rc == 0 || rc == ETIMEDOUT, "pthread_cond_timedwait failed: \(rc)")
+        return rc == ETIMEDOUT
     }
 
     func signal(_ condition: Int) {

@@ -13,30 +13,18 @@
 //
 // A call decided inside `start` needs no lock at all once `start` has returned, if the SDK kept
 // no copy of the completion: the caller's reference is then the gate's only one, so no other
-// thread can reach it (`isAlone`, `withLockAlone`). Such a gate holds nothing any more, and is
-// kept for the thread's next call instead of being freed (`GateRecycler`). With the CPU this
-// machine had on 2026-12-02, where a locked instruction costs about 6 ns, those two steps took a
-// synchronous `withCallback` from 2.8-3.2x to 2.1-2.3x its floor: its cost had been one
-// allocation, the atomic release and free of the gate, and two lock round trips.
+// thread can reach it (`isAlone`, `withLockAlone`). Uniqueness is asked of the runtime through
+// `isKnownUniquelyReferenced`; nothing here reads an object's memory behind the runtime's back.
 //
 // On Darwin the gate keeps `os_unfair_lock`, which is already inline-cheap, and takes it every
-// time; nothing is recycled there.
+// time.
 
 #if canImport(Darwin)
 @usableFromInline
 package typealias GateLockedBox<State> = LockedBox<State>
 
 extension LockedBox {
-    // Darwin keeps it simple: never alone, every access takes the (inline-cheap) lock, and
-    // nothing is recycled.
-    @inlinable
-    package init(recyclingThreadsGate: Void, makingStateWith make: () -> State) {
-        self.init(makingStateWith: make)
-    }
-
-    @inlinable
-    package consuming func recycle(parking parked: () -> State) {}
-
+    // Darwin keeps it simple: never alone, every access takes the (inline-cheap) lock.
     @inlinable
     package mutating func isAlone() -> Bool { false }
 
@@ -57,7 +45,7 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: `State` is only ever read or written inside `withLock`, which holds
 /// the lock for the whole access, or by the holder of the storage's only reference
-/// (`withLockAlone`, `recycle`), which no other thread can reach.
+/// (`withLockAlone`), which no other thread can reach.
 @usableFromInline
 package struct GateLockedBox<State>: @unchecked Sendable {
     // `var` only so that `isAlone()` can ask whether the reference is unique; never reassigned.
@@ -88,37 +76,6 @@ package struct GateLockedBox<State>: @unchecked Sendable {
             defer { lock.pointee.unlock(address) }
             return try body(&state.pointee)
         }
-    }
-
-    /// Builds the state in place in the gate this thread recycled last (see `recycle`), or in a
-    /// new one if there is none of this type.
-    @inlinable
-    package init(recyclingThreadsGate: Void, makingStateWith make: () -> State) {
-        if let raw = GateRecycler.take() {
-            // A native object's first word is its class; the metatype of a class is that class.
-            let gateClass = unsafeBitCast(WordLockStorage<State>.self, to: UnsafeRawPointer.self)
-            if raw.load(as: UnsafeRawPointer.self) == gateClass {
-                let storage = Unmanaged<WordLockStorage<State>>.fromOpaque(raw).takeRetainedValue()
-                // Through the pointer: no exclusivity bookkeeping, and the type is known here.
-                storage.withUnsafeMutablePointerToHeader { $0.pointee = make() }
-                self.storage = storage
-                return
-            }
-            Unmanaged<AnyObject>.fromOpaque(raw).release()
-        }
-        self.storage = Self.makeStorage(make)
-    }
-
-    /// Keeps this gate for the next `init(recyclingThreadsGate:makingStateWith:)` on this thread instead
-    /// of freeing it (one per thread; freed when the thread ends). Only for a box that
-    /// `isAlone()` answered true for: its state is first replaced by `parked()`, which must
-    /// hold nothing (the settled state's closures and values are released now, not later).
-    @inlinable
-    package consuming func recycle(parking parked: () -> State) {
-        // Parked first, so that whatever releasing the settled state runs (deinits of captured
-        // objects) is over before the slot is read and written.
-        storage.withUnsafeMutablePointerToHeader { $0.pointee = parked() }
-        GateRecycler.keepIfEmpty { Unmanaged.passRetained(storage).toOpaque() }
     }
 
     /// Whether this box holds the only reference to the state: then no other thread can reach
@@ -152,43 +109,6 @@ extension GateLockedBox {
     var hasParkedWaiter: Bool {
         storage.withUnsafeMutablePointerToElements { $0.pointee.word.load(ordering: .acquiring) == 2 }
     }
-}
-
-/// The one settled gate each thread keeps for its next call: a synchronous `withCallback` then
-/// costs no allocation, and no atomic release and free of its gate (measured here: together
-/// about half of such a call). A thread-specific slot, so nothing is shared; a thread that ends
-/// frees its gate.
-@usableFromInline
-enum GateRecycler {
-    @usableFromInline
-    static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        precondition(pthread_key_create(&key, releaseRecycledGate) == 0, "pthread_key_create failed")
-        return key
-    }()
-
-    /// The thread's gate, which the slot then no longer holds.
-    @inlinable
-    static func take() -> UnsafeMutableRawPointer? {
-        let key = self.key
-        guard let raw = pthread_getspecific(key) else { return nil }
-        pthread_setspecific(key, nil)
-        return raw
-    }
-
-    /// Puts the retained gate `gate()` makes in the slot if the slot is empty; otherwise makes
-    /// none (the caller's reference then frees the gate as usual).
-    @inlinable
-    static func keepIfEmpty(_ gate: () -> UnsafeMutableRawPointer) {
-        let key = self.key
-        guard pthread_getspecific(key) == nil else { return }
-        pthread_setspecific(key, gate())
-    }
-}
-
-/// The slot's destructor, run when a thread that holds a gate ends.
-private func releaseRecycledGate(_ raw: UnsafeMutableRawPointer?) {
-    if let raw { Unmanaged<AnyObject>.fromOpaque(raw).release() }
 }
 
 /// Storage of a `GateLockedBox`: the value is the buffer's header, the lock its one tail element.

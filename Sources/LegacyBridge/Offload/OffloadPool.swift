@@ -98,12 +98,13 @@ public final class OffloadPool: Sendable {
     /// - If it is cancelled while the call waits for a thread, this throws `CancellationError` at
     ///   once and `body` never runs.
     /// - If it is cancelled while `body` runs, this throws `CancellationError` at once, without
-    ///   waiting for `body`. `cancel`, if given, is then called once, on a thread of the library's own
-    ///   (never inside the task's cancellation handler, never on a pool thread), to ask the
-    ///   blocked call to give up. It is not called if `body` already returned; and the pool thread
-    ///   does not take its next call before `cancel` has returned, so a cancel never lands
-    ///   on a later call. Whatever `body` then returns is ignored, except that a value goes to
-    ///   `onDiscard`, exactly once.
+    ///   waiting for `body`. `cancel`, if given, is then called once, on a job thread of the
+    ///   library's own (see ``BridgeThreads``; never inside the task's cancellation handler, never
+    ///   on a pool thread), to ask the blocked call to give up. It may run after this has thrown.
+    ///   It is not called if `body` already returned; and the pool thread does not take its next
+    ///   call before `cancel` has returned, so a cancel never lands on a later call.
+    ///   Whatever `body` then returns is ignored, except that a value goes to `onDiscard`,
+    ///   exactly once.
     /// - A timeout acts like a cancellation but throws ``BridgeTimeoutError``.
     ///
     /// - Parameters:
@@ -143,9 +144,11 @@ public final class OffloadPool: Sendable {
             let settle: OffloadSettle = { rejection in
                 if let rejection {
                     completion(.failure(rejection))
-                } else {
+                } else if !completion.isDecided {
                     completion(Result { try body.closure() })
                 }
+                // Otherwise the caller was cancelled or timed out while the call waited: its
+                // cancel handle, on its way to a job thread, would have dropped it.
             }
             switch core.submit(.call(settle), interruptible: interrupt != nil) {
             case .success(let id):

@@ -84,9 +84,9 @@ final class OffloadPoolCore: @unchecked Sendable {
         }
     }
 
-    /// The caller of job `id` was cancelled: a waiting job is dropped (never runs); a running
-    /// one with an interrupt gets it called, soon, on a thread of the library's own (never here: this runs
-    /// inside the task's cancellation handler).
+    /// The caller of job `id` was cancelled or timed out: a waiting job is dropped (never runs); a
+    /// running one with an interrupt gets it called, here. This is the call's `CancelHandle`, so
+    /// it runs on a job thread of the library's own, never inside the task's cancellation handler.
     @usableFromInline
     func cancel(_ id: OffloadJobID, interrupt: (@Sendable () -> Void)?) {
         let action = self.locked { $0.cancel(id) }
@@ -96,7 +96,7 @@ final class OffloadPoolCore: @unchecked Sendable {
         case .dropQueued(let work):
             _ = work  // released here, after unlocking
         case .scheduleInterrupt(let id):
-            SpareThreads.run { self.deliverInterrupt(id, interrupt: interrupt) }
+            self.deliverInterrupt(id, interrupt: interrupt)
         }
     }
 

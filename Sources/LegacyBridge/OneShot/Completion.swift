@@ -34,14 +34,14 @@ public struct Completion<Value: Sendable>: Sendable {
     // `start` returned `handle` (see `CompletionGateStorage.startReturned`); called on the
     // completion that owns the gate, so no copy of it is made.
     @inlinable
-    mutating func startReturned(_ handle: CancelHandle?) -> (outcome: Result<Value, any Error>?, alone: Bool) {
+    mutating func startReturned(_ handle: CancelHandle?) -> Result<Value, any Error>? {
         self.storage.startReturned(handle)
     }
 
-    // Keeps the gate for this thread's next call (see `CompletionGateStorage.recycle`).
-    @inlinable
-    consuming func recycle() {
-        self.storage.recycle()
+    /// Whether the outcome is decided (an offload worker skips a call whose caller is gone).
+    @usableFromInline
+    var isDecided: Bool {
+        self.storage.isDecided
     }
 
     /// Reports success.
@@ -69,15 +69,22 @@ public struct Completion<Value: Sendable>: Sendable {
 
 /// How to cancel the operation underneath a one-shot call.
 ///
-/// Return one from `withCallback`'s `start` (or pass it to
-/// ``CompletionGate/attach(_:)``). It is called at most once, outside any lock,
-/// and only if cancellation of the calling task or the timeout decided the
-/// outcome, including when that happened before `start` returned. It is never
-/// called if the operation's own completion decided first.
+/// Return one from `withCallback`'s `start`, or pass it to ``CompletionGate/attach(_:)``.
 ///
-/// The closure may call the ``Completion`` synchronously; that call then loses
-/// (a success value goes to `onDiscard`). Keep it short and non-blocking: it
-/// can run inside the task runtime's cancellation machinery.
+/// - It is called exactly once if cancellation or the timeout decided the outcome, also when
+///   that happened before `start` returned it. It is never called if the operation's own
+///   completion decided first.
+/// - It runs on a job thread of the library's own (see ``BridgeThreads``), outside any lock.
+///   Never in the code that cancelled: not inside `Task.cancel()`, a task group's `cancelAll()`,
+///   the task runtime's cancellation handler, ``CompletionGate/cancel()``, the timer, or `start`'s
+///   caller. A slow SDK cancel delays no caller and no other timeout.
+/// - The caller does not wait for it: it resumes as soon as the outcome is decided, so it may run
+///   on before the handle has been called or has returned. Capture in the closure what it needs,
+///   and let it do no harm if the operation has ended meanwhile.
+/// - It may call the ``Completion`` synchronously; that call then loses, and a success value goes
+///   to `onDiscard`.
+/// - Keep it short. Handles beyond ``BridgeThreads/limit`` wait in order for a job thread, and
+///   one that blocks keeps its thread for as long.
 public struct CancelHandle: Sendable {
     @usableFromInline
     let cancel: @Sendable () -> Void
@@ -87,6 +94,12 @@ public struct CancelHandle: Sendable {
     /// - Parameter cancel: Asks the operation to stop, e.g. calls the SDK's cancel function.
     public init(_ cancel: @escaping @Sendable () -> Void) {
         self.cancel = cancel
+    }
+
+    /// Hands the call to one of the library's job threads (`BridgeThreads`); returns at once.
+    @usableFromInline
+    func callOnJobThread() {
+        BridgeThreadPool.submit(cancel)
     }
 }
 

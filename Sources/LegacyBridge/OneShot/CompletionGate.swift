@@ -20,7 +20,8 @@
 ///   at most once per gate; installing twice is a precondition failure.
 /// - ``attach(_:)`` the operation's cancel handle (or nil) at most once; it is
 ///   called at most once, only if cancellation or the timeout decided, even if
-///   it is attached after that decision.
+///   it is attached after that decision. It runs on a job thread of the
+///   library's own, never in the code that cancelled (see ``CancelHandle``).
 /// - The gate never calls anything while holding its lock, so the handle and
 ///   `onDiscard` may call back into the gate.
 public final class CompletionGate<Value: Sendable>: Sendable {
@@ -53,8 +54,13 @@ public final class CompletionGate<Value: Sendable>: Sendable {
         self.storage.finish(result)
     }
 
-    /// Cancels the call: decides `CancellationError` if nothing decided yet and
-    /// then calls the attached cancel handle (or calls it when it is attached).
+    /// Cancels the call: decides `CancellationError` if nothing decided yet, resumes
+    /// the waiter, and hands the attached cancel handle to a job thread of the
+    /// library's own (or does so when it is attached).
+    ///
+    /// It returns without waiting for the handle, which may run after it returned.
+    /// The same happens when the task awaiting ``value(isolation:timeout:)`` is
+    /// cancelled.
     ///
     /// - Returns: `true` if this call decided the outcome.
     @discardableResult
@@ -65,9 +71,10 @@ public final class CompletionGate<Value: Sendable>: Sendable {
     /// Attaches the operation's cancel handle. Call at most once per gate
     /// (with nil, or not at all, if the operation cannot be cancelled).
     ///
-    /// If cancellation or the timeout already decided, the handle is called
-    /// now (on this thread); if a completion already decided, it is dropped
-    /// without being called. Attaching twice is a precondition failure.
+    /// If cancellation or the timeout already decided, the handle is handed to a
+    /// job thread of the library's own now and this returns at once; if a
+    /// completion already decided, it is dropped without being called. Attaching
+    /// twice is a precondition failure.
     ///
     /// - Parameter handle: How to cancel the operation, or nil.
     public func attach(_ handle: CancelHandle?) {

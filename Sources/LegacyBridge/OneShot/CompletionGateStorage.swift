@@ -34,16 +34,6 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
             self.plannedTimeout = .seconds(0)
             self.plannedDeadline = .seconds(0)
         }
-
-        /// The state of a recycled gate waiting for its next call: holds nothing, counts nothing.
-        @inlinable
-        init(parked: Void) {
-            self.machine = Machine()
-            self.onDiscard = nil
-            self.diagnosticsToken = nil
-            self.plannedTimeout = .seconds(0)
-            self.plannedDeadline = .seconds(0)
-        }
     }
 
     // `var` only for `startReturned`'s uniqueness check; never reassigned.
@@ -52,7 +42,7 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
 
     @inlinable
     init(onDiscard: (@Sendable (Value) -> Void)?) {
-        self.box = GateLockedBox(recyclingThreadsGate: ()) { Guarded(onDiscard: onDiscard) }
+        self.box = GateLockedBox { Guarded(onDiscard: onDiscard) }
     }
 
     /// Records a result from the operation; true if it decided the outcome.
@@ -131,36 +121,28 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         case .none:
             break
         case .call(let handle):
-            handle.cancel()
+            handle.callOnJobThread()
         }
     }
 
     /// `start` returned `handle`: attaches it and returns the outcome, if it was decided
-    /// meanwhile (after calling the handle if it must be called). If the caller's
-    /// completion is the only reference left to the gate (the SDK kept no copy, whether or not
-    /// it already called it), no other thread can reach the gate: the machine is asked without
-    /// the lock, and `alone` says the gate may then be recycled.
+    /// meanwhile (after handing the handle to a job thread if it must be called). If the caller's
+    /// completion is the only reference left to the gate (the SDK kept no copy, whether or not it
+    /// already called it), no other thread can reach the gate: the machine is asked without the
+    /// lock.
     @inlinable
-    mutating func startReturned(_ handle: CancelHandle?) -> (outcome: Result<Value, any Error>?, alone: Bool) {
-        let alone = self.box.isAlone()
+    mutating func startReturned(_ handle: CancelHandle?) -> Result<Value, any Error>? {
         let action =
-            alone
+            self.box.isAlone()
             ? self.box.withLockAlone { $0.machine.startReturned(handle) }
             : self.box.withLock { $0.machine.startReturned(handle) }
         switch action {
         case .wait:
-            return (nil, alone)
+            return nil
         case .deliver(let outcome, let call):
-            call?.cancel()
-            return (outcome, alone)
+            call?.callOnJobThread()
+            return outcome
         }
-    }
-
-    /// Keeps the gate for this thread's next call; only after `startReturned` delivered the
-    /// outcome and said the gate was `alone`.
-    @inlinable
-    consuming func recycle() {
-        self.box.recycle(parking: { Guarded(parked: ()) })
     }
 
     /// Records the timer to arm once the call waits (see ``armPlannedTimer()``).
@@ -187,7 +169,9 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     @usableFromInline
     func armTimer(timeout: Duration, deadline: ContinuousClock.Instant) {
         let storage = self
-        let timer = DeadlineTimers.schedule(at: deadline) {
+        // Deciding and resuming is short and runs no user code: the timer thread does it, so the
+        // caller is back on time even while every job thread is stuck in an SDK's cancel.
+        let timer = DeadlineTimers.schedule(at: deadline, onTimerThread: true) {
             storage.timeOut(BridgeTimeoutError(timeout: timeout))
         }
         let action = self.box.withLock { $0.machine.armTimer(timer) }
@@ -199,18 +183,25 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         }
     }
 
-    /// Performs a decision outside the lock: cancel the timer, call the cancel
-    /// handle (so the operation has been told to stop before the waiter sees
-    /// the cancellation), then resume the waiter. A handle that is not called
-    /// is released when `decision` goes out of scope, also outside the lock.
+    /// Performs a decision outside the lock: cancel the timer, resume the waiter, then hand the
+    /// cancel handle to a job thread. The handle never runs here: this may be the task runtime's
+    /// cancellation handler, a task group's `cancelAll()` or the timer thread, none of which may
+    /// wait for an SDK. A handle that is not called is released when `decision` goes out of
+    /// scope, also outside the lock.
     @inlinable
     static func perform(_ decision: Machine.Decision) {
         decision.timerToCancel?.cancel()
-        decision.handleToCall?.cancel()
         if let waiter = decision.waiter {
             if BridgeDiagnostics.isEnabled { BridgeDiagnostics.noteResume() }
             waiter.resume(with: decision.outcome)
         }
+        decision.handleToCall?.callOnJobThread()
+    }
+
+    /// Whether the outcome is decided.
+    @usableFromInline
+    var isDecided: Bool {
+        self.box.withLock { $0.machine.isDecided }
     }
 
     /// A snapshot of the machine (tests and debugging).

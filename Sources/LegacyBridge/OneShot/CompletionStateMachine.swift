@@ -61,7 +61,8 @@ struct CompletionStateMachine<Value: Sendable> {
     }
 
     /// What the event that decided the outcome asks the storage to do, outside
-    /// the lock, in this order: cancel the timer, call the handle, resume the waiter.
+    /// the lock, in this order: cancel the timer, resume the waiter, hand the
+    /// handle to a job thread.
     @usableFromInline
     struct Decision {
         /// The outcome that won.
@@ -320,7 +321,8 @@ struct CompletionStateMachine<Value: Sendable> {
 
     // MARK: - Introspection (tests and debugging)
 
-    /// Whether the outcome is decided.
+    /// Whether the outcome is decided (an offload worker asks before it runs a call).
+    @usableFromInline
     var isDecided: Bool {
         switch self.state {
         case .pending: return false

@@ -5,7 +5,7 @@
 /// operation, and returns a ``CancelHandle`` that stops it (or nil if it cannot
 /// be stopped). If `start` throws, that error is the outcome unless the
 /// completion already decided it. `start` runs even if the task is already
-/// cancelled (the operation is then cancelled through its handle at once).
+/// cancelled (the operation is then cancelled through its handle right away).
 ///
 /// The first of these decides the outcome; everything later is ignored:
 /// - the completion is called (success or failure; repeated calls lose),
@@ -20,25 +20,22 @@
 ///   right after `start` returns, and one that arrives later decides when it
 ///   arrives.
 ///
-/// When cancellation or the timeout decides, the operation's cancel handle is
-/// called exactly once, outside any lock, before this function throws. It is
-/// never called when the completion decided first. The caller resumes
-/// promptly even if the operation never calls back.
+/// When cancellation or the timeout decides, the caller resumes at once and the operation's
+/// cancel handle is called exactly once, on a job thread of the library's own: not inside the
+/// code that cancelled, and possibly after this function has thrown (see ``CancelHandle``). It is
+/// never called when the completion decided first. The caller resumes promptly even if the
+/// operation never calls back.
 ///
-/// The timeout is kept by a thread of the library's own, not by a task: it
-/// fires on time even when every cooperative thread is busy or blocked, and
-/// the cancel handle it calls runs on a library thread, never on the
-/// cooperative pool, so an SDK whose cancel is slow holds up no task.
+/// The timeout is kept by the library's timer thread, not by a task: it fires on time even when
+/// every cooperative thread is busy or blocked, and even when every job thread is stuck in a
+/// slow SDK cancel, because the timer thread itself resumes the caller and runs no SDK code.
 ///
-/// The caller resumes directly on its own isolation (for example the main
-/// actor) with no extra executor hops; a synchronous outcome never suspends.
+/// The caller resumes directly on its own isolation (for example the main actor) with no extra
+/// executor hops; a synchronous outcome never suspends.
 ///
-/// The call's state is freed when this function has returned and the SDK has
-/// dropped the completion; the gate keeps no cancel handle or timer after the
-/// outcome is decided, so a handle that captures the completion forms no cycle.
-/// On Linux, a call decided inside `start` whose completion the SDK did not
-/// keep releases its state at once and leaves its emptied gate (about 128
-/// bytes) to the next call on the same thread; a thread keeps at most one.
+/// The call's state is freed when this function has returned and the SDK has dropped the
+/// completion; the gate keeps no cancel handle or timer after the outcome is decided, so a handle
+/// that captures the completion forms no cycle.
 ///
 /// ```swift
 /// let page = try await withCallback(timeout: .seconds(5)) { completion in
@@ -88,11 +85,8 @@ public func withCallback<Value: Sendable>(
         handle = nil
     }
     var owner = consume completion
-    let (outcome, alone) = owner.startReturned(handle)
-    if let outcome {
-        // Decided while `start` ran: no cancellation handler, no continuation, no timer; and
-        // if the SDK kept no copy of the completion, the gate serves this thread's next call.
-        if alone { owner.recycle() }
+    if let outcome = owner.startReturned(handle) {
+        // Decided while `start` ran: no cancellation handler, no continuation, no timer.
         return try outcome.get()
     }
     return try await waitForCallback(owner.storage, plan: plan, timeout: timeout, isolation: isolation)

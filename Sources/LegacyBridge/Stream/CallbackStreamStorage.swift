@@ -181,7 +181,7 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
                 abandonDeliveries()
             }
         } else if first.operation == .cancel {
-            SpareThreads.run { self.runDeliveries(from: first, inline: false) }
+            BridgeThreadPool.shared.run { self.runDeliveries(from: first, inline: false) }
         } else {
             runDeliveries(from: first, inline: true)
         }
@@ -197,7 +197,7 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
             delivery.perform()
             guard let next = control.withLock({ $0.deliveryCompleted() }) else { return }
             if inline && next.operation == .cancel {
-                SpareThreads.run { self.runDeliveries(from: next, inline: false) }
+                BridgeThreadPool.shared.run { self.runDeliveries(from: next, inline: false) }
                 return
             }
             delivery = next

@@ -84,7 +84,8 @@ struct OffloadPoolTests {
         waiting.cancel()
         #expect(await waiting.outcome() == .cancelled)
         #expect(!blocker.isOpen)  // the caller resumed while the only thread was still blocked
-        #expect(pool.offloadSnapshot.queuedIDs.isEmpty)  // the job left the queue
+        // The job leaves the queue when the call's cancel handle runs, on a job thread.
+        #expect(await offloadEventually("the job left the queue") { pool.offloadSnapshot.queuedIDs.isEmpty })
         blocker.open()
         #expect(await blocking.outcome() == .success(1))
         #expect(try await pool.run { 3 } == 3)  // FIFO: the cancelled call would have run before this one

@@ -34,6 +34,13 @@ final class OneShotCounter: Sendable {
     private let count = Atomic<Int>(0)
     var value: Int { self.count.load(ordering: .acquiring) }
     func increment() { self.count.add(1, ordering: .acquiringAndReleasing) }
+
+    /// Waits until the count has reached `expected`, then says whether it is exactly that. A
+    /// cancel handle runs on a job thread, where it may still be on its way when the cancelled
+    /// caller has resumed: the wait is an upper bound (the hang bound), not a guess.
+    func reaches(_ expected: Int) async -> Bool {
+        await oneShotEventually { self.value >= expected } && self.value == expected
+    }
 }
 
 /// A thread-safe list (records discarded values, events, ...).
