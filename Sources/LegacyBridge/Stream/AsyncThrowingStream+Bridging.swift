@@ -59,7 +59,7 @@ final class BridgedSubscription<Element: Sendable>: Sendable {
     let storage: CallbackStreamStorage<Element>
     /// Elements taken from the stream and not yet handed out. Only the single
     /// consumer touches it; the box orders its calls for ThreadSanitizer.
-    let batch = LockedBox(StreamRing<Element>())
+    let batch = LockedBox(RingBuffer<Element>())
 
     init(buffering: StreamBuffering, ordering: StreamOrdering) {
         self.storage = CallbackStreamStorage(buffering: buffering, ordering: ordering)
@@ -79,7 +79,7 @@ final class BridgedSubscription<Element: Sendable>: Sendable {
                 return nil
             }
             var local = batch.withLock { batch in
-                var taken = StreamRing<Element>()
+                var taken = RingBuffer<Element>()
                 swap(&taken, &batch)
                 return taken
             }
