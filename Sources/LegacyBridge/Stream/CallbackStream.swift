@@ -79,15 +79,14 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     ///
     /// - Parameters:
     ///   - elementType: The element type, for call sites that need to spell it.
-    ///   - buffering: How elements wait for the consumer (see ``StreamBuffering``).
-    ///     Invalid bounds stop the program with a message saying what to pass.
-    ///   - ordering: ``StreamOrdering/arrival`` (the default), or
-    ///     ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``
-    ///     for producers that number their events.
-    ///   - start: Starts the producer. Called when an iterator first asks for
-    ///     an element, with the sink the producer's callbacks use. Returns the
-    ///     control handle, or `nil` if the producer cannot be cancelled or
-    ///     paused. Throwing ends the stream with that error, after any
+    ///   - buffering: How elements wait for the consumer: see ``StreamBuffering``. Invalid bounds
+    ///     stop the program with a message saying what to pass.
+    ///   - ordering: ``StreamOrdering/arrival``, the default, or
+    ///     ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)`` for producers that
+    ///     number their events.
+    ///   - start: Starts the producer. Called when an iterator first asks for an element, with the
+    ///     sink the producer's callbacks use. Returns the control handle, or `nil` if the producer
+    ///     cannot be cancelled or paused. Throwing ends the stream with that error, after any
     ///     elements it yielded.
     public init(
         of elementType: Element.Type = Element.self,
@@ -112,31 +111,30 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         )
     }
 
-    /// The counters of the most recent subscription of this stream value
-    /// (live, or as they were when it ended); all zero before the first one.
+    /// The counters of the most recent subscription of this stream value, live or as they were
+    /// when it ended. All zero before the first one.
     ///
-    /// For a `for try await` loop, which never shows its iterator: read it
-    /// after (or during) the loop to see drops, the peak buffered, pauses and resumes.
+    /// A `for try await` loop never shows its iterator: read these during or after the loop to see
+    /// drops, the peak buffered, pauses and resumes.
     public var statistics: StreamStatistics {
         registry.statistics
     }
 
-    /// Stops the stream: every subscription of this stream value that is
-    /// still running ends (buffered elements are dropped, the producer is
-    /// cancelled per the contract, and `next()` returns `nil` once the
-    /// iterator's current batch is used up), and later iterations end at once
-    /// without running `start`.
+    /// Stops the stream: every subscription of this stream value that still runs ends, and later
+    /// iterations end at once without running `start`.
     ///
-    /// Leaving a `for try await` loop normally releases its iterator, which
-    /// stops its subscription; use this where that does not happen (at top
-    /// level in `main.swift`, where the toolchain keeps the loop's iterator
-    /// alive) or to stop a stream from another task.
+    /// - Buffered elements are dropped, and the producer is cancelled per the contract.
+    /// - `next()` returns `nil` once the iterator's current batch is used up.
+    ///
+    /// Leaving a `for try await` loop normally releases its iterator, which stops its
+    /// subscription. Use this where that does not happen, at top level in `main.swift` where the
+    /// toolchain keeps the loop's iterator alive, or to stop a stream from another task.
     public func stop() {
         registry.stopAll()
     }
 
-    /// The iterator of a ``CallbackStream``: one subscription to the producer.
-    /// Not `Sendable`; do not copy it and use the copies separately.
+    /// The iterator of a ``CallbackStream``: one subscription to the producer. Not `Sendable`: do
+    /// not copy it and use the copies separately.
     public struct AsyncIterator: AsyncIteratorProtocol {
         /// The error type of the iterator.
         public typealias Failure = any Error
@@ -176,7 +174,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
             self.runEnd = 0
         }
 
-        /// The subscription's counters (all zero before the first `next()`).
+        /// The subscription's counters, all zero before the first `next()`.
         public var statistics: StreamStatistics {
             subscription.storage?.statistics ?? StreamStatistics()
         }
