@@ -15,8 +15,9 @@
 ///   before it was made is not made.
 /// - With a scheduler, one call is in flight at a time.
 /// - Without one, a pause starts as soon as it is decided, even while the previous resume is still
-///   returning: that resume is what lets a push producer run, so the pause can only land after it.
-///   A resume never starts while a pause is in flight: that pause's thread makes it afterwards.
+///   returning: a producer that the resume woke must be stoppable at once, and its pause can only
+///   land after the resume that let it run. A resume never starts while a pause is in flight:
+///   that pause's thread makes it afterwards.
 /// - Cancel starts once nothing else is in flight, exactly once if requested before the producer
 ///   finished, and never once it finished first.
 /// - Calls decided before the handle arrives are handed out when it arrives.
