@@ -71,15 +71,30 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         }
     }
 
+    /// The elements between producer and consumer: those waiting, and the size of the batch the
+    /// consumer took last. Both count as held until the consumer comes back for more.
+    @usableFromInline
+    struct Handoff {
+        @usableFromInline var buffer: RingBuffer<Element>
+        @usableFromInline var inBatch: Int
+
+        @inlinable
+        init() {
+            self.buffer = RingBuffer()
+            self.inBatch = 0
+        }
+
+        @inlinable
+        var held: Int { buffer.count &+ inBatch }
+    }
+
     @usableFromInline
     enum State {
         /// The producer is live.
-        /// - `waiter`: the suspended consumer, only ever set while the buffer is empty.
-        /// - `inBatch`: elements handed to the consumer that count as held until it comes back.
+        /// - `waiter`: the suspended consumer, only ever set while nothing waits.
         /// - `backpressure`: the watermarks of a `.backpressure` stream.
         /// - `sequencing`: the reorderer of a `.sequenced` stream.
-        case streaming(
-            waiter: Continuation?, inBatch: Int, backpressure: StreamBackpressure?, sequencing: Sequencing?)
+        case streaming(waiter: Continuation?, backpressure: StreamBackpressure?, sequencing: Sequencing?)
         /// The producer finished, with `failure` or normally; the terminal waits behind the buffer.
         case draining(failure: (any Error)?)
         /// The consumer received the terminal or called `stop()`: `next()` returns `nil`.
@@ -190,10 +205,11 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     }
 
     @usableFromInline var state: State
-    /// The elements waiting for the consumer while streaming or draining. It lives beside `state`
-    /// rather than in its payload because every yield appends to it: a payload can only change by
-    /// moving it out and back, which the compiler does through the type's generic value witnesses.
-    @usableFromInline var buffer: RingBuffer<Element>
+    /// What waits between producer and consumer, while streaming or draining. It lives beside
+    /// `state` rather than in its payload because every yield and every batch changes it: a payload
+    /// can only change by moving it out and back, which the compiler does through the type's
+    /// generic value witnesses.
+    @usableFromInline var handoff: Handoff
     /// Pause, resume and cancel. Outlives the streaming phase: a cancel runs after termination.
     @usableFromInline var producer: ProducerControlStateMachine
     @usableFromInline var statistics: StreamStatistics
@@ -208,9 +224,9 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         buffering.validate()
         ordering.validate()
         self.state = .streaming(
-            waiter: nil, inBatch: 0, backpressure: buffering.watermarks,
+            waiter: nil, backpressure: buffering.watermarks,
             sequencing: ordering.makeReorderer().map { Sequencing($0) })
-        self.buffer = RingBuffer()
+        self.handoff = Handoff()
         self.producer = ProducerControlStateMachine()
         self.statistics = StreamStatistics()
         self.trace = Trace()
@@ -225,12 +241,12 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @inlinable
     mutating func yield(_ element: Element) -> YieldAction {
         switch state {
-        case .streaming(let waiter, let inBatch, let backpressure, _):
+        case .streaming(let waiter, let backpressure, _):
             precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
-            if waiter == nil && acceptsQuietly(inBatch: inBatch, backpressure) {
-                buffer.append(element)
+            if waiter == nil && acceptsQuietly(1, backpressure) {
+                handoff.buffer.append(element)
                 statistics.enqueued &+= 1
-                let held = buffer.count &+ inBatch
+                let held = handoff.held
                 if held > statistics.peakBuffered { statistics.peakBuffered = held }
                 return .answer(.enqueued)
             }
@@ -248,36 +264,16 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @inlinable
     mutating func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldAction {
         switch state {
-        case .streaming:
+        case .streaming(let waiter, let backpressure, _):
             precondition(!isSequenced, "this stream was created with ordering: .sequenced; call yield(_:sequence:)")
             guard !elements.isEmpty else { return .answer(answer(.enqueued)) }
-            var effects = Effects()
-            var outcome = YieldOutcome.enqueued
-            let stored: Int
-            switch buffering {
-            case .unbounded, .backpressure:
-                buffer.append(contentsOf: elements)
-                stored = elements.count
-            case .bufferingOldest(let limit):
-                stored = Swift.min(Swift.max(0, limit &- buffer.count), elements.count)
-                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: elements[0..<stored]))
-            case .bufferingNewest(let limit):
-                stored = Swift.min(limit, elements.count)
-                var overflow = buffer.count &+ stored &- limit
-                while overflow > 0, let oldest = buffer.popFirst() {
-                    effects.discarded.append(oldest)
-                    overflow &-= 1
-                }
-                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: elements[(elements.count &- stored)...]))
+            if waiter == nil && acceptsQuietly(elements.count, backpressure) {
+                handoff.buffer.append(contentsOf: elements)
+                statistics.enqueued &+= elements.count
+                notePeak()
+                return .answer(.enqueued)
             }
-            let dropped = elements.count &- stored &+ effects.discarded.count
-            if dropped > 0 {
-                statistics.droppedByBuffering &+= dropped
-                outcome = .dropped
-            }
-            statistics.enqueued &+= stored
-            accepted(stored, &effects)
-            return effects.isEmpty ? .answer(answer(outcome)) : .perform(effects, answer: answer(outcome))
+            return yieldWithEffects(contentsOf: elements)
         case .draining, .finished, .cancelled:
             statistics.yieldedAfterTermination &+= elements.count
             return .answer(.terminated)
@@ -286,12 +282,42 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         }
     }
 
+    /// A batch that needs more than an append, while streaming: a policy drop, a wake-up or a
+    /// watermark.
+    @inlinable
+    mutating func yieldWithEffects(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldAction {
+        var effects = Effects()
+        let stored: Int
+        switch buffering {
+        case .unbounded, .backpressure:
+            handoff.buffer.append(contentsOf: elements)
+            stored = elements.count
+        case .bufferingOldest(let limit):
+            stored = Swift.min(Swift.max(0, limit &- handoff.buffer.count), elements.count)
+            handoff.buffer.append(contentsOf: UnsafeBufferPointer(rebasing: elements[0..<stored]))
+        case .bufferingNewest(let limit):
+            stored = Swift.min(limit, elements.count)
+            var overflow = handoff.buffer.count &+ stored &- limit
+            while overflow > 0, let oldest = handoff.buffer.popFirst() {
+                effects.discarded.append(oldest)
+                overflow &-= 1
+            }
+            handoff.buffer.append(contentsOf: UnsafeBufferPointer(rebasing: elements[(elements.count &- stored)...]))
+        }
+        let dropped = elements.count &- stored &+ effects.discarded.count
+        statistics.droppedByBuffering &+= dropped
+        statistics.enqueued &+= stored
+        accepted(stored, &effects)
+        let outcome = answer(dropped > 0 ? .dropped : .enqueued)
+        return effects.isEmpty ? .answer(outcome) : .perform(effects, answer: outcome)
+    }
+
     /// One numbered element from the producer of a sequenced stream. The reorder happens here,
     /// under the stream's lock, so concurrent producers cannot interleave the runs it releases.
     @usableFromInline
     mutating func yield(_ element: Element, sequence: UInt64) -> YieldAction {
         switch state {
-        case .streaming(let waiter, let inBatch, let backpressure, var sequencing?):
+        case .streaming(let waiter, let backpressure, var sequencing?):
             state = .modifying
             var effects = Effects()
             var stored = 0
@@ -312,18 +338,18 @@ struct CallbackStreamStateMachine<Element: Sendable> {
                     effects.gapTimer = .arm(generation: sequencing.reorderer.gapGeneration)
                 }
                 state = .streaming(
-                    waiter: waiter, inBatch: inBatch, backpressure: backpressure, sequencing: sequencing)
+                    waiter: waiter, backpressure: backpressure, sequencing: sequencing)
                 accepted(stored, &effects)
                 if placement == .stale { outcome = .dropped }
                 return .perform(effects, answer: answer(outcome))
             case .rejected:
                 state = .streaming(
-                    waiter: waiter, inBatch: inBatch, backpressure: backpressure, sequencing: sequencing)
+                    waiter: waiter, backpressure: backpressure, sequencing: sequencing)
                 accepted(stored, &effects)
                 failForGap(&effects)
                 return .perform(effects, answer: .dropped)
             }
-        case .streaming(_, _, _, sequencing: nil):
+        case .streaming(_, _, sequencing: nil):
             preconditionFailure("yield(_:sequence:) needs a stream created with ordering: .sequenced(window:)")
         case .draining, .finished, .cancelled:
             statistics.yieldedAfterTermination &+= 1
@@ -338,7 +364,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @usableFromInline
     mutating func gapTimerFired(generation: UInt64) -> EffectsAction {
         switch state {
-        case .streaming(let waiter, let inBatch, let backpressure, var sequencing?)
+        case .streaming(let waiter, let backpressure, var sequencing?)
         where sequencing.reorderer.gapGeneration == generation && sequencing.reorderer.heldCount > 0:
             state = .modifying
             var effects = Effects()
@@ -353,7 +379,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             if gaveUp && sequencing.reorderer.heldCount > 0 {
                 effects.gapTimer = .arm(generation: sequencing.reorderer.gapGeneration)
             }
-            state = .streaming(waiter: waiter, inBatch: inBatch, backpressure: backpressure, sequencing: sequencing)
+            state = .streaming(waiter: waiter, backpressure: backpressure, sequencing: sequencing)
             accepted(stored, &effects)
             if !gaveUp { failForGap(&effects) }
             return .perform(effects)
@@ -368,14 +394,14 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @usableFromInline
     mutating func gapTimerArmed(_ timer: DeadlineTimer, generation: UInt64) -> GapTimerArmedAction {
         switch state {
-        case .streaming(let waiter, let inBatch, let backpressure, var sequencing?):
+        case .streaming(let waiter, let backpressure, var sequencing?):
             // Two producers' threads may arm two generations in either order: the newer one stays.
             if let current = sequencing.gapTimer, current.generation > generation { return .cancel(timer) }
             let replaced = sequencing.gapTimer?.timer
             sequencing.gapTimer = (generation, timer)
-            state = .streaming(waiter: waiter, inBatch: inBatch, backpressure: backpressure, sequencing: sequencing)
+            state = .streaming(waiter: waiter, backpressure: backpressure, sequencing: sequencing)
             return replaced.map { .cancel($0) } ?? .keep
-        case .streaming(_, _, _, sequencing: nil):
+        case .streaming(_, _, sequencing: nil):
             preconditionFailure("gapTimerArmed: an arrival-ordered stream has no gaps")
         case .draining, .finished, .cancelled:
             return .cancel(timer)
@@ -389,7 +415,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @usableFromInline
     mutating func finish(_ failure: (any Error)?) -> EffectsAction {
         switch state {
-        case .streaming(let waiter, let inBatch, var backpressure, var sequencing):
+        case .streaming(let waiter, var backpressure, var sequencing):
             state = .modifying
             var effects = Effects()
             var failure = failure
@@ -403,11 +429,11 @@ struct CallbackStreamStateMachine<Element: Sendable> {
                     }
                     if let after = sequencing?.reorderer.counters { count(after, since: before) }
                     // No pause after the end: the flush only counts its overshoot.
-                    switch stored > 0 ? backpressure?.accepted(stored, held: buffer.count &+ inBatch) : nil {
+                    switch stored > 0 ? backpressure?.accepted(stored, held: handoff.held) : nil {
                     case .pause(let extra)?, .overshoot(let extra)?: statistics.acceptedWhilePaused &+= extra
                     case .keepGoing?, nil: break
                     }
-                    notePeak(inBatch: inBatch)
+                    notePeak()
                 case .fail:
                     let missing = reorderer.nextSequence
                     discard(sequencing?.reorderer.removeAll() ?? [], &effects)
@@ -447,23 +473,22 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @inlinable
     mutating func next(into batch: inout RingBuffer<Element>) -> NextAction {
         switch state {
-        case .streaming(let waiter, _, var backpressure, let sequencing):
+        case .streaming(let waiter, var backpressure, let sequencing):
             precondition(waiter == nil, "next() called while another next() is suspended")
+            handoff.inBatch = 0
             var resume: Call?
-            if case .resume? = backpressure?.consumerReturned(held: buffer.count) {
+            if case .resume? = backpressure?.consumerReturned(held: handoff.held) {
+                state = .streaming(waiter: nil, backpressure: backpressure, sequencing: sequencing)
                 resume = resumeDecided()
             }
-            if buffer.isEmpty {
-                state = .streaming(waiter: nil, inBatch: 0, backpressure: backpressure, sequencing: sequencing)
-                return .suspend(resume: resume)
-            }
-            swap(&buffer, &batch)
-            state = .streaming(waiter: nil, inBatch: batch.count, backpressure: backpressure, sequencing: sequencing)
+            if handoff.buffer.isEmpty { return .suspend(resume: resume) }
+            swap(&handoff.buffer, &batch)
+            handoff.inBatch = batch.count
             trace.batches &+= 1
             return .batch(resume: resume)
         case .draining(let failure):
-            if !buffer.isEmpty {
-                swap(&buffer, &batch)
+            if !handoff.buffer.isEmpty {
+                swap(&handoff.buffer, &batch)
                 trace.batches &+= 1
                 return .batch(resume: nil)
             }
@@ -483,11 +508,11 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @usableFromInline
     mutating func suspend(_ continuation: Continuation) -> SuspendAction {
         switch state {
-        case .streaming(let waiter, let inBatch, let backpressure, let sequencing):
+        case .streaming(let waiter, let backpressure, let sequencing):
             precondition(waiter == nil, "next() called while another next() is suspended")
-            if !buffer.isEmpty { return .resume(continuation) }
+            if !handoff.buffer.isEmpty { return .resume(continuation) }
             state = .streaming(
-                waiter: continuation, inBatch: inBatch, backpressure: backpressure, sequencing: sequencing)
+                waiter: continuation, backpressure: backpressure, sequencing: sequencing)
             trace.suspensions &+= 1
             return .suspended
         case .draining, .finished, .cancelled:
@@ -503,7 +528,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @usableFromInline
     mutating func consumerTerminated(cancelled: Bool) -> EffectsAction {
         switch state {
-        case .streaming(let waiter, _, _, var sequencing):
+        case .streaming(let waiter, _, var sequencing):
             state = .modifying
             var effects = Effects()
             discardBuffer(&effects)
@@ -543,7 +568,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// Whether the consumer is suspended, waiting for elements (tests).
     var isConsumerWaiting: Bool {
         switch state {
-        case .streaming(let waiter, _, _, _): return waiter != nil
+        case .streaming(let waiter, _, _): return waiter != nil
         case .draining, .finished, .cancelled: return false
         case .modifying: Self.modifying()
         }
@@ -552,7 +577,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// The pending gap timer and its generation, to cancel when the subscription goes away.
     var pendingGapTimer: (generation: UInt64, timer: DeadlineTimer)? {
         switch state {
-        case .streaming(_, _, _, let sequencing): return sequencing?.gapTimer
+        case .streaming(_, _, let sequencing): return sequencing?.gapTimer
         case .draining, .finished, .cancelled: return nil
         case .modifying: Self.modifying()
         }
@@ -567,19 +592,10 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         }
     }
 
-    /// Elements in the consumer's current batch, counted as held until it comes back.
-    var inBatch: Int {
-        switch state {
-        case .streaming(_, let inBatch, _, _): return inBatch
-        case .draining, .finished, .cancelled: return 0
-        case .modifying: Self.modifying()
-        }
-    }
-
     /// Whether the watermarks want the producer paused.
     var wantsPause: Bool {
         switch state {
-        case .streaming(_, _, let backpressure, _): return backpressure?.wantsPause ?? false
+        case .streaming(_, let backpressure, _): return backpressure?.wantsPause ?? false
         case .draining, .finished, .cancelled: return false
         case .modifying: Self.modifying()
         }
@@ -587,16 +603,16 @@ struct CallbackStreamStateMachine<Element: Sendable> {
 
     // MARK: - Helpers
 
-    /// Whether one more element can be appended with no decision: no policy drop, no watermark.
+    /// Whether `count` more elements can be appended with no decision: no policy drop, no watermark.
     @inlinable
-    func acceptsQuietly(inBatch: Int, _ backpressure: StreamBackpressure?) -> Bool {
+    func acceptsQuietly(_ count: Int, _ backpressure: StreamBackpressure?) -> Bool {
         switch buffering {
         case .unbounded:
             return true
         case .bufferingOldest(let limit), .bufferingNewest(let limit):
-            return buffer.count < limit
+            return handoff.buffer.count &+ count <= limit
         case .backpressure:
-            return backpressure?.acceptsQuietly(held: buffer.count &+ inBatch) ?? true
+            return backpressure?.acceptsQuietly(count, held: handoff.held) ?? true
         }
     }
 
@@ -605,7 +621,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @inlinable
     func answer(_ outcome: YieldOutcome) -> YieldOutcome {
         switch (outcome, state) {
-        case (.enqueued, .streaming(_, _, let backpressure?, _)):
+        case (.enqueued, .streaming(_, let backpressure?, _)):
             return backpressure.wantsPause && producer.acceptsStopAnswers ? .stopProducing : .enqueued
         case (.enqueued, _), (.stopProducing, _), (.dropped, _), (.terminated, _):
             return outcome
@@ -616,9 +632,11 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @inlinable
     mutating func yieldWithEffects(_ element: Element) -> YieldAction {
         switch buffering {
-        case .bufferingNewest(let limit) where buffer.count >= limit:
-            guard let oldest = buffer.popFirst() else { preconditionFailure("bufferingNewest: empty full buffer") }
-            buffer.append(element)
+        case .bufferingNewest(let limit) where handoff.buffer.count >= limit:
+            guard let oldest = handoff.buffer.popFirst() else {
+                preconditionFailure("bufferingNewest: a full buffer was empty")
+            }
+            handoff.buffer.append(element)
             statistics.enqueued &+= 1
             statistics.droppedByBuffering &+= 1
             return .evicted(oldest)
@@ -638,17 +656,17 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         case .unbounded, .backpressure:
             break
         case .bufferingOldest(let limit):
-            if buffer.count >= limit {
+            if handoff.buffer.count >= limit {
                 statistics.droppedByBuffering &+= 1
                 return false
             }
         case .bufferingNewest(let limit):
-            if buffer.count >= limit, let oldest = buffer.popFirst() {
+            if handoff.buffer.count >= limit, let oldest = handoff.buffer.popFirst() {
                 effects.discarded.append(oldest)
                 statistics.droppedByBuffering &+= 1
             }
         }
-        buffer.append(element)
+        handoff.buffer.append(element)
         statistics.enqueued &+= 1
         return true
     }
@@ -658,11 +676,11 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     @inlinable
     mutating func accepted(_ count: Int, _ effects: inout Effects) {
         switch state {
-        case .streaming(let waiter, let inBatch, var backpressure, let sequencing):
-            notePeak(inBatch: inBatch)
+        case .streaming(let waiter, var backpressure, let sequencing):
+            notePeak()
             guard count > 0 else { return }
             var pauseDue = false
-            switch backpressure?.accepted(count, held: buffer.count &+ inBatch) {
+            switch backpressure?.accepted(count, held: handoff.held) {
             case nil, .keepGoing?:
                 break
             case .pause(let overshoot)?:
@@ -672,7 +690,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
                 statistics.acceptedWhilePaused &+= extra
             }
             if waiter != nil { effects.wakeUp = waiter }
-            state = .streaming(waiter: nil, inBatch: inBatch, backpressure: backpressure, sequencing: sequencing)
+            state = .streaming(waiter: nil, backpressure: backpressure, sequencing: sequencing)
             if pauseDue { effects.producer = counted(producer.pauseDecided()) }
         case .draining, .finished, .cancelled, .modifying:
             preconditionFailure("accepted() outside the streaming phase")
@@ -680,8 +698,8 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     }
 
     @inlinable
-    mutating func notePeak(inBatch: Int) {
-        let held = buffer.count &+ inBatch
+    mutating func notePeak() {
+        let held = handoff.held
         if held > statistics.peakBuffered { statistics.peakBuffered = held }
     }
 
@@ -718,7 +736,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// elements are discarded and the running producer is cancelled.
     mutating func failForGap(_ effects: inout Effects) {
         switch state {
-        case .streaming(let waiter, _, _, var sequencing?):
+        case .streaming(let waiter, _, var sequencing?):
             state = .modifying
             let missing = sequencing.reorderer.nextSequence
             discard(sequencing.reorderer.removeAll(), &effects)
@@ -727,17 +745,17 @@ struct CallbackStreamStateMachine<Element: Sendable> {
             effects.producer = counted(producer.cancelRequested())
             if let waiter { effects.wakeUp = waiter }
             state = .draining(failure: SequenceGapError(missingSequence: missing))
-        case .streaming(_, _, _, sequencing: nil), .draining, .finished, .cancelled, .modifying:
+        case .streaming(_, _, sequencing: nil), .draining, .finished, .cancelled, .modifying:
             preconditionFailure("failForGap() outside a sequenced stream's streaming phase")
         }
     }
 
     mutating func discardBuffer(_ effects: inout Effects) {
-        statistics.discardedAtTermination &+= buffer.count
+        statistics.discardedAtTermination &+= handoff.buffer.count
         if effects.discarded.isEmpty {
-            swap(&buffer, &effects.discarded)
+            swap(&handoff.buffer, &effects.discarded)
         } else {
-            while let element = buffer.popFirst() { effects.discarded.append(element) }
+            while let element = handoff.buffer.popFirst() { effects.discarded.append(element) }
         }
     }
 

@@ -126,11 +126,15 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
     @inlinable
     func next(into batch: inout RingBuffer<Element>) -> Step {
         switch box.withLock({ $0.next(into: &batch) }) {
-        case .batch(let resume):
-            if let resume { make(resume) }
+        case .batch(nil):
             return .batch
-        case .suspend(let resume):
-            if let resume { make(resume) }
+        case .batch(let resume?):
+            make(resume)
+            return .batch
+        case .suspend(nil):
+            return .suspend
+        case .suspend(let resume?):
+            make(resume)
             return .suspend
         case .end:
             return .end

@@ -46,10 +46,10 @@ struct StreamBackpressure: Hashable, Sendable {
         self.wantsPause = false
     }
 
-    /// Whether one more element, with `held` held before it, needs no decision: the fast path.
+    /// Whether `count` more elements, with `held` held before them, need no decision: the fast path.
     @inlinable
-    func acceptsQuietly(held: Int) -> Bool {
-        !wantsPause && held &+ 1 < high
+    func acceptsQuietly(_ count: Int, held: Int) -> Bool {
+        !wantsPause && held &+ count < high
     }
 
     /// `count` elements were accepted and `held` are held now, them included.

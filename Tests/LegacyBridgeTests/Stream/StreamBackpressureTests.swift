@@ -61,8 +61,8 @@ private func checkWatermarks(_ steps: [WatermarkStep], low: Int, high: Int) -> S
         switch step {
         case .accept1, .accept2, .accept5:
             let count = step == .accept1 ? 1 : step == .accept2 ? 2 : 5
-            let quiet = watermarks.acceptsQuietly(held: waiting + inBatch)
-            if count == 1 && quiet != (!model.wantsPause && waiting + inBatch + 1 < high) {
+            let quiet = watermarks.acceptsQuietly(count, held: waiting + inBatch)
+            if quiet != (!model.wantsPause && waiting + inBatch + count < high) {
                 return "\(what): acceptsQuietly said \(quiet)"
             }
             model.accept(count, heldBefore: waiting + inBatch)
@@ -74,9 +74,10 @@ private func checkWatermarks(_ steps: [WatermarkStep], low: Int, high: Int) -> S
             case .pause(let overshoot):
                 pauses += 1
                 accepted += overshoot
-                if quiet && count == 1 { return "\(what): a quiet acceptance made a pause due" }
+                if quiet { return "\(what): a quiet acceptance made a pause due" }
             case .overshoot(let extra):
                 accepted += extra
+                if quiet { return "\(what): a quiet acceptance counted overshoot" }
             }
         case .returnAndTake:
             inBatch = 0
@@ -138,12 +139,13 @@ struct StreamBackpressureTests {
     @Test("the pause is due at high, the resume at low, and nothing is due twice")
     func decisions() {
         var watermarks = StreamBackpressure(low: 1, high: 3)
-        #expect(watermarks.acceptsQuietly(held: 1))
-        #expect(!watermarks.acceptsQuietly(held: 2), "the element that reaches high needs a decision")
+        #expect(watermarks.acceptsQuietly(1, held: 1))
+        #expect(!watermarks.acceptsQuietly(1, held: 2), "the element that reaches high needs a decision")
+        #expect(!watermarks.acceptsQuietly(2, held: 1), "so does a batch that reaches high")
         #expect(watermarks.accepted(2, held: 2) == .keepGoing)
         #expect(watermarks.accepted(1, held: 3) == .pause(overshoot: 0))
         #expect(watermarks.accepted(2, held: 5) == .overshoot(2))
-        #expect(!watermarks.acceptsQuietly(held: 0), "nothing is quiet while a pause is wanted")
+        #expect(!watermarks.acceptsQuietly(1, held: 0), "nothing is quiet while a pause is wanted")
         #expect(watermarks.consumerReturned(held: 2) == .unchanged, "above low")
         #expect(watermarks.consumerReturned(held: 1) == .resume)
         #expect(watermarks.consumerReturned(held: 0) == .unchanged, "the resume is due once")

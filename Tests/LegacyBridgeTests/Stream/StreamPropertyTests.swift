@@ -230,7 +230,7 @@ struct StreamPropertyTests {
                 var lastCall: ProducerControlStateMachine.Operation?
                 var closed = false  // producer finished or consumer stopped: no more pause/resume
                 var problem: String?
-                var held: Int { machine.buffer.count + machine.inBatch }
+                var held: Int { machine.handoff.held }
                 /// Makes every call handed out at once, checking alternation and what may follow a close.
                 func run(_ action: ProducerControlStateMachine.Action, _ what: String) {
                     var next = action

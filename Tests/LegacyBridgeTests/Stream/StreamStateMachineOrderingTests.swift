@@ -80,7 +80,7 @@ private struct Simulation {
         if !condition { log.problems.append("\(sequence): \(message())") }
     }
 
-    var held: Int { machine.buffer.count + machine.inBatch }
+    var held: Int { machine.handoff.held }
 
     mutating func take(_ action: ProducerControlStateMachine.Action) {
         switch action {
@@ -168,7 +168,7 @@ private struct Simulation {
             terminal = "cancelled"
         }
         if wasWanted && !machine.wantsPause {
-            expect(machine.buffer.count + machine.inBatch <= low || !machine.isStreaming, "resumed above low")
+            expect(machine.handoff.held <= low || !machine.isStreaming, "resumed above low")
             wanted = false
         }
     }
