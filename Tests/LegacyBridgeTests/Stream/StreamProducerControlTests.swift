@@ -40,7 +40,11 @@ private struct Driver {
     }
 
     /// The call in flight at `index` (oldest first) returns.
-    mutating func complete(_ index: Int = 0) {
+    mutating func complete(_ index: Int = 0, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard inFlight.indices.contains(index) else {
+            Issue.record("no call \(index) in flight: \(inFlight)", sourceLocation: sourceLocation)
+            return
+        }
         let operation = inFlight.remove(at: index)
         take(machine.callReturned(operation))
     }
