@@ -24,10 +24,23 @@ let package = Package(
         .target(name: "LegacyBridge"),
         // The simulated SDK's Swift face (LegacyClient and friends), over the C simulator.
         .target(name: "LegacySimulator", dependencies: ["LegacyBridge", "CLegacySDK"]),
+        // The conformance suite users import to check their own adapters.
         .target(name: "LegacyBridgeConformance", dependencies: ["LegacyBridge", "LegacySimulator"]),
+        // The bad-adapter gallery, wrong on purpose: no product exposes it; the CLI and tests run it.
+        .target(name: "LegacyBridgeGallery", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
+        // What both executables share: argument parsing, terminal width, text layout, exit codes.
+        .target(name: "ToolSupport"),
         .executableTarget(
             name: "legacy-bridge",
-            dependencies: ["LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "CLegacySDK"]
+            dependencies: [
+                "LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "LegacyBridgeGallery", "ToolSupport",
+            ]
+        ),
+        // The benchmarks (swift run -c release legacy-bridge-bench): no product exposes them, and
+        // they reach the C simulator only through LegacySimulator.
+        .executableTarget(
+            name: "legacy-bridge-bench",
+            dependencies: ["LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "ToolSupport"]
         ),
         // The README's "Checking your own adapter" example, compiled (a test keeps the two in sync).
         .executableTarget(name: "MyAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
@@ -36,7 +49,10 @@ let package = Package(
         .testTarget(name: "LegacySimulatorTests", dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK"]),
         .testTarget(
             name: "LegacyBridgeConformanceTests",
-            dependencies: ["LegacyBridgeConformance", "LegacyBridge", "legacy-bridge", "MyAdapterConformance"]
+            dependencies: [
+                "LegacyBridgeConformance", "LegacyBridgeGallery", "LegacyBridge", "legacy-bridge", "legacy-bridge-bench",
+                "ToolSupport", "MyAdapterConformance",
+            ]
         ),
         // The Swift snippets of README.md and the DocC guide, compiled; a test keeps them in sync.
         .testTarget(name: "DocumentationTests", dependencies: ["LegacyBridge", "LegacyBridgeConformance", "CLegacySDK"]),

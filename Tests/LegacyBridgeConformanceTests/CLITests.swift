@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridgeConformance
+import LegacyBridgeGallery
 import Testing
 
 @Suite("legacy-bridge CLI: crash isolation, gallery detection, exit codes and JSON")
@@ -76,6 +77,24 @@ struct CLITests {
             text.output.contains("wrong on purpose and flagged by caller-not-blocked, as expected"), "\(text.output)")
     }
 
+    @Test(
+        "--adapter takes a comma-separated list, runs each named adapter once in that order, and names every unknown one"
+    )
+    func adapterList() async throws {
+        let run = try await CLI.run([
+            "conformance", "--adapter", "with-callback-context,with-callback,with-callback-context",
+            "--scenario", "synchronous-callback", "--json",
+        ])
+        #expect(run.status == 0, "\(run.errors)")
+        let adapters = try #require(run.json?["adapters"] as? [[String: Any]], "\(run.output)")
+        #expect(adapters.compactMap { $0["name"] as? String } == ["with-callback-context", "with-callback"])
+        #expect(adapters.allSatisfy { $0["expectationMet"] as? Bool == true }, "\(adapters)")
+
+        let unknown = try await CLI.run(["conformance", "--adapter", "with-callback,nope,zzz"])
+        #expect(unknown.status == 2)
+        #expect(unknown.errors.contains("unknown adapters 'nope', 'zzz' (see --list-adapters)"), "\(unknown.errors)")
+    }
+
     @Test("--list-adapters prints one adapter per line: its name, a space, a description")
     func listAdapters() async throws {
         let run = try await CLI.run(["conformance", "--list-adapters"])
@@ -121,7 +140,8 @@ struct CLITests {
         "bad usage exits 2 with a message",
         arguments: [
             ["bogus"], ["stress", "--ops", "x"], ["stress", "--ops", "0"], ["stress", "--frobnicate"],
-            ["stress", "--seconds", "-1"], ["conformance", "--adapter", "nope"], ["conformance", "--scenario", "nope"],
+            ["stress", "--seconds", "-1"], ["conformance", "--adapter", "nope"], ["conformance", "--adapter", ","],
+            ["conformance", "--scenario", "nope"],
             ["conformance", "--watchdog"], ["demo", "extra"],
         ])
     func badUsage(arguments: [String]) async throws {
@@ -131,10 +151,30 @@ struct CLITests {
         #expect(run.errors.contains("--help"))
     }
 
-    @Test("--help works on every command", arguments: [[], ["demo"], ["conformance"], ["stress"], ["bench"]])
+    @Test("--help works on every command", arguments: [[], ["demo"], ["conformance"], ["stress"]])
     func help(command: [String]) async throws {
         let run = try await CLI.run(command + ["--help"])
         #expect(run.status == 0)
         #expect(run.output.contains("USAGE"))
+    }
+
+    @Test(
+        "bench, which moved to legacy-bridge-bench, fails with one line that says what to run",
+        arguments: [["bench"], ["bench", "--quick", "--json"], ["bench", "--help"], ["help", "bench"]])
+    func benchPointsAtItsExecutable(arguments: [String]) async throws {
+        let run = try await CLI.run(arguments)
+        #expect(run.status == 2, "\(arguments): \(run.status)")
+        #expect(run.output.isEmpty, "\(arguments): \(run.output.prefix(200))")
+        #expect(
+            run.errors == "legacy-bridge: bench has moved: swift run -c release legacy-bridge-bench\n",
+            "\(arguments): \(run.errors)")
+    }
+
+    @Test("the top-level help lists no bench command and says where the benchmarks are")
+    func helpPointsAtTheBenchmarks() async throws {
+        let run = try await CLI.run(["--help"], environment: ["COLUMNS": "80"])
+        #expect(run.status == 0)
+        #expect(!run.output.split(separator: "\n").contains { $0.hasPrefix("  bench") }, "\(run.output)")
+        #expect(run.output.contains("swift run -c release legacy-bridge-bench --help"), "\(run.output)")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LegacyBridge
 import LegacyBridgeConformance
+import LegacyBridgeGallery
 import Testing
 
 @Suite("Conformance suite: the library's adapters pass, broken ones are caught")

@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridgeConformance
+import LegacyBridgeGallery
 import Testing
 
 /// Every gallery adapter is flagged, crash-isolated, by each scenario its documentation names, on

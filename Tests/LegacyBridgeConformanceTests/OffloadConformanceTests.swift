@@ -1,5 +1,6 @@
 import LegacyBridge
 import LegacyBridgeConformance
+import LegacyBridgeGallery
 import Testing
 
 /// The thread-affine and blocking scenarios against the library's adapters and the gallery's.

@@ -1,6 +1,7 @@
 import Foundation
 import LegacyBridge
 @testable import LegacyBridgeConformance
+import LegacyBridgeGallery
 import Testing
 
 /// The crash-isolated runner's judgement of a child process, and its public entry point.

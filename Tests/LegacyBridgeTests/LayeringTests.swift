@@ -38,6 +38,67 @@ struct LayeringTests {
         #expect(offending.isEmpty, "\(offending)")
     }
 
+    @Test("under Sources/, only LegacySimulator/Internal/SDK.swift imports the C simulator")
+    func oneSwiftFileCallsTheSimulatorsC() throws {
+        let sources = Self.root.appendingPathComponent("Sources")
+        let files = try Self.swiftFiles(under: sources)
+        #expect(files.count > 50, "found only \(files.count) Swift files under \(sources.path)")
+        let importers = try files.filter {
+            Self.importedModules(in: try String(contentsOf: $0, encoding: .utf8)).contains("CLegacySDK")
+        }.map { $0.path.replacingOccurrences(of: sources.path + "/", with: "") }
+        #expect(importers == ["LegacySimulator/Internal/SDK.swift"])
+    }
+
+    @Test("in Package.swift, no target but LegacySimulator and test targets depends on the C simulator")
+    func onlyTheSimulatorDependsOnC() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let names = Self.targetNames(in: manifest)
+        #expect(names.contains("legacy-bridge") && names.contains("legacy-bridge-bench"), "\(names)")
+        let dependents = try names.filter { name in
+            let declaration = try #require(Self.targetDeclaration(named: name, in: manifest))
+            return declaration.contains("dependencies") && declaration.contains("\"CLegacySDK\"")
+        }
+        #expect(dependents == ["LegacySimulator"])
+    }
+
+    @Test("no product exposes the benchmarks or what the two executables share")
+    func toolingStaysOutOfTheProducts() throws {
+        let products = try Self.products()
+        #expect(products.contains("\"legacy-bridge\""), "\(products)")
+        #expect(!products.contains("legacy-bridge-bench"), "a product exposes the benchmarks: \(products)")
+        #expect(!products.contains("ToolSupport"), "a product exposes ToolSupport: \(products)")
+    }
+
+    @Test("no product exposes the gallery, and the conformance library holds no adapter wrong on purpose")
+    func galleryStaysOutOfTheProducts() throws {
+        let products = try Self.products()
+        #expect(products.contains("\"LegacyBridgeConformance\""), "\(products)")
+        #expect(!products.contains("LegacyBridgeGallery"), "a product exposes the gallery: \(products)")
+
+        let wrongOnPurpose = "WRONG ON PURPOSE"
+        let gallery = try Self.swiftFiles(under: Self.root.appendingPathComponent("Sources/LegacyBridgeGallery"))
+        #expect(
+            try gallery.contains { try String(contentsOf: $0, encoding: .utf8).contains(wrongOnPurpose) },
+            "no gallery adapter found under Sources/LegacyBridgeGallery")
+        let conformance = Self.root.appendingPathComponent("Sources/LegacyBridgeConformance")
+        let files = try Self.swiftFiles(under: conformance)
+        #expect(files.count > 10, "found only \(files.count) Swift files under \(conformance.path)")
+        for file in files {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            #expect(!text.contains(wrongOnPurpose), "\(file.lastPathComponent) holds a gallery adapter")
+        }
+    }
+
+    @Test("the conformance library's files sit in one folder per adapter kind, Runner/ or Shared/")
+    func conformanceIsGroupedByKind() throws {
+        let conformance = Self.root.appendingPathComponent("Sources/LegacyBridgeConformance")
+        let folders: Set<String> = ["OneShot", "Stream", "Blocking", "ThreadAffine", "Runner", "Shared"]
+        for file in try Self.swiftFiles(under: conformance) {
+            let folder = file.deletingLastPathComponent().lastPathComponent
+            #expect(folders.contains(folder), "\(file.path) is outside \(folders.sorted())")
+        }
+    }
+
     @Test("the import scan sees imports, so the check above can fail")
     func importScanFindsImports() {
         let text =
@@ -48,9 +109,23 @@ struct LayeringTests {
                 "dependencies") == true)
     }
 
-    /// The text of `.target(name: "<name>" ...)` up to its closing parenthesis.
+    /// The text of Package.swift's `products: [...]` list.
+    static func products() throws -> String {
+        let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        return try #require(bracketed(after: "products: ", in: manifest), "Package.swift has no products: [...] list")
+    }
+
+    /// The names of the manifest's library and executable targets (`.target(` and
+    /// `.executableTarget(`; test targets are left out), in order.
+    static func targetNames(in manifest: String) -> [String] {
+        manifest.matches(of: /\.(?:target|executableTarget)\(\s*name:\s*"([^"]+)"/).map { String($0.1) }
+    }
+
+    /// The text of `.target(name: "<name>" ...)` or `.executableTarget(name: "<name>" ...)` up to its
+    /// closing parenthesis.
     static func targetDeclaration(named name: String, in manifest: String) -> String? {
-        guard let start = manifest.range(of: ".target(name: \"\(name)\"") else { return nil }
+        let opening = try? Regex("\\.(target|executableTarget)\\(\\s*name:\\s*\"\(name)\"")
+        guard let opening, let start = manifest.firstRange(of: opening) else { return nil }
         var depth = 0
         var index = start.lowerBound
         while index < manifest.endIndex {
@@ -61,6 +136,22 @@ struct LayeringTests {
                 if depth == 0 { return String(manifest[start.lowerBound...index]) }
             }
             index = manifest.index(after: index)
+        }
+        return nil
+    }
+
+    /// The text of the `[...]` list that follows `label`, brackets included.
+    static func bracketed(after label: String, in text: String) -> String? {
+        guard let start = text.range(of: label + "[") else { return nil }
+        var depth = 0
+        var index = text.index(before: start.upperBound)
+        while index < text.endIndex {
+            if text[index] == "[" { depth += 1 }
+            if text[index] == "]" {
+                depth -= 1
+                if depth == 0 { return String(text[text.index(before: start.upperBound)...index]) }
+            }
+            index = text.index(after: index)
         }
         return nil
     }

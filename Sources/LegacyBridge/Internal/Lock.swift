@@ -97,10 +97,11 @@ package final class LockStorage<State>: ManagedBuffer<State, PlatformLock> {
 /// A value protected by a platform lock, in one allocation. Copies share the
 /// same storage (it is a reference).
 ///
-/// `@unchecked Sendable`: `State` is only ever read or written inside
-/// `withLock`, which holds the lock for the whole access.
+/// Sendable when `State` is: `State` is only ever read or written inside
+/// `withLock`, which holds the lock for the whole access, so the box adds
+/// the exclusion that a `Sendable` state still needs for mutation.
 @usableFromInline
-package struct LockedBox<State>: @unchecked Sendable {
+package struct LockedBox<State> {
     @usableFromInline
     let storage: LockStorage<State>
 
@@ -142,3 +143,5 @@ package struct LockedBox<State>: @unchecked Sendable {
     @usableFromInline
     var identity: ObjectIdentifier { ObjectIdentifier(storage) }
 }
+
+extension LockedBox: @unchecked Sendable where State: Sendable {}

@@ -224,3 +224,5 @@ struct RingBuffer<Element> {
         }
     }
 }
+
+extension StreamRing: Sendable where Element: Sendable {}

@@ -1,4 +1,5 @@
-/// Why an ``OffloadPool`` or an ``SDKThreadExecutor`` could not be created, or refused work.
+/// Why an ``OffloadPool``, an ``SDKThreadExecutor`` or an ``SDKLoop`` could not be created, or
+/// refused work.
 ///
 /// Work that is refused never runs, and nothing of it is kept: the error is all that happens.
 public enum OffloadError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -10,8 +11,8 @@ public enum OffloadError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Every thread is busy and `limit` jobs already wait: the pool's documented bound. Retry
     /// later, slow the caller down, or create the pool with a larger `queueLimit`.
     case queueFull(limit: Int)
-    /// The pool was shut down: it takes no new work, and `.rejectQueued` also refuses the work
-    /// that was still waiting.
+    /// The pool or loop was shut down: it takes no new work. A pool shut down with
+    /// `.rejectQueued` also refuses the work that was still waiting.
     case shutDown
     /// The system refused to create a thread (`pthread_create` returned `code`, e.g. `EAGAIN`).
     case threadCreationFailed(code: Int32)
@@ -26,7 +27,7 @@ public enum OffloadError: Error, Hashable, Sendable, CustomStringConvertible {
         case .queueFull(let limit):
             return "offload queue full (limit \(limit) waiting jobs)"
         case .shutDown:
-            return "offload pool is shut down"
+            return "shut down: no new work is accepted"
         case .threadCreationFailed(let code):
             return "could not create an offload thread (pthread_create returned \(code))"
         }

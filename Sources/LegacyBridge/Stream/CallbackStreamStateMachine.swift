@@ -769,3 +769,6 @@ struct CallbackStreamStateMachine<Element: Sendable> {
         preconditionFailure("CallbackStreamStateMachine: an event arrived while a payload was being changed")
     }
 }
+
+extension CallbackStreamStateMachine: Sendable {}
+extension CallbackStreamStateMachine.State: Sendable {}

@@ -1,0 +1,152 @@
+/// A thread of the library's own that runs an SDK's event loop, and runs posted jobs on it.
+///
+/// Loop-driven SDKs (GLib and GIO, libuv, libcurl's multi interface, c-ares, MQTT clients) do
+/// their work inside a loop function and must only be called from the thread running it. An
+/// `SDKLoop` owns that thread: it runs the SDK's loop there, and between iterations the jobs
+/// posted from any thread, one at a time, in the order they were posted. From it come the
+/// pieces the rest of the library takes:
+/// - ``scheduler``, an ``SDKScheduler`` for ``StreamControl`` and one-shot calls,
+/// - ``executor``, an ``SDKThreadExecutor`` that makes the loop thread an actor's executor,
+/// - ``run(isolation:_:)``, which runs a closure there and returns its result.
+///
+/// ```swift
+/// let context = g_main_context_new()
+/// let loop = try SDKLoop(name: "gio", driver: .iterating(
+///     runOnce: { _ = g_main_context_iteration(context, 1) },
+///     wake: { g_main_context_wakeup(context) }))
+/// ```
+///
+/// Contract:
+/// - Jobs run exactly once, in posting order, on the loop thread, never inside ``post(_:)``.
+/// - A post from another thread wakes the loop; a post from the loop thread never does (the loop
+///   runs it before it waits again).
+/// - ``shutdown(isolation:)`` refuses new jobs with ``OffloadError/shutDown``, runs every job
+///   accepted before it, stops the SDK's loop and returns once the thread has left. Releasing the
+///   last reference to the loop does the same in the background. Nothing accepted is dropped.
+/// - The loop thread is never blocked by the library: it only waits inside the SDK's own loop.
+public final class SDKLoop: Sendable {
+    /// How the SDK's loop is driven.
+    public struct Driver: Sendable {
+        let kind: SDKLoopDriverKind
+
+        /// The library calls `runOnce` again and again, and runs posted jobs between two calls.
+        ///
+        /// - Parameters:
+        ///   - runOnce: Runs one iteration of the SDK's loop: waits until the SDK has work or
+        ///     `wake` is called, does the work, returns. For example
+        ///     `g_main_context_iteration(context, 1)`, `uv_run(loop, UV_RUN_ONCE)`, or
+        ///     `curl_multi_poll` followed by `curl_multi_perform`.
+        ///   - wake: Makes a `runOnce` that waits return soon. It is called from any thread and
+        ///     must be sticky: a wake made while `runOnce` is not waiting makes its next wait
+        ///     return at once. For example `g_main_context_wakeup`, `uv_async_send`,
+        ///     `curl_multi_wakeup`, or a byte written to a pipe the loop polls.
+        /// - Returns: The driver.
+        public static func iterating(
+            runOnce: @escaping @Sendable () -> Void, wake: @escaping @Sendable () -> Void
+        ) -> Driver {
+            Driver(kind: .iterating(runOnce: runOnce, wake: wake))
+        }
+
+        /// The SDK's own loop function runs for the life of the host, and the SDK runs the
+        /// library's jobs inside it, for an SDK that offers no single iteration.
+        ///
+        /// - Parameters:
+        ///   - run: Runs the SDK's loop until `stop` is called, for example `g_main_loop_run`.
+        ///   - schedule: Makes the SDK call `drain` soon, on its loop thread, inside `run`. It is
+        ///     called from any thread. For example `g_main_context_invoke` or `uv_async_send`
+        ///     whose callback calls `drain`.
+        ///   - stop: Makes `run` return; called on the loop thread, inside a `drain`, once
+        ///     shutdown has run every job. For example `g_main_loop_quit`.
+        /// - Returns: The driver.
+        public static func running(
+            run: @escaping @Sendable () -> Void,
+            schedule: @escaping @Sendable (_ drain: @escaping @Sendable () -> Void) -> Void,
+            stop: @escaping @Sendable () -> Void
+        ) -> Driver {
+            Driver(kind: .running(run: run, schedule: schedule, stop: stop))
+        }
+    }
+
+    let core: SDKLoopCore
+    /// The loop thread's name.
+    public let name: String
+    /// An executor on the loop thread: give it to an actor (`unownedExecutor`) whose methods
+    /// call the SDK. It stays usable as long as this loop runs.
+    public let executor: SDKThreadExecutor
+
+    /// Starts the loop thread and the SDK's loop on it.
+    ///
+    /// Create the SDK's objects on the loop thread if the SDK requires it, with
+    /// ``run(isolation:_:)``, before posting work that uses them.
+    ///
+    /// - Parameters:
+    ///   - name: The thread's name, for debuggers and backtraces (cut to 15 bytes on Linux).
+    ///   - driver: How to run the SDK's loop and wake it.
+    /// - Throws: ``OffloadError/threadCreationFailed(code:)`` when the thread cannot be created.
+    public init(name: String = "sdk-loop", driver: Driver) throws(OffloadError) {
+        let core = SDKLoopCore(name: name, driver: driver.kind)
+        try core.start()
+        self.core = core
+        self.name = name
+        self.executor = SDKThreadExecutor(name: name, scheduler: Self.scheduler(of: core))
+    }
+
+    /// Releasing the loop shuts it down in the background: jobs already accepted still run.
+    deinit {
+        core.requestShutdown(waiter: nil)
+    }
+
+    /// Posts a job to the loop thread.
+    ///
+    /// - Parameter job: The work, for example an SDK call; it runs once, after every job posted
+    ///   before it.
+    /// - Throws: ``OffloadError/shutDown`` once shutdown has begun; the job then never runs.
+    public func post(_ job: @escaping @Sendable () -> Void) throws(OffloadError) {
+        try core.post(job)
+    }
+
+    /// Whether the calling code runs on the loop thread.
+    public var isCurrent: Bool { core.isCurrent }
+
+    /// The loop thread as an ``SDKScheduler``: it posts with ``post(_:)`` and knows ``isCurrent``.
+    public var scheduler: SDKScheduler { Self.scheduler(of: core) }
+
+    /// Runs `body` on the loop thread and returns its result.
+    ///
+    /// It is not cancellable: keep `body` short. The caller resumes on its own isolation.
+    ///
+    /// - Parameters:
+    ///   - isolation: The caller's isolation; leave the default.
+    ///   - body: The work; it runs once, on the loop thread.
+    /// - Returns: What `body` returned.
+    /// - Throws: What `body` threw, or ``OffloadError/shutDown`` if the loop no longer accepts jobs.
+    public func run<Value: Sendable>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: sending @escaping () throws -> Value
+    ) async throws -> Value {
+        let body = OffloadBody(body)
+        let core = self.core
+        return try await withUnsafeThrowingContinuation(isolation: isolation) { continuation in
+            do {
+                try core.post { continuation.resume(with: Result { try body.closure() }) }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// Stops the loop: refuses new jobs, runs the ones already accepted, stops the SDK's loop,
+    /// and returns once the thread has left. Calling it again is harmless.
+    ///
+    /// - Parameter isolation: The caller's isolation; leave the default.
+    public func shutdown(isolation: isolated (any Actor)? = #isolation) async {
+        let core = self.core
+        await withUnsafeContinuation(isolation: isolation) { (continuation: UnsafeContinuation<Void, Never>) in
+            core.requestShutdown(waiter: continuation)
+        }
+    }
+
+    private static func scheduler(of core: SDKLoopCore) -> SDKScheduler {
+        SDKScheduler(post: { job in try core.post(job) }, isCurrent: { core.isCurrent })
+    }
+}

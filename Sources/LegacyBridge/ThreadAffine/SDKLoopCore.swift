@@ -1,0 +1,130 @@
+// The thread and shared state of one `SDKLoop`: the state machine behind a lock, the driver's
+// calls made only after unlocking, and the loop thread's body.
+
+/// How a hosted loop is driven; see `SDKLoop.Driver`.
+enum SDKLoopDriverKind: Sendable {
+    /// The library calls `runOnce` repeatedly and runs posted jobs between calls; `wake` makes a
+    /// blocked (or the next) `runOnce` return.
+    case iterating(runOnce: @Sendable () -> Void, wake: @Sendable () -> Void)
+    /// The SDK's own `run` holds the thread; `schedule(drain)` makes the SDK call `drain` on its
+    /// loop thread soon; `stop` makes `run` return.
+    case running(
+        run: @Sendable () -> Void,
+        schedule: @Sendable (_ drain: @escaping @Sendable () -> Void) -> Void,
+        stop: @Sendable () -> Void)
+}
+
+/// The machine lives in a `LockedBox`; everything else is immutable.
+final class SDKLoopCore: Sendable {
+    typealias Job = @Sendable () -> Void
+    typealias Machine = SDKLoopStateMachine<Job, UnsafeContinuation<Void, Never>>
+
+    let name: String
+    let driver: SDKLoopDriverKind
+    private let box = LockedBox(Machine())
+    /// Set by the loop thread once it has left, just before it resumes its waiters.
+    private let gone = LockedBox(false)
+    /// A running driver's drain that saw the exit leaves the waiters here for the thread, which
+    /// resumes them once `run` has returned.
+    private let exitWaiters = LockedBox<[UnsafeContinuation<Void, Never>]>([])
+
+    init(name: String, driver: SDKLoopDriverKind) {
+        self.name = name
+        self.driver = driver
+    }
+
+    /// Starts the loop thread.
+    func start() throws(OffloadError) {
+        let rc = startDetachedThread(name: name) { [self] in self.threadMain() }
+        if rc != 0 {
+            let jobs = box.withLock { $0.neverStarted() }
+            _ = jobs  // released outside the lock
+            gone.withLock { $0 = true }
+            throw .threadCreationFailed(code: rc)
+        }
+    }
+
+    /// Whether the calling code runs on the loop thread.
+    var isCurrent: Bool { ThreadOwnerMarker.isMarked(self) }
+
+    /// Queues `job`; wakes the loop if it may be waiting.
+    func post(_ job: @escaping Job) throws(OffloadError) {
+        let fromLoop = isCurrent
+        switch box.withLock({ $0.post(job, fromLoopThread: fromLoop) }) {
+        case .accepted(let wake):
+            if wake { self.wake() }
+        case .rejected(let job):
+            _ = job  // released outside the lock
+            throw .shutDown
+        }
+    }
+
+    /// Requests shutdown; `waiter` is resumed once the loop thread has left.
+    func requestShutdown(waiter: UnsafeContinuation<Void, Never>?) {
+        switch box.withLock({ $0.shutdown(waiter: waiter) }) {
+        case .wake: wake()
+        case .none: break
+        case .resume(let waiter): waiter?.resume()
+        }
+    }
+
+    /// Whether the loop still accepts jobs (tests).
+    var acceptsJobs: Bool { box.withLock { $0.isAccepting } }
+
+    /// Whether the loop thread has left (after resuming the shutdown waiters).
+    var isGone: Bool { gone.withLock { $0 } }
+
+    private func wake() {
+        switch driver {
+        case .iterating(_, let wake): wake()
+        case .running(_, let schedule, _):
+            schedule { [self] in
+                if let waiters = self.drain(stoppingRun: true) {
+                    exitWaiters.withLock { $0.append(contentsOf: waiters) }
+                }
+            }
+        }
+    }
+
+    /// Runs every queued job, in order, until the queue is empty. Returns the waiters to resume
+    /// when shutdown is complete (the caller leaves the loop), nil otherwise. `stoppingRun`: a
+    /// drain inside a running driver's `run`, which must be told to return at the end.
+    private func drain(stoppingRun: Bool = false) -> [UnsafeContinuation<Void, Never>]? {
+        while true {
+            switch box.withLock({ $0.takeJobs() }) {
+            case .run(let jobs):
+                for job in jobs { job() }
+            case .iterate:
+                return nil
+            case .exit(let waiters):
+                if stoppingRun, case .running(_, _, let stop) = driver { stop() }
+                return waiters
+            }
+        }
+    }
+
+    private func threadMain() {
+        ThreadOwnerMarker.mark(self)
+        var waiters: [UnsafeContinuation<Void, Never>]
+        switch driver {
+        case .iterating(let runOnce, _):
+            while true {
+                if let leaving = drain() {
+                    waiters = leaving
+                    break
+                }
+                runOnce()
+            }
+        case .running(let run, _, _):
+            run()
+            // `run` returned: by `stop` after shutdown, or because the SDK's loop ended on its
+            // own. Either way nothing more can run inside it: refuse new jobs (no wake: nothing
+            // runs the SDK's loop any more) and run the rest here.
+            _ = box.withLock { $0.shutdown(waiter: nil) }
+            let remaining = drain() ?? []
+            waiters = exitWaiters.withLock { $0 } + remaining
+        }
+        gone.withLock { $0 = true }
+        for waiter in waiters { waiter.resume() }
+    }
+}

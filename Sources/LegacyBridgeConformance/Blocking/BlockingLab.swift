@@ -1,0 +1,67 @@
+import LegacyBridge
+import LegacySimulator
+
+/// Blocking calls of the simulated SDK (`lsdk_blocking_call`): each really blocks the thread that
+/// makes it until its set duration passes or `lsdk_interrupt` ends it. The SDK's counters say how
+/// many started blocking and how many were interrupted.
+final class BlockingLab: Sendable {
+    private struct State {
+        var released = false
+        var active: [UInt64: Int] = [:]
+    }
+    private let sdk: SDKClient
+    private let state = LockedBox(State())
+    /// Keys of this lab's calls: far from any other client's, though keys are per client anyway.
+    private static let keyBase: UInt64 = 0xB10C_0000
+
+    init(sdk: SDKClient) { self.sdk = sdk }
+
+    /// Calls that started blocking in the SDK.
+    var entered: Int { Int(sdk.counters.blockingCalls) }
+    /// Calls that an interrupt ended early.
+    var interrupted: Int { Int(sdk.counters.blockingCallsInterrupted) }
+
+    /// A call numbered `number` that blocks for `duration` (at most 60 s), or throws `failing`
+    /// after it.
+    func call(_ number: UInt64, duration: Duration, failing: LegacySDKError? = nil) -> LegacyBlockingCall {
+        let key = Self.keyBase + number
+        let sdk = self.sdk
+        return LegacyBlockingCall(
+            number: number,
+            perform: { try self.perform(number, key: key, duration: duration, failing: failing) },
+            interrupt: { _ = try? sdk.interrupt(key: key) })  // not remembered, as the SDK documents
+    }
+
+    /// Ends every blocked call and lets later ones return at once, so that a scenario never leaves
+    /// threads blocked behind it. An interrupt is not remembered, so calls about to block are
+    /// interrupted again until none is left (bounded).
+    func releaseAll() {
+        state.withLock { $0.released = true }
+        _ = waitOnThisThread(upTo: .seconds(10)) {
+            let keys = state.withLock { Array($0.active.keys) }
+            for key in keys { _ = try? sdk.interrupt(key: key) }
+            return keys.isEmpty
+        }
+    }
+
+    private func perform(
+        _ number: UInt64, key: UInt64, duration: Duration, failing: LegacySDKError?
+    ) throws -> LegacyPayload {
+        let released = state.withLock { state -> Bool in
+            if !state.released { state.active[key, default: 0] += 1 }
+            return state.released
+        }
+        if released { throw LegacySDKError.interrupted }
+        defer {
+            state.withLock { state in
+                state.active[key, default: 1] -= 1
+                if state.active[key] == 0 { state.active.removeValue(forKey: key) }
+            }
+        }
+        let microseconds = UInt32(clamping: duration.nanosecondsClamped / 1_000)
+        let result = try sdk.blockingCall(key: key, durationMicroseconds: microseconds)
+        guard result == SDK.blockingResult(key: key) else { throw LegacySDKError.remote }
+        if let failing { throw failing }
+        return LegacyPayload(requestID: number, attempt: 1)
+    }
+}

@@ -1,2 +1,0 @@
-import LegacyBridge
-import LegacySimulator

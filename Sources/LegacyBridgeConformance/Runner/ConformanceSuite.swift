@@ -1,0 +1,133 @@
+import LegacyBridge
+import LegacySimulator
+
+/// The conformance suite: runs the one-shot, stream, blocking or thread-affine contract against an adapter.
+///
+/// Each scenario drives a simulated legacy SDK in one hostile behaviour, on its own SDK client,
+/// bounded by a watchdog, and reports pass/fail with a reason. Call it from your own tests:
+/// ```swift
+/// let report = await ConformanceSuite.run(MyAdapter())
+/// #expect(report.failures.isEmpty, "\(report.rendered)")
+/// ```
+/// In-process runs cannot survive an adapter that traps (a double resume of a checked
+/// continuation, a failed precondition) and cannot see sanitizer reports: run your adapters
+/// crash-isolated with ``ConformanceRunner`` (a small executable of yours), the way
+/// `legacy-bridge conformance` runs the package's own.
+public enum ConformanceSuite {
+    /// Runs every one-shot scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, burst size, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: OneShotAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
+    /// Runs every stream scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: StreamAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
+    /// Runs every blocking-call scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: BlockingAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
+    /// Runs every thread-affine scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: ThreadAffineAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
+    /// ``run(_:options:)-(OneShotAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: OneShotAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            OneShotScenarios.all, on: adapter as any OneShotAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .oneShot, results: results)
+    }
+
+    /// ``run(_:options:)-(StreamAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: StreamAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(StreamScenarios<Adapter>.all, on: adapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .stream, results: results)
+    }
+
+    /// ``run(_:options:)-(BlockingAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: BlockingAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            BlockingScenarios.all, on: adapter as any BlockingAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .blocking, results: results)
+    }
+
+    /// ``run(_:options:)-(ThreadAffineAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: ThreadAffineAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .threadAffine, results: results)
+    }
+
+    /// The scenarios for one kind of adapter: names and one-line summaries, in run order.
+    /// - Parameter kind: The kind of adapter.
+    /// - Returns: `(name, summary)` pairs.
+    public static func scenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
+        switch kind {
+        case .oneShot:
+            return OneShotScenarios.all.map { ($0.name, $0.summary) }
+        case .stream:
+            return StreamScenarios<NeverStreamAdapter>.all.map { ($0.name, $0.summary) }
+        case .threadAffine:
+            return ThreadAffineScenarios.all.map { ($0.name, $0.summary) }
+        case .blocking:
+            return BlockingScenarios.all.map { ($0.name, $0.summary) }
+        }
+    }
+
+    static func runAll<Adapter: Sendable>(
+        _ scenarios: [Scenario<Adapter>], on adapter: Adapter, options: ConformanceOptions,
+        onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> [ScenarioResult] {
+        var results: [ScenarioResult] = []
+        for (index, scenario) in scenarios.enumerated() where options.only?.contains(scenario.name) ?? true {
+            let result = await execute(scenario, on: adapter, options: options, index: index)
+            onResult?(result)
+            results.append(result)
+        }
+        return results
+    }
+}
+
+/// Stands in for an adapter type when only scenario names are needed.
+struct NeverStreamAdapter: StreamAdapter {
+    var name: String { "" }
+    var summary: String { "" }
+    func events(from source: LegacyEventSource) -> AsyncStream<LegacyEvent> {
+        AsyncStream { $0.finish() }
+    }
+}

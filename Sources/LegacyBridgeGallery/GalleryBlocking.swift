@@ -1,0 +1,46 @@
+// Bad-adapter gallery, blocking calls: WRONG ON PURPOSE. See Gallery.swift.
+
+import Dispatch
+import LegacyBridge
+import LegacyBridgeConformance
+
+/// WRONG ON PURPOSE. `DispatchQueue.global().async` plus a semaphore the caller waits on.
+///
+/// Why it is wrong: the blocking call does run on a Dispatch thread, but the calling task waits
+/// for it in `semaphore.wait()`, which blocks the cooperative thread it runs on. The cooperative
+/// pool has about one thread per core and does not grow: with as many such calls in flight as
+/// there are cores, no other task in the process can start until one of them returns. It also
+/// ignores cancellation: a cancelled caller stays blocked for the whole call.
+/// Flagged by: `blocking-leaves-pool-free` (an unrelated task does not start), `blocking-cancel-interrupts`.
+public struct DispatchSemaphoreBlockingAdapter: BlockingAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `dispatch-semaphore-blocking`.
+    public var name: String { "dispatch-semaphore-blocking" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: DispatchQueue.global().async + a semaphore the calling task waits on (blocks the cooperative pool)"
+    }
+
+    private final class Box: @unchecked Sendable {
+        // @unchecked Sendable: written by the Dispatch thread before signal, read after wait.
+        var result: Result<LegacyPayload, any Error>?
+    }
+
+    /// Bridges by blocking the caller.
+    /// - Parameters:
+    ///   - call: The blocking call.
+    ///   - isolation: The caller's actor.
+    /// - Returns: The call's payload.
+    /// - Throws: The call's error.
+    public func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        let semaphore = DispatchSemaphore(value: 0)
+        let box = Box()
+        DispatchQueue.global().async {
+            box.result = Result { try call.perform() }
+            semaphore.signal()
+        }
+        semaphore.wait()  // WRONG: blocks a cooperative thread until the call returns
+        return try box.result!.get()
+    }
+}
