@@ -225,4 +225,4 @@ struct RingBuffer<Element> {
     }
 }
 
-extension StreamRing: Sendable where Element: Sendable {}
+extension RingBuffer: Sendable where Element: Sendable {}

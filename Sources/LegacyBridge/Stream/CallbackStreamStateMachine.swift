@@ -29,8 +29,11 @@ struct CallbackStreamStateMachine<Element: Sendable> {
 
     /// A sequenced stream's reorderer and the timer of its newest gap: a value with its storage
     /// behind one reference, copied on write, so that the state stays small to copy.
+    ///
+    /// `@unchecked Sendable`: the storage is changed only through `makeUnique()`, when this value
+    /// holds its one reference, as the standard library's copy-on-write collections do.
     @usableFromInline
-    struct Sequencing {
+    struct Sequencing: @unchecked Sendable {
         final class Storage {
             var reorderer: SequenceReorderer<Element>
             /// At most one pending timer: a newer gap's replaces the older.
@@ -74,7 +77,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
     /// The elements between producer and consumer: those waiting, and the size of the batch the
     /// consumer took last. Both count as held until the consumer comes back for more.
     @usableFromInline
-    struct Handoff {
+    struct Handoff: Sendable {
         @usableFromInline var buffer: RingBuffer<Element>
         @usableFromInline var inBatch: Int
 
@@ -197,7 +200,7 @@ struct CallbackStreamStateMachine<Element: Sendable> {
 
     /// Counters for tests and debugging.
     @usableFromInline
-    struct Trace {
+    struct Trace: Sendable {
         /// Batches handed to the consumer.
         @usableFromInline var batches = 0
         /// Times the consumer suspended.
