@@ -131,7 +131,7 @@ struct OffloadPoolStateMachine<Job, Waiter> {
     let width: Int
     let queueLimit: Int
     private(set) var lifecycle: Lifecycle = .open
-    private(set) var queue = OffloadRing<QueuedJob>()
+    private(set) var queue = RingBuffer<QueuedJob>()
     private(set) var running: [RunningJob] = []
     /// Workers parked in `wait`.
     private(set) var parkedWorkers = 0
@@ -264,13 +264,13 @@ struct OffloadPoolStateMachine<Job, Waiter> {
         switch lifecycle {
         case .open, .draining:
             lifecycle = .draining
-            if mode.kind == .rejectQueued { action.rejected = queue.removeAll().map(\.job) }
+            if mode.kind == .rejectQueued { action.rejected = queue.popAll().map(\.job) }
             if let waiter { shutdownWaiters.append(waiter) }
             action.wakeWorkers = parkedWorkers > 0
             if liveWorkers == 0 {
                 // No thread was ever started (they all failed): nothing can drain, stop now.
                 lifecycle = .stopped
-                action.rejected += queue.removeAll().map(\.job)
+                action.rejected += queue.popAll().map(\.job)
                 action.resume = shutdownWaiters
                 shutdownWaiters = []
             }

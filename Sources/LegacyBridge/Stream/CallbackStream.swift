@@ -1,11 +1,10 @@
-/// An `AsyncSequence` fed by a callback-based producer, such as a legacy C SDK
-/// that reports events on its own threads.
+/// An `AsyncSequence` fed by a callback-based producer, such as a legacy C SDK that reports events
+/// on its own threads.
 ///
-/// The stream is cold: nothing happens until an iterator asks for its first
-/// element. Then `start` runs (on the consumer's task, synchronously, with
-/// no lock held) and receives an ``EventSink`` for the producer's callbacks;
-/// it returns a ``StreamControl`` with which the stream cancels, pauses and
-/// resumes the producer. Every iterator gets its own run of `start`.
+/// The stream is cold: nothing happens until an iterator asks for its first element. Then `start`
+/// runs on the consumer's task, synchronously and with no lock held, and receives an ``EventSink``
+/// for the producer's callbacks. It returns a ``StreamControl`` with which the stream cancels,
+/// pauses and resumes the producer. Every iterator gets its own run of `start`.
 ///
 /// ```swift
 /// let events = CallbackStream(of: Event.self, buffering: .backpressure(low: 16, high: 64)) { sink in
@@ -17,62 +16,56 @@
 /// ```
 ///
 /// ## Contract
-/// - The terminal (``EventSink/finish()`` / ``EventSink/finish(throwing:)``,
-///   or an error thrown by `start`) is delivered once, after every element
-///   yielded before it; no buffering policy drops it. Yields after it return
-///   ``YieldOutcome/terminated`` and are counted in
+/// - The terminal is delivered once, after every element yielded before it, and no buffering
+///   policy drops it. It comes from ``EventSink/finish()``, ``EventSink/finish(throwing:)`` or an
+///   error thrown by `start`. Yields after it return ``YieldOutcome/terminated`` and are counted in
 ///   ``StreamStatistics/yieldedAfterTermination``.
-/// - If the consumer stops first (its task is cancelled, it leaves the loop,
-///   drops the iterator, or calls ``stop()``), buffered elements are dropped
-///   (counted in ``StreamStatistics/discardedAtTermination``) and the
-///   producer's `cancel` is called exactly once, outside every lock; if that
-///   happens while `start` is still running, once `start` has returned the
-///   handle. `cancel` is not called once the producer has finished. A
-///   cancelled task's `next()` throws `CancellationError`; while it works
-///   through a batch it already holds, cancellation is checked every 64
-///   elements (the check costs more than handing out an element). After
-///   ``stop()``, `next()` returns `nil`.
-/// - Producer control (`pause`, `resume`, `cancel`) follows the threading
-///   contract documented on ``StreamControl``: one call at a time, in decided
-///   order, nothing after cancel; every call on the control's
-///   ``SDKScheduler`` if it has one; otherwise `cancel` always on a
-///   Dispatch worker, never inside a yield, a finish or the task runtime's
-///   cancellation handler.
-/// - Nothing waits: a yield never blocks, on any thread, under any buffering
-///   policy, and the consumer never spins. A consuming task whose cancel
-///   takes seconds in the SDK resumes at once and delays no other task.
+/// - If the consumer stops first, buffered elements are dropped and counted in
+///   ``StreamStatistics/discardedAtTermination``, and the producer's `cancel` is called exactly
+///   once, outside every lock. The consumer stops when its task is cancelled, it leaves the loop,
+///   drops the iterator, or calls ``stop()``. If that happens while `start` still runs, `cancel`
+///   waits until `start` has returned the handle. It is not called once the producer has finished.
+/// - A cancelled task's `next()` throws `CancellationError`. While it works through a batch it
+///   already holds, cancellation is checked every 64 elements, because the check costs more than
+///   handing out an element. After ``stop()``, `next()` returns `nil`.
+/// - Producer control follows the threading contract of ``StreamControl``: calls in decided order,
+///   nothing after `cancel`, every call on the control's ``SDKScheduler`` if it has one. Otherwise
+///   `pause` runs inside the yield that reached `high`, and `cancel` on a thread of the library's
+///   own, never inside a yield, a finish or the task runtime's cancellation handler.
+/// - Nothing waits: a yield never blocks, on any thread, under any buffering policy, and the
+///   consumer never spins. A consuming task whose cancel takes seconds in the SDK resumes at once
+///   and delays no other task.
 ///
 /// ## Backpressure
-/// With ``StreamBuffering/backpressure(low:high:)`` nothing is ever dropped.
-/// Once `high` elements are held (waiting in the stream plus the consumer's
-/// current batch, which counts until the consumer comes back for more) every
-/// yield answers ``YieldOutcome/stopProducing`` and `pause` is called once;
-/// when the consumer has brought the held count down to `low`, `resume` is
-/// called once. Elements that arrive while paused (the producer's in-flight
-/// ones) are kept and counted in ``StreamStatistics/acceptedWhilePaused``;
-/// memory is bounded by `high` plus that overshoot (see
-/// ``StreamStatistics/peakBuffered``). A producer that stops on
-/// `.stopProducing` has no overshoot at all.
+/// With ``StreamBuffering/backpressure(low:high:)`` nothing is ever dropped. Held elements are
+/// those waiting in the stream plus the consumer's current batch, which counts until the consumer
+/// comes back for more.
+/// - Once `high` elements are held, every yield answers ``YieldOutcome/stopProducing`` and `pause`
+///   is called once, inside the yield that reached `high`.
+/// - When the consumer has brought the held count down to `low`, `resume` is called once.
+/// - Elements that arrive meanwhile are kept and counted in
+///   ``StreamStatistics/acceptedWhilePaused``. Memory is bounded by `high` plus that overshoot:
+///   see ``StreamStatistics/peakBuffered``. Once `start` has returned, a producer that stops on
+///   `.stopProducing`, or one without a scheduler that checks its paused flag before each event,
+///   overshoots by less than the batch it was yielding.
 ///
 /// ## Ordering
-/// With ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``
-/// producers call ``EventSink/yield(_:sequence:)`` from any thread, and the
-/// stream restores the order under its lock.
+/// With ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)`` producers call
+/// ``EventSink/yield(_:sequence:)`` from any thread, and the stream restores the order under its lock.
 ///
 /// ## Statistics and explicit stop
-/// The iterator's ``AsyncIterator/statistics`` and, for a `for try await`
-/// loop that never sees its iterator, the stream's ``statistics`` (the most
-/// recent subscription's counters, kept after it ended) say how many elements
-/// were dropped, the peak buffered, pauses and resumes. ``stop()`` ends the
-/// subscriptions explicitly: at top level (in `main.swift`) the iterator of a
-/// `for try await` loop left with `break` is never released by the current
-/// toolchain, so leaving the loop alone does not cancel the producer there.
+/// The iterator's ``AsyncIterator/statistics`` and the stream's ``statistics`` say how many
+/// elements were dropped, the peak buffered, pauses and resumes. The stream's are those of the most
+/// recent subscription, kept after it ended, for a `for try await` loop that never shows its
+/// iterator. ``stop()`` ends the subscriptions explicitly: at top level in `main.swift`, the
+/// current toolchain never releases the iterator of a loop left with `break`, so leaving the loop
+/// alone does not cancel the producer there.
 ///
 /// ## Performance
-/// The consumer takes all waiting elements in one batch under one lock and
-/// hands them out without locking; it only suspends (one continuation) when
-/// nothing is waiting. A yield takes one lock and appends to a reused ring
-/// buffer; ``EventSink/yield(contentsOf:)`` appends a whole batch under one lock.
+/// The consumer takes all waiting elements in one batch under one lock and hands them out without
+/// locking. It only suspends, with one continuation, when nothing is waiting. A yield takes one
+/// lock and appends to a reused ring buffer; ``EventSink/yield(contentsOf:)`` appends a whole batch
+/// under one lock.
 public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     /// The error type of the sequence.
     public typealias Failure = any Error
@@ -86,15 +79,14 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     ///
     /// - Parameters:
     ///   - elementType: The element type, for call sites that need to spell it.
-    ///   - buffering: How elements wait for the consumer (see ``StreamBuffering``).
-    ///     Invalid bounds stop the program with a message saying what to pass.
-    ///   - ordering: ``StreamOrdering/arrival`` (the default), or
-    ///     ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``
-    ///     for producers that number their events.
-    ///   - start: Starts the producer. Called when an iterator first asks for
-    ///     an element, with the sink the producer's callbacks use. Returns the
-    ///     control handle, or `nil` if the producer cannot be cancelled or
-    ///     paused. Throwing ends the stream with that error, after any
+    ///   - buffering: How elements wait for the consumer: see ``StreamBuffering``. Invalid bounds
+    ///     stop the program with a message saying what to pass.
+    ///   - ordering: ``StreamOrdering/arrival``, the default, or
+    ///     ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)`` for producers that
+    ///     number their events.
+    ///   - start: Starts the producer. Called when an iterator first asks for an element, with the
+    ///     sink the producer's callbacks use. Returns the control handle, or `nil` if the producer
+    ///     cannot be cancelled or paused. Throwing ends the stream with that error, after any
     ///     elements it yielded.
     public init(
         of elementType: Element.Type = Element.self,
@@ -119,37 +111,36 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         )
     }
 
-    /// The counters of the most recent subscription of this stream value
-    /// (live, or as they were when it ended); all zero before the first one.
+    /// The counters of the most recent subscription of this stream value, live or as they were
+    /// when it ended. All zero before the first one.
     ///
-    /// For a `for try await` loop, which never shows its iterator: read it
-    /// after (or during) the loop to see drops, the peak buffered, pauses and resumes.
+    /// A `for try await` loop never shows its iterator: read these during or after the loop to see
+    /// drops, the peak buffered, pauses and resumes.
     public var statistics: StreamStatistics {
         registry.statistics
     }
 
-    /// Stops the stream: every subscription of this stream value that is
-    /// still running ends (buffered elements are dropped, the producer is
-    /// cancelled per the contract, and `next()` returns `nil` once the
-    /// iterator's current batch is used up), and later iterations end at once
-    /// without running `start`.
+    /// Stops the stream: every subscription of this stream value that still runs ends, and later
+    /// iterations end at once without running `start`.
     ///
-    /// Leaving a `for try await` loop normally releases its iterator, which
-    /// stops its subscription; use this where that does not happen (at top
-    /// level in `main.swift`, where the toolchain keeps the loop's iterator
-    /// alive) or to stop a stream from another task.
+    /// - Buffered elements are dropped, and the producer is cancelled per the contract.
+    /// - `next()` returns `nil` once the iterator's current batch is used up.
+    ///
+    /// Leaving a `for try await` loop normally releases its iterator, which stops its
+    /// subscription. Use this where that does not happen, at top level in `main.swift` where the
+    /// toolchain keeps the loop's iterator alive, or to stop a stream from another task.
     public func stop() {
         registry.stopAll()
     }
 
-    /// The iterator of a ``CallbackStream``: one subscription to the producer.
-    /// Not `Sendable`; do not copy it and use the copies separately.
+    /// The iterator of a ``CallbackStream``: one subscription to the producer. Not `Sendable`: do
+    /// not copy it and use the copies separately.
     public struct AsyncIterator: AsyncIteratorProtocol {
         /// The error type of the iterator.
         public typealias Failure = any Error
 
         /// Elements taken from the stream and not yet handed out.
-        @usableFromInline var batch: StreamRing<Element>
+        @usableFromInline var batch: RingBuffer<Element>
         @usableFromInline let subscription: StreamSubscription<Element>
         @usableFromInline var isDone: Bool
         /// Elements handed out from the current batch before cancellation is checked again.
@@ -159,10 +150,10 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// keeps far ahead does not regrow its buffer from nothing after every batch, and a burst
         /// does not pin its memory once traffic calms down.
         @usableFromInline var lastBatchCount: Int
-        /// Trivial elements (see `StreamRing`) are handed out by index from a run of the batch's
-        /// storage, `batch.plain[runStart ..< runEnd]`, the next at `cursor`: one compare, one
-        /// load and one increment per element. The batch itself learns how far the run got when
-        /// `nextSlow` runs (at the run's end: the storage's end, or the next cancellation check).
+        /// Trivial elements, unwrapped in the batch's storage, are handed out by index from a run
+        /// `batch.plain[runStart ..< runEnd]`, the next at `cursor`: one compare, one load and one
+        /// increment per element. The batch learns how far the run got when `nextSlow` runs, at
+        /// the run's end: the storage's end, or the next cancellation check.
         @usableFromInline var cursor: Int
         @usableFromInline var runStart: Int
         @usableFromInline var runEnd: Int
@@ -173,7 +164,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
 
         @usableFromInline
         init(subscription: StreamSubscription<Element>) {
-            self.batch = StreamRing()
+            self.batch = RingBuffer()
             self.subscription = subscription
             self.isDone = false
             self.uncheckedElements = 0
@@ -183,7 +174,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
             self.runEnd = 0
         }
 
-        /// The subscription's counters (all zero before the first `next()`).
+        /// The subscription's counters, all zero before the first `next()`.
         public var statistics: StreamStatistics {
             subscription.storage?.statistics ?? StreamStatistics()
         }
@@ -204,7 +195,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// - Throws: The producer's error, or `CancellationError` if the task was cancelled.
         @inlinable @inline(__always)
         public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
-            if StreamRing<Element>.isPlain {
+            if RingBuffer<Element>.isPlain {
                 if cursor < runEnd {
                     let element = batch.plain[cursor]
                     cursor &+= 1
@@ -221,7 +212,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// fast path may hand out before the next cancellation check.
         @inlinable
         mutating func handOut() -> Element? {
-            if StreamRing<Element>.isPlain {
+            if RingBuffer<Element>.isPlain {
                 runStart = batch.head
                 runEnd = batch.plainRunEnd(limit: Self.cancellationCheckInterval)
                 cursor = runStart &+ 1
@@ -235,7 +226,7 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         /// producer first if needed, and suspends only if nothing is waiting.
         @inlinable
         mutating func nextSlow(isolation actor: isolated (any Actor)?) async throws -> Element? {
-            if StreamRing<Element>.isPlain && cursor != runStart {
+            if RingBuffer<Element>.isPlain && cursor != runStart {
                 batch.removeFirst(plain: cursor &- runStart)
             }
             cursor = 0
@@ -253,8 +244,8 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
                 // A ring that grew for a burst is given back, outside the lock, once the batches
                 // no longer need it.
                 let capacity = batch.capacity
-                if capacity > StreamRing<Element>.retainedCapacity && capacity / 4 > lastBatchCount {
-                    batch = StreamRing()
+                if capacity > RingBuffer<Element>.retainedCapacity && capacity / 4 > lastBatchCount {
+                    batch = RingBuffer()
                 }
                 switch storage.next(into: &batch) {
                 case .batch:

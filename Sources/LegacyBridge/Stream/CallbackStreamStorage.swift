@@ -1,81 +1,76 @@
-/// One subscription's shared state: the stream machine behind the stream's
-/// lock, and the producer-control machine behind its own small lock (so a
-/// deliverer never competes with a producer hammering the stream's lock).
-/// Every method asks a machine for an action under its lock, releases it,
-/// then performs the action (resume the consumer, make or schedule a
-/// producer-control call, arm a gap timer, drop discarded elements).
+// One subscription's shared state: the state machine behind one lock, and the code that performs
+// its actions once the lock is released (resume the consumer, make a control call, arm or cancel a
+// gap timer, drop elements). Calling out under the lock could deadlock: a cancel or a dropped
+// element's deinit may call back into the sink.
+
+/// The state of one `CallbackStream` subscription, shared by its iterator, its sink, the task's
+/// cancellation handler, its gap timer and the threads making control calls.
 ///
-/// Nothing here ever waits: a yield, a finish, the consumer's `next()` and
-/// the cancellation handler each take a lock for a few instructions and
-/// return. What cannot be settled at once is settled by whoever comes next,
-/// by a job posted through the control's `SDKScheduler`, or on one of
-/// the library's spare threads (the default home of `cancel`).
+/// Nothing here waits: every method takes the lock for a few instructions, asks the machine,
+/// releases the lock, then acts. A control call that cannot start yet is made later by the thread
+/// whose call was in its way, as a job posted through the control's `SDKScheduler`, or on one of
+/// the library's job threads, the home of `cancel`.
 @usableFromInline
 final class CallbackStreamStorage<Element: Sendable>: Sendable {
-    @usableFromInline
-    let box: LockedBox<CallbackStreamStateMachine<Element>>
-    @usableFromInline
-    let control: LockedBox<ProducerControlStateMachine>
+    @usableFromInline typealias Machine = CallbackStreamStateMachine<Element>
+    @usableFromInline typealias Call = ProducerControlStateMachine.Call
+
+    /// A spinning lock: a fast producer and its consumer take it millions of times a second.
+    @usableFromInline let box: LockedBox<Machine>
     /// The ordering's gap timeout, if it has one.
     let gapTimeout: Duration?
-    /// The stream value's registry (for `CallbackStream.statistics` and `stop()`), if any.
+    /// The stream value's registry, for `CallbackStream.statistics` and `stop()`, if any.
     let registry: StreamRegistry<Element>?
     /// This subscription's number in the registry.
     let subscriptionID: Int
-    /// The timer of the newest gap and its reorderer generation. Arming a newer gap cancels the
-    /// older timer (a stale generation does nothing when it fires anyway), and the
-    /// subscription's end cancels the last, so a stream never holds more than one pending gap
-    /// timer, however many gaps opened and filled.
-    let gapTimer = LockedBox<(generation: UInt64, timer: DeadlineTimer)?>(nil)
 
     @usableFromInline
     init(buffering: StreamBuffering, ordering: StreamOrdering, registry: StreamRegistry<Element>? = nil) {
-        self.box = LockedBox(spinning: true) { CallbackStreamStateMachine(buffering: buffering, ordering: ordering) }
-        self.control = LockedBox(ProducerControlStateMachine())
+        self.box = LockedBox(spinning: true) { Machine(buffering: buffering, ordering: ordering) }
         self.gapTimeout = ordering.effectiveGapTimeout
         self.registry = registry
         self.subscriptionID = registry?.register() ?? 0
     }
 
     deinit {
-        gapTimer.withLock { $0 }?.timer.cancel()
-        registry?.subscriptionEnded(id: subscriptionID, statistics: self.statistics)
+        let (statistics, timer) = box.withLock { ($0.statistics, $0.pendingGapTimer?.timer) }
+        timer?.cancel()
+        registry?.subscriptionEnded(id: subscriptionID, statistics: statistics)
     }
 
-    // MARK: Producer side
+    // MARK: - Producer side
 
-    /// Runs `start` (no lock held) and records the handle it returns, or its error.
+    /// Runs `start` with no lock held and hands the machine the handle it returns, or its error.
     @usableFromInline
     func runStart(_ start: (EventSink<Element>) throws -> StreamControl?) {
         // Stopped or cancelled before `start` began: the producer is never started.
         if box.withLock({ $0.hasEnded }) {
-            controlArrived(nil)
+            handleArrived(nil)
             return
         }
         let sink = EventSink(storage: self)
         do {
-            controlArrived(try start(sink))
+            handleArrived(try start(sink))
         } catch {
-            controlArrived(nil)
+            handleArrived(nil)
             finish(error)
         }
     }
 
-    /// `start` returned: yields may now answer `.stopProducing`, and a pause
-    /// or cancel decided meanwhile is made.
-    func controlArrived(_ handle: StreamControl?) {
-        box.withLock { $0.controlArrived(canResume: handle?.resume != nil) }
-        if let delivery = control.withLock({ $0.controlArrived(handle) }) {
-            deliver(delivery)
-        }
+    /// `start` returned: calls decided meanwhile can be made.
+    func handleArrived(_ handle: StreamControl?) {
+        perform(box.withLock { $0.handleArrived(handle) })
     }
 
     @inlinable
     func yield(_ element: Element) -> YieldOutcome {
         switch box.withLock({ $0.yield(element) }) {
-        case .outcome(let outcome):
+        case .answer(let outcome):
             return outcome
-        case .effects(let outcome, let effects):
+        case .evicted:
+            // The evicted element goes with the action, here, outside the lock.
+            return .dropped
+        case .perform(let effects, let outcome):
             perform(effects)
             return outcome
         }
@@ -83,17 +78,28 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
 
     @inlinable
     func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldOutcome {
-        let (outcome, effects) = box.withLock { $0.yield(contentsOf: elements) }
-        // The common batch needs nothing done: skip the (generic, unspecialized) effects call.
-        if !effects.isEmpty { perform(effects) }
-        return outcome
+        switch box.withLock({ $0.yield(contentsOf: elements) }) {
+        case .answer(let outcome):
+            return outcome
+        case .evicted:
+            return .dropped
+        case .perform(let effects, let outcome):
+            perform(effects)
+            return outcome
+        }
     }
 
     @usableFromInline
     func yield(_ element: Element, sequence: UInt64) -> YieldOutcome {
-        let (outcome, effects) = box.withLock { $0.yield(element, sequence: sequence) }
-        perform(effects)
-        return outcome
+        switch box.withLock({ $0.yield(element, sequence: sequence) }) {
+        case .answer(let outcome):
+            return outcome
+        case .evicted:
+            return .dropped
+        case .perform(let effects, let outcome):
+            perform(effects)
+            return outcome
+        }
     }
 
     @usableFromInline
@@ -101,28 +107,58 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
         perform(box.withLock { $0.finish(failure) })
     }
 
-    // MARK: Consumer side
+    // MARK: - Consumer side
 
-    /// Takes the waiting elements into `batch` (or the terminal), passing on
-    /// a resume the consumer's return made due.
+    /// What the consumer does after asking for elements.
+    @usableFromInline
+    enum Step {
+        /// A batch was swapped into the consumer's ring.
+        case batch
+        /// Nothing is waiting: suspend with `suspend(_:)`, then ask again.
+        case suspend
+        case end
+        case fail(any Error)
+        case cancelled
+    }
+
+    /// Takes the waiting elements into `batch`, or the terminal, after making a resume that the
+    /// consumer's return made due.
     @inlinable
-    func next(into batch: inout StreamRing<Element>) -> CallbackStreamStateMachine<Element>.NextAction {
-        let (action, request) = box.withLock { $0.next(into: &batch) }
-        if let request { apply(request) }
-        return action
+    func next(into batch: inout RingBuffer<Element>) -> Step {
+        switch box.withLock({ $0.next(into: &batch) }) {
+        case .batch(nil):
+            return .batch
+        case .batch(let resume?):
+            make(resume)
+            return .batch
+        case .suspend(nil):
+            return .suspend
+        case .suspend(let resume?):
+            make(resume)
+            return .suspend
+        case .end:
+            return .end
+        case .fail(let error):
+            return .fail(error)
+        case .cancelled:
+            return .cancelled
+        }
     }
 
     @usableFromInline
     func suspend(_ continuation: UnsafeContinuation<Void, Never>) {
-        if let ready = box.withLock({ $0.suspend(continuation) }) {
-            ready.resume()
+        switch box.withLock({ $0.suspend(continuation) }) {
+        case .suspended:
+            break
+        case .resume(let continuation):
+            // We must not resume the continuation while holding the lock.
+            continuation.resume()
         }
     }
 
-    /// The consumer stopped: `cancelled` for a cancelled task or a consumer
-    /// that went away, `false` for an explicit `stop()`. Safe inside the
-    /// task runtime's cancellation handler: it flips state, resumes the
-    /// waiter and schedules the producer's cancel; it calls no producer code.
+    /// The consumer stopped: `cancelled` for a cancelled task or a consumer that went away, `false`
+    /// for an explicit `stop()`. Safe inside the task runtime's cancellation handler: it flips
+    /// state, resumes the waiter and hands the producer's cancel to another thread.
     @usableFromInline
     func consumerTerminated(cancelled: Bool) {
         perform(box.withLock { $0.consumerTerminated(cancelled: cancelled) })
@@ -130,88 +166,87 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
 
     @usableFromInline
     var statistics: StreamStatistics {
-        var statistics = box.withLock { $0.statistics }
-        control.withLock {
-            statistics.pauses = $0.pauses
-            statistics.resumes = $0.resumes
-        }
-        return statistics
+        box.withLock { $0.statistics }
     }
 
-    // MARK: Effects (called with no lock held)
+    // MARK: - Actions, performed with no lock held
 
+    func perform(_ action: Machine.EffectsAction) {
+        switch action {
+        case .none: break
+        case .perform(let effects): perform(effects)
+        }
+    }
+
+    /// Resumes the consumer, cancels or arms a gap timer, makes a control call; the discarded
+    /// elements and a released handle go when `effects` does, here, outside the lock.
     @usableFromInline
-    func perform(_ effects: consuming StreamEffects<Element>) {
+    func perform(_ effects: consuming Machine.Effects) {
         effects.wakeUp?.resume()
-        if let request = effects.control {
-            apply(request)
+        switch effects.gapTimer {
+        case .none: break
+        case .cancel(let timer): timer.cancel()
+        case .arm(let generation): armGapTimer(generation)
         }
-        if let generation = effects.armGapTimer {
-            armGapTimer(generation)
-        }
-        // `effects.evicted` and `effects.discarded` are released here, outside the lock.
+        perform(effects.producer)
     }
 
-    /// Passes a decision of the stream machine to the control machine and
-    /// makes (or schedules) the call it hands out, if any.
+    func perform(_ action: ProducerControlStateMachine.Action) {
+        switch action {
+        case .none, .release: break
+        case .make(let call): make(call)
+        }
+    }
+
+    /// Makes `call` where the threading contract of ``StreamControl`` says: as a job posted through
+    /// its scheduler, `cancel` on a library job thread, `pause` and `resume` right here.
     @usableFromInline
-    func apply(_ request: StreamControlRequest) {
-        let delivery = control.withLock { machine -> ProducerControlStateMachine.Delivery? in
-            switch request {
-            case .setPaused(let paused, let version):
-                return machine.setPaused(paused, version: version)
-            case .cancel:
-                return machine.requestCancel()
-            case .producerFinished:
-                machine.producerFinished()
-                return nil
-            }
-        }
-        if let delivery { deliver(delivery) }
-    }
-
-    /// The caller became the deliverer of `first`: makes it where the
-    /// threading contract says (see `StreamControl`), then every call that
-    /// became due meanwhile, one at a time.
-    func deliver(_ first: ProducerControlStateMachine.Delivery) {
-        if let scheduler = first.control.scheduler {
+    func make(_ call: Call) {
+        if let scheduler = call.scheduler {
             do {
-                try scheduler.post { self.runDeliveries(from: first, inline: false) }
+                try scheduler.post { self.makeCalls(from: call, inline: false) }
             } catch {
-                abandonDeliveries()
+                abandonCalls(from: call)
             }
-        } else if first.operation == .cancel {
-            BridgeThreadPool.shared.run { self.runDeliveries(from: first, inline: false) }
+        } else if call.operation == .cancel {
+            BridgeThreadPool.shared.run { self.makeCalls(from: call, inline: false) }
         } else {
-            runDeliveries(from: first, inline: true)
+            makeCalls(from: call, inline: true)
         }
     }
 
-    /// The deliverer's loop. `inline`: running on the thread whose event made
-    /// the call due (default contract), which must hand a `cancel` off to a
-    /// spare thread instead of making it here, inside a yield or a
-    /// consumer's call.
-    func runDeliveries(from first: ProducerControlStateMachine.Delivery, inline: Bool) {
-        var delivery = first
+    /// Makes `first`, then every call the machine hands this thread when it returns. `inline`: on
+    /// the thread of a yield or of the consumer, which hands a `cancel` to a library job thread instead.
+    func makeCalls(from first: Call, inline: Bool) {
+        var call = first
         while true {
-            delivery.perform()
-            guard let next = control.withLock({ $0.deliveryCompleted() }) else { return }
-            if inline && next.operation == .cancel {
-                BridgeThreadPool.shared.run { self.runDeliveries(from: next, inline: false) }
+            call.make()
+            switch box.withLock({ $0.callReturned(call.operation) }) {
+            case .none, .release:
                 return
+            case .make(let next):
+                if inline && next.operation == .cancel {
+                    BridgeThreadPool.shared.run { self.makeCalls(from: next, inline: false) }
+                    return
+                }
+                call = next
             }
-            delivery = next
         }
     }
 
-    /// The scheduler refused a delivery's job (the SDK's loop is gone): that call and every call
-    /// due after it are given up, so the control machine ends idle or closed, never stuck delivering.
-    func abandonDeliveries() {
-        while control.withLock({ $0.deliveryCompleted() }) != nil {}
+    /// The scheduler refused a job because the SDK's loop is gone: that call and every call due
+    /// after it are given up, so the control machine ends idle or closed, never stuck in flight.
+    func abandonCalls(from first: Call) {
+        var operation = first.operation
+        while case .make(let next) = box.withLock({ $0.callReturned(operation) }) {
+            operation = next.operation
+        }
     }
 
-    /// Arms the timer of the gap that opened at reorderer generation
-    /// `generation`. A gap timeout of zero gives the gap up at once.
+    // MARK: - Gap timers
+
+    /// Arms the timer of the gap that opened at reorderer generation `generation`. A gap timeout
+    /// of zero gives the gap up at once.
     func armGapTimer(_ generation: UInt64) {
         guard let timeout = gapTimeout else { return }
         if timeout <= .zero {
@@ -222,87 +257,13 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
         let timer = DeadlineTimers.schedule(at: ContinuousClock.now + timeout) { [weak self] in
             self?.gapTimerFired(generation)
         }
-        // Two producers' threads may arm two generations in either order: the newer one stays.
-        let superseded = gapTimer.withLock { slot -> DeadlineTimer? in
-            if let current = slot, current.generation > generation { return timer }
-            defer { slot = (generation, timer) }
-            return slot?.timer
+        switch box.withLock({ $0.gapTimerArmed(timer, generation: generation) }) {
+        case .keep: break
+        case .cancel(let timer): timer.cancel()
         }
-        superseded?.cancel()
     }
 
     func gapTimerFired(_ generation: UInt64) {
         perform(box.withLock { $0.gapTimerFired(generation: generation) })
-    }
-}
-
-/// What a `CallbackStream` value knows of the subscriptions its iterators
-/// started: the live ones (to `stop()` them) and the statistics of the most
-/// recent one, kept after it ended.
-///
-/// `@unchecked Sendable` is not needed: the state lives in a `LockedBox`.
-@usableFromInline
-final class StreamRegistry<Element: Sendable>: Sendable {
-    struct Entry {
-        weak var storage: CallbackStreamStorage<Element>?
-    }
-
-    struct State {
-        var live: [Entry] = []
-        var latest = Entry()
-        var latestID = 0
-        var lastStatistics = StreamStatistics()
-        var stopped = false
-    }
-
-    let state = LockedBox(State())
-
-    @usableFromInline
-    init() {}
-
-    /// A new subscription is being created: its number.
-    func register() -> Int {
-        state.withLock { state in
-            state.latestID += 1
-            state.latest = Entry()
-            return state.latestID
-        }
-    }
-
-    /// Makes a new subscription live, unless `stop()` was called: then it returns false and the
-    /// subscription must end without running `start`. Checking and registering under one lock
-    /// with `stopAll` is what keeps a first `next()` racing `stop()` from starting a producer
-    /// that nothing will cancel.
-    @usableFromInline
-    func admit(_ storage: CallbackStreamStorage<Element>) -> Bool {
-        state.withLock { state in
-            if state.stopped { return false }
-            state.live.removeAll { $0.storage == nil }
-            state.live.append(Entry(storage: storage))
-            if storage.subscriptionID == state.latestID { state.latest = Entry(storage: storage) }
-            return true
-        }
-    }
-
-    /// Called from a storage's deinit with its final counters.
-    func subscriptionEnded(id: Int, statistics: StreamStatistics) {
-        state.withLock { state in
-            if id == state.latestID { state.lastStatistics = statistics }
-        }
-    }
-
-    @usableFromInline
-    var statistics: StreamStatistics {
-        let (latest, last) = state.withLock { ($0.latest.storage, $0.lastStatistics) }
-        return latest?.statistics ?? last
-    }
-
-    @usableFromInline
-    func stopAll() {
-        let live = state.withLock { state -> [CallbackStreamStorage<Element>] in
-            state.stopped = true
-            return state.live.compactMap(\.storage)
-        }
-        for storage in live { storage.consumerTerminated(cancelled: false) }
     }
 }

@@ -1,16 +1,15 @@
-/// The producer's end of a stream: hand it to the SDK's callbacks, which call
-/// it from any thread.
+/// The producer's end of a stream: hand it to the SDK's callbacks, which call it from any thread.
 ///
-/// The same sink type feeds a ``CallbackStream`` and an `AsyncThrowingStream`
-/// built with `AsyncThrowingStream.bridging(of:buffering:ordering:_:)`, so a
-/// producer is written once. Every method is thread-safe, may be called from
-/// inside the ``StreamControl`` closures, and never blocks or waits: it takes
-/// the stream's lock for a few instructions and returns. The answer of a
-/// yield tells the producer synchronously whether the stream wants it to go
-/// on (see ``YieldOutcome``).
+/// The same sink type feeds a ``CallbackStream`` and an `AsyncThrowingStream` built with
+/// `AsyncThrowingStream.bridging(of:buffering:ordering:_:)`, so a producer is written once.
+/// - Every method is thread-safe and may be called from inside the ``StreamControl`` closures.
+/// - Nothing waits: a method takes the stream's lock for a few instructions and returns. A yield
+///   that reaches the high watermark makes the `pause` call itself before it returns.
+/// - The answer of a yield tells the producer synchronously whether the stream wants it to go on:
+///   see ``YieldOutcome``.
 ///
-/// Keep payloads value-based: copy C buffers into `Sendable` Swift values
-/// inside the callback before yielding them.
+/// Keep payloads value-based: copy C buffers into `Sendable` Swift values inside the callback
+/// before yielding them.
 public struct EventSink<Element: Sendable>: Sendable {
     @usableFromInline let storage: CallbackStreamStorage<Element>
 
@@ -19,25 +18,28 @@ public struct EventSink<Element: Sendable>: Sendable {
         self.storage = storage
     }
 
-    /// Delivers one element (streams with ``StreamOrdering/arrival`` ordering).
+    /// Delivers one element, for streams with ``StreamOrdering/arrival`` ordering.
     ///
     /// - Parameter element: The element.
-    /// - Returns: ``YieldOutcome/enqueued``; ``YieldOutcome/stopProducing`` if
-    ///   it was accepted but the stream wants the producer to stop
-    ///   (backpressure); ``YieldOutcome/dropped`` if the buffering policy
-    ///   dropped an element (for `bufferingNewest`: an older one to make
-    ///   room); ``YieldOutcome/terminated`` if the stream had terminated.
+    /// - Returns: ``YieldOutcome/enqueued``, or ``YieldOutcome/stopProducing`` if it was accepted but
+    ///   the stream wants the producer to stop. ``YieldOutcome/dropped`` if the buffering policy
+    ///   dropped an element, for `bufferingNewest` an older one to make room.
+    ///   ``YieldOutcome/terminated`` if the stream had terminated.
     @inlinable
     @discardableResult
     public func yield(_ element: Element) -> YieldOutcome {
         storage.yield(element)
     }
 
-    /// Delivers several elements in order, under one lock (streams with
-    /// ``StreamOrdering/arrival`` ordering): one append of the whole batch, at
-    /// most one wake-up of the consumer and one watermark check. Arrays and
-    /// other contiguous collections are appended without a copy; any other
-    /// sequence is copied first, outside the lock.
+    /// Delivers several elements in order under one lock, for streams with ``StreamOrdering/arrival``
+    /// ordering.
+    ///
+    /// - The batch is appended at once, with at most one wake-up of the consumer.
+    /// - The watermarks count it as its elements yielded one by one: a batch that crosses `high`
+    ///   makes the pause due and counts the elements beyond `high` in
+    ///   ``StreamStatistics/acceptedWhilePaused``.
+    /// - Arrays and other contiguous collections are appended without a copy; any other sequence is
+    ///   copied first, outside the lock.
     ///
     /// - Parameter elements: The elements.
     /// - Returns: ``YieldOutcome/terminated`` if the stream had terminated,
@@ -55,41 +57,38 @@ public struct EventSink<Element: Sendable>: Sendable {
     }
 
     /// Delivers one numbered element of a stream created with
-    /// ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``;
-    /// the stream delivers elements in sequence order. Several threads may
-    /// call this concurrently.
+    /// ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``. The stream delivers
+    /// elements in sequence order, and several threads may call this at once.
     ///
     /// - Parameters:
     ///   - element: The element.
-    ///   - sequence: Its sequence number (any value; see ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``
-    ///     for how stale, wrapped and garbage numbers are handled).
-    /// - Returns: ``YieldOutcome/enqueued`` (or ``YieldOutcome/stopProducing``
-    ///   under backpressure) if it was delivered or is held until its
-    ///   predecessors arrive; ``YieldOutcome/dropped`` if it was stale (a
-    ///   duplicate, or behind the next expected number), did not fit the
-    ///   window under ``StreamOrdering/GapPolicy/fail``, or the buffering policy
-    ///   dropped an element; ``YieldOutcome/terminated`` if the stream had terminated.
+    ///   - sequence: Its sequence number, any value. How stale, wrapped and garbage numbers are
+    ///     handled is documented on ``StreamOrdering/sequenced(window:firstSequence:gaps:gapTimeout:)``.
+    /// - Returns: ``YieldOutcome/enqueued`` if it was delivered or is held until its predecessors
+    ///   arrive, ``YieldOutcome/stopProducing`` instead under backpressure.
+    ///   ``YieldOutcome/dropped`` if it was stale, did not fit the window under
+    ///   ``StreamOrdering/GapPolicy/fail``, or the buffering policy dropped an element.
+    ///   ``YieldOutcome/terminated`` if the stream had terminated.
     @discardableResult
     public func yield(_ element: Element, sequence: UInt64) -> YieldOutcome {
         storage.yield(element, sequence: sequence)
     }
 
-    /// Ends the stream normally after the elements yielded before. Only the
-    /// first terminal counts.
+    /// Ends the stream normally, after the elements yielded before. Only the first terminal counts.
     public func finish() {
         storage.finish(nil)
     }
 
-    /// Ends the stream with an error, delivered after the elements yielded
-    /// before. Only the first terminal counts.
+    /// Ends the stream with an error, delivered after the elements yielded before. Only the first
+    /// terminal counts.
     ///
     /// - Parameter error: The error the consumer's `next()` throws.
     public func finish(throwing error: any Error) {
         storage.finish(error)
     }
 
-    /// The stream's counters: drops by the buffering policy, stale and
-    /// skipped sequence numbers, yields after termination, backpressure calls.
+    /// The stream's counters: drops by the buffering policy, stale and skipped sequence numbers,
+    /// yields after termination, backpressure calls.
     public var statistics: StreamStatistics {
         storage.statistics
     }

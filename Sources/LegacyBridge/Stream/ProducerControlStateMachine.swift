@@ -1,40 +1,27 @@
-/// Decides which ``StreamControl`` call (pause, resume, cancel) to make next,
-/// so that the calls, which run outside the stream's lock, reach the producer
-/// one at a time and in the order they were decided.
+// Which `StreamControl` call a stream makes next, and which thread makes it. A pure value that the
+// stream's machine keeps under the stream's one lock, so a decision and its call are one step.
+//
+// A call is made with no lock held by the thread the machine hands it to. That thread reports the
+// return and receives the next call due, if any. Nothing here waits: a call that cannot start yet
+// is made later by the thread whose call was in its way.
+
+/// The producer-control decisions of one stream subscription.
 ///
-/// One thread at a time is the *deliverer*: the thread whose event made a call
-/// due while nobody was delivering receives a ``Delivery``, makes the call
-/// with no lock held, then reports ``deliveryCompleted()`` under the lock and
-/// receives the next call due, if any. Events that arrive while a call is in
-/// flight only update the wanted state; the deliverer picks them up. A resume
-/// wanted and unwanted again while a call is in flight produces nothing, but a
-/// pause is never dropped: the yield that decided it already answered
-/// `.stopProducing`, so the producer may have stopped itself, and only a
-/// later resume can restart it. So a pause wanted and unwanted again while a
-/// call is in flight is made, then the resume; the producer always ends in
-/// the last wanted state. `cancel` supersedes pending pause/resume and is the
-/// last call ever made. Re-entrant events from inside a call never deliver
-/// themselves (the caller is already the deliverer), so they cannot deadlock
-/// or recurse.
-///
-/// Before `start` returns the control handle, decided pauses and a cancel are
-/// recorded and delivered as soon as the handle arrives.
-///
-/// A stream keeps this machine behind its own small lock, not the stream's
-/// element lock: a deliverer coming back from `resume` must not compete with
-/// a producer that yields in a tight loop (an unfair mutex can starve it
-/// while the producer overshoots `high`). Pause decisions therefore carry a
-/// version assigned under the stream's lock; an older resume that arrives
-/// late is ignored, an older pause is still made (see below).
-///
-/// Where a delivery runs (inline, on a library-owned thread, or as a job posted
-/// through the control's `SDKScheduler`) is the storage's business; the
-/// machine only guarantees one call in flight, in decided order.
-///
-/// A pause decision that arrives after a newer one (decisions are applied
-/// after the stream's lock is released, so two threads can apply theirs out
-/// of order) is not simply dropped: its yield answered `.stopProducing`, so
-/// it is made, followed by the newest wanted state (see `stalePause()`).
+/// Rules:
+/// - Calls are handed out in the order the stream decided them. Pause and resume alternate from
+///   pause, cancel is the last call, and nothing is called without a handle.
+/// - A decided pause is always made, even if a resume was decided since: its yield answered
+///   `stopProducing`, so the producer may have stopped itself. A resume overtaken by a new pause
+///   before it was made is not made.
+/// - With a scheduler, one call is in flight at a time.
+/// - Without one, a pause starts as soon as it is decided, even while the previous resume is still
+///   returning: a producer that the resume woke must be stoppable at once, and its pause can only
+///   land after the resume that let it run. A resume never starts while a pause is in flight:
+///   that pause's thread makes it afterwards.
+/// - Cancel starts once nothing else is in flight, exactly once if requested before the producer
+///   finished, and never once it finished first.
+/// - Calls decided before the handle arrives are handed out when it arrives.
+/// - When no call can follow, the handle is handed back, to be released outside the lock.
 @usableFromInline
 struct ProducerControlStateMachine: Sendable {
     @usableFromInline
@@ -44,243 +31,261 @@ struct ProducerControlStateMachine: Sendable {
         case cancel
     }
 
-    /// One call to make, outside the lock.
+    /// The producer's handle, shared by reference so that calls and actions stay one word.
     @usableFromInline
-    struct Delivery: Sendable {
-        @usableFromInline let operation: Operation
+    final class Handle: Sendable {
         @usableFromInline let control: StreamControl
 
-        @usableFromInline
-        init(operation: Operation, control: StreamControl) {
-            self.operation = operation
+        init(_ control: StreamControl) {
             self.control = control
         }
+    }
 
-        /// Makes the call. Must be called with no lock held.
+    /// One call to make, with no lock held.
+    @usableFromInline
+    struct Call: Sendable {
+        @usableFromInline let operation: Operation
+        @usableFromInline let handle: Handle
+
+        init(_ operation: Operation, _ handle: Handle) {
+            self.operation = operation
+            self.handle = handle
+        }
+
+        /// The control's scheduler, if every call must be posted through it.
+        @usableFromInline var scheduler: SDKScheduler? { handle.control.scheduler }
+
+        /// Calls the producer. Must be called with no lock held.
         @usableFromInline
-        func perform() {
+        func make() {
             switch operation {
-            case .pause: control.pause?()
-            case .resume: control.resume?()
-            case .cancel: control.cancel.cancel()
+            case .pause: handle.control.pause?()
+            case .resume: handle.control.resume?()
+            case .cancel: handle.control.cancel.cancel()
             }
         }
     }
 
-    /// What is wanted while the handle is missing or a call is in flight.
+    /// What the stream wants beyond the calls already made or in flight.
     @usableFromInline
-    struct Pending: Sendable {
-        /// The state the stream wants the producer in.
-        @usableFromInline var wantPaused = false
-        /// A pause was decided and not made yet: made even if it is no longer
-        /// wanted (then followed by a resume).
-        @usableFromInline var pauseDue = false
-        @usableFromInline var cancelRequested = false
-        @usableFromInline var producerFinished = false
+    enum Pending: Sendable, Hashable {
+        /// Pause and resume as wanted. `pauseOwed`: a decided pause not made yet.
+        case steer(wantPaused: Bool, pauseOwed: Bool)
+        /// The consumer stopped: cancel, then nothing.
+        case cancel
+        /// The producer finished: nothing more.
+        case finished
+    }
 
-        @usableFromInline init() {}
+    /// The calls being made right now.
+    @usableFromInline
+    enum InFlight: Sendable, Hashable {
+        case nothing
+        case pause
+        case resume
+        /// A pause that began while the resume before it was still returning.
+        case resumeAndPause
+        case cancel
+
+        func adding(_ operation: Operation) -> InFlight {
+            switch (self, operation) {
+            case (.nothing, .pause): return .pause
+            case (.nothing, .resume): return .resume
+            case (.nothing, .cancel): return .cancel
+            case (.resume, .pause): return .resumeAndPause
+            case (.pause, _), (.resume, _), (.resumeAndPause, _), (.cancel, _):
+                preconditionFailure("ProducerControlStateMachine: \(operation) cannot start beside \(self)")
+            }
+        }
+
+        func removing(_ operation: Operation) -> InFlight {
+            switch (self, operation) {
+            case (.pause, .pause), (.resume, .resume), (.cancel, .cancel): return .nothing
+            case (.resumeAndPause, .pause): return .resume
+            case (.resumeAndPause, .resume): return .pause
+            case (.nothing, _), (.pause, _), (.resume, _), (.resumeAndPause, .cancel), (.cancel, _):
+                preconditionFailure(
+                    "ProducerControlStateMachine: \(operation) returned but was not in flight (\(self))")
+            }
+        }
     }
 
     @usableFromInline
     enum State: Sendable {
         /// `start` has not returned its handle yet.
-        case awaitingControl(Pending)
-        /// Handle known, no call in flight; the producer was last told `paused`.
-        case idle(control: StreamControl, paused: Bool)
-        /// A deliverer is making `inFlight`; afterwards the producer counts as
-        /// told `pausedAfterInFlight`.
-        case delivering(control: StreamControl, inFlight: Operation, pausedAfterInFlight: Bool, pending: Pending)
-        /// No call will ever be made again: cancel was delivered, the producer
-        /// finished, or there is no handle.
+        case awaitingHandle(Pending)
+        /// The handle is known. `told`: whether the producer was last told to pause, counting the
+        /// calls in flight as made.
+        case active(handle: Handle, told: Bool, inFlight: InFlight, pending: Pending)
+        /// No call will ever be made again.
         case closed
     }
 
+    /// The answer to every event.
+    @usableFromInline
+    enum Action: Sendable {
+        /// Nothing to do.
+        case none
+        /// Make this call now, outside the lock, then report `callReturned`.
+        case make(Call)
+        /// No call can follow: release the handle outside the lock.
+        case release(Handle)
+    }
+
     @usableFromInline var state: State
-    /// Version of the newest pause decision applied by `setPaused`.
-    @usableFromInline var version: UInt64 = 0
-    /// Calls handed out so far.
-    @usableFromInline var pauses: Int = 0
-    @usableFromInline var resumes: Int = 0
 
     @usableFromInline
     init() {
-        self.state = .awaitingControl(Pending())
+        self.state = .awaitingHandle(.steer(wantPaused: false, pauseOwed: false))
     }
 
-    /// `start` returned. The caller becomes the deliverer of the result.
+    // MARK: - Events
+
+    /// `start` returned its handle, or `nil` when the producer cannot be controlled.
     @usableFromInline
-    mutating func controlArrived(_ control: StreamControl?) -> Delivery? {
-        guard case .awaitingControl(let pending) = state else {
-            preconditionFailure("StreamControl arrived twice")
+    mutating func handleArrived(_ control: StreamControl?) -> Action {
+        switch state {
+        case .awaitingHandle(let pending):
+            guard let control else {
+                state = .closed
+                return .none
+            }
+            return advance(Handle(control), told: false, .nothing, pending)
+        case .active, .closed:
+            preconditionFailure("ProducerControlStateMachine: the StreamControl arrived twice")
         }
-        guard let control else {
+    }
+
+    /// The stream wants the producer paused.
+    @usableFromInline
+    mutating func pauseDecided() -> Action {
+        switch state {
+        case .awaitingHandle(.steer):
+            state = .awaitingHandle(.steer(wantPaused: true, pauseOwed: true))
+            return .none
+        case .active(let handle, let told, let inFlight, .steer(_, let owed)):
+            return advance(handle, told: told, inFlight, .steer(wantPaused: true, pauseOwed: owed || !told))
+        case .awaitingHandle(.cancel), .awaitingHandle(.finished), .active(_, _, _, .cancel),
+            .active(_, _, _, .finished), .closed:
+            return .none
+        }
+    }
+
+    /// The stream wants the producer running again.
+    @usableFromInline
+    mutating func resumeDecided() -> Action {
+        switch state {
+        case .awaitingHandle(.steer(_, let owed)):
+            state = .awaitingHandle(.steer(wantPaused: false, pauseOwed: owed))
+            return .none
+        case .active(let handle, let told, let inFlight, .steer(_, let owed)):
+            return advance(handle, told: told, inFlight, .steer(wantPaused: false, pauseOwed: owed))
+        case .awaitingHandle(.cancel), .awaitingHandle(.finished), .active(_, _, _, .cancel),
+            .active(_, _, _, .finished), .closed:
+            return .none
+        }
+    }
+
+    /// The consumer stopped: cancel the producer, once, unless it finished first.
+    @usableFromInline
+    mutating func cancelRequested() -> Action {
+        switch state {
+        case .awaitingHandle(.steer):
+            state = .awaitingHandle(.cancel)
+            return .none
+        case .active(let handle, let told, let inFlight, .steer):
+            return advance(handle, told: told, inFlight, .cancel)
+        case .awaitingHandle(.cancel), .awaitingHandle(.finished), .active(_, _, _, .cancel),
+            .active(_, _, _, .finished), .closed:
+            return .none
+        }
+    }
+
+    /// The producer finished: no pause or resume any more. A cancel requested before is still made.
+    @usableFromInline
+    mutating func producerFinished() -> Action {
+        switch state {
+        case .awaitingHandle(.steer):
+            state = .awaitingHandle(.finished)
+            return .none
+        case .active(let handle, let told, let inFlight, .steer):
+            return advance(handle, told: told, inFlight, .finished)
+        case .awaitingHandle(.cancel), .awaitingHandle(.finished), .active(_, _, _, .cancel),
+            .active(_, _, _, .finished), .closed:
+            return .none
+        }
+    }
+
+    /// A call handed out by this machine returned.
+    @usableFromInline
+    mutating func callReturned(_ operation: Operation) -> Action {
+        switch state {
+        case .active(let handle, _, .cancel, _):
+            precondition(operation == .cancel, "ProducerControlStateMachine: \(operation) returned during cancel")
             state = .closed
-            return nil
+            return .release(handle)
+        case .active(let handle, let told, let inFlight, let pending):
+            return advance(handle, told: told, inFlight.removing(operation), pending)
+        case .awaitingHandle, .closed:
+            preconditionFailure("ProducerControlStateMachine: \(operation) returned but no call was handed out")
         }
-        return next(control, told: false, pending)
     }
 
-    /// The stream wants the producer paused (`true`) or running (`false`).
-    /// `version` orders decisions: an older resume than the newest seen is
-    /// ignored; an older pause is made, then the newest wanted state.
+    // MARK: - Queries
+
+    /// Whether a yield may answer `stopProducing`: until the handle arrives, yes, because the
+    /// producer's callbacks may run before `start` returns. Then only if the handle has a
+    /// `resume`, so that a producer that stopped can be restarted.
     @usableFromInline
-    mutating func setPaused(_ paused: Bool, version: UInt64) -> Delivery? {
-        guard version > self.version else {
-            return paused ? stalePause() : nil
-        }
-        self.version = version
+    var acceptsStopAnswers: Bool {
         switch state {
-        case .awaitingControl(var pending):
-            pending.wantPaused = paused
-            if paused { pending.pauseDue = true }
-            state = .awaitingControl(pending)
-            return nil
-        case .idle(let control, let current):
-            guard paused != current else { return nil }
-            var pending = Pending()
-            pending.wantPaused = paused
-            return deliver(paused ? .pause : .resume, control, pending)
-        case .delivering(let control, let inFlight, let after, var pending):
-            pending.wantPaused = paused
-            if paused && !after { pending.pauseDue = true }
-            state = .delivering(control: control, inFlight: inFlight, pausedAfterInFlight: after, pending: pending)
-            return nil
-        case .closed:
-            return nil
+        case .awaitingHandle: return true
+        case .active(let handle, _, _, _): return handle.control.resume != nil
+        case .closed: return false
         }
     }
 
-    /// The consumer stopped: cancel the producer, exactly once. Ignored once
-    /// the producer has finished.
-    @usableFromInline
-    mutating func requestCancel() -> Delivery? {
-        switch state {
-        case .awaitingControl(var pending):
-            if pending.producerFinished || pending.cancelRequested { return nil }
-            pending.cancelRequested = true
-            state = .awaitingControl(pending)
-            return nil
-        case .idle(let control, let paused):
-            var pending = Pending()
-            pending.wantPaused = paused
-            pending.cancelRequested = true
-            return deliver(.cancel, control, pending, told: paused)
-        case .delivering(let control, let inFlight, let after, var pending):
-            if pending.producerFinished || pending.cancelRequested || inFlight == .cancel { return nil }
-            pending.cancelRequested = true
-            state = .delivering(control: control, inFlight: inFlight, pausedAfterInFlight: after, pending: pending)
-            return nil
-        case .closed:
-            return nil
-        }
-    }
-
-    /// A pause decided before the newest decision but applied after it. The
-    /// yield that decided it answered `.stopProducing`, so the producer may
-    /// have stopped itself; the newer decision (a resume) found the producer
-    /// told "running" and made nothing. So the pause is made now, and the
-    /// newest wanted state after it: a producer that stopped on an answer is
-    /// always resumed when demand returns.
-    private mutating func stalePause() -> Delivery? {
-        switch state {
-        case .awaitingControl(var pending):
-            pending.pauseDue = true
-            state = .awaitingControl(pending)
-            return nil
-        case .idle(let control, let paused):
-            // Told paused already: a resume will follow when one is wanted.
-            guard !paused else { return nil }
-            var pending = Pending()
-            pending.wantPaused = false
-            return deliver(.pause, control, pending)
-        case .delivering(let control, let inFlight, let after, var pending):
-            if !after { pending.pauseDue = true }
-            state = .delivering(control: control, inFlight: inFlight, pausedAfterInFlight: after, pending: pending)
-            return nil
-        case .closed:
-            return nil
-        }
-    }
-
-    /// The producer finished: no pause or resume is needed any more. A cancel
-    /// requested before this is still delivered.
-    @usableFromInline
-    mutating func producerFinished() {
-        switch state {
-        case .awaitingControl(var pending):
-            pending.producerFinished = true
-            state = .awaitingControl(pending)
-        case .idle:
-            state = .closed
-        case .delivering(let control, let inFlight, let after, var pending):
-            pending.producerFinished = true
-            state = .delivering(control: control, inFlight: inFlight, pausedAfterInFlight: after, pending: pending)
-        case .closed:
-            break
-        }
-    }
-
-    /// The deliverer made its call; returns the next one due, or `nil` (the
-    /// caller stops being the deliverer).
-    @usableFromInline
-    mutating func deliveryCompleted() -> Delivery? {
-        guard case .delivering(let control, let inFlight, let after, let pending) = state else {
-            preconditionFailure("deliveryCompleted() without a delivery in flight")
-        }
-        if inFlight == .cancel {
-            state = .closed
-            return nil
-        }
-        return next(control, told: after, pending)
-    }
-
-    /// What the producer was last told, counting a call in flight as made
-    /// (`nil` before the handle arrives or once closed).
-    @usableFromInline
+    /// What the producer was last told, counting calls in flight as made: `nil` before the handle
+    /// arrives and once closed.
     var pausedAsTold: Bool? {
         switch state {
-        case .awaitingControl, .closed: return nil
-        case .idle(_, let paused): return paused
-        case .delivering(_, _, let after, _): return after
+        case .awaitingHandle, .closed: return nil
+        case .active(_, let told, _, _): return told
         }
     }
 
-    /// The call due when nothing is in flight and the producer was last told `told`.
-    private mutating func next(_ control: StreamControl, told: Bool, _ pending: Pending) -> Delivery? {
-        if pending.cancelRequested {
-            return deliver(.cancel, control, pending, told: told)
-        }
-        if pending.producerFinished {
-            state = .closed
-            return nil
-        }
-        var rest = pending
-        rest.pauseDue = false
-        if pending.pauseDue && !told {
-            return deliver(.pause, control, rest)
-        }
-        if pending.wantPaused != told {
-            return deliver(pending.wantPaused ? .pause : .resume, control, rest)
-        }
-        state = .idle(control: control, paused: told)
-        return nil
-    }
+    // MARK: - Helpers
 
-    private mutating func deliver(
-        _ operation: Operation, _ control: StreamControl, _ pending: Pending, told: Bool = false
-    ) -> Delivery {
-        let after: Bool
-        switch operation {
-        case .pause:
-            after = true
-            pauses += 1
-        case .resume:
-            after = false
-            resumes += 1
+    /// Starts the call due, if it can start beside `inFlight`, and records the new state.
+    private mutating func advance(
+        _ handle: Handle, told: Bool, _ inFlight: InFlight, _ pending: Pending
+    ) -> Action {
+        let serial = handle.control.scheduler != nil
+        switch pending {
         case .cancel:
-            after = told
+            guard inFlight == .nothing else { break }
+            state = .active(handle: handle, told: told, inFlight: .cancel, pending: .cancel)
+            return .make(Call(.cancel, handle))
+        case .finished:
+            guard inFlight == .nothing else { break }
+            state = .closed
+            return .release(handle)
+        case .steer(let wantPaused, let owed):
+            if !told && (owed || wantPaused) {
+                // Beside a resume still returning, unless the scheduler runs calls one at a time.
+                guard inFlight == .nothing || (inFlight == .resume && !serial) else { break }
+                state = .active(
+                    handle: handle, told: true, inFlight: inFlight.adding(.pause),
+                    pending: .steer(wantPaused: wantPaused, pauseOwed: false))
+                return .make(Call(.pause, handle))
+            }
+            if told && !wantPaused {
+                guard inFlight == .nothing else { break }
+                state = .active(handle: handle, told: false, inFlight: .resume, pending: pending)
+                return .make(Call(.resume, handle))
+            }
         }
-        state = .delivering(control: control, inFlight: operation, pausedAfterInFlight: after, pending: pending)
-        return Delivery(operation: operation, control: control)
+        state = .active(handle: handle, told: told, inFlight: inFlight, pending: pending)
+        return .none
     }
 }

@@ -68,6 +68,20 @@ struct SequenceReorderer<Element> {
     /// whether that gap is still the one open.
     @usableFromInline var gapGeneration: UInt64 = 0
 
+    /// The counters a stream reports, taken before and after an insert to see what it changed.
+    struct Counters {
+        let skippedSequences: UInt64
+        let droppedStale: Int
+        let heldCount: Int
+        let gapGeneration: UInt64
+    }
+
+    var counters: Counters {
+        Counters(
+            skippedSequences: skippedSequences, droppedStale: droppedStale, heldCount: heldCount,
+            gapGeneration: gapGeneration)
+    }
+
     /// Held elements of a window up to `ringLimit`, at `sequence & (capacity - 1)`
     /// (a power-of-two capacity keeps slots consistent across the 2^64 wrap).
     /// Allocated on the first hold.

@@ -123,18 +123,19 @@ struct StreamBridgingTests {
         let storage = CallbackStreamStorage<Int>(buffering: .unbounded, ordering: .arrival)
         storage.consumerTerminated(cancelled: true)
         #expect(log.all.isEmpty)
-        storage.controlArrived(StreamControl(cancel: CancelHandle { log.append("cancel") }))
+        storage.handleArrived(StreamControl(cancel: CancelHandle { log.append("cancel") }))
         await streamPoll("the cancel ran") { log.all == ["cancel"] }
         storage.consumerTerminated(cancelled: true)
         #expect(
-            storage.control.withLock { if case .closed = $0.state { true } else { false } }, "nothing may follow cancel"
+            storage.box.withLock { if case .closed = $0.producer.state { true } else { false } },
+            "nothing may follow cancel"
         )
 
         let finished = CallbackStreamStorage<Int>(buffering: .unbounded, ordering: .arrival)
         finished.finish(nil)
-        finished.controlArrived(StreamControl(cancel: CancelHandle { log.append("cancel after finish") }))
+        finished.handleArrived(StreamControl(cancel: CancelHandle { log.append("cancel after finish") }))
         finished.consumerTerminated(cancelled: true)
-        #expect(finished.control.withLock { if case .closed = $0.state { true } else { false } })
+        #expect(finished.box.withLock { if case .closed = $0.producer.state { true } else { false } })
         #expect(log.all == ["cancel"])
     }
 

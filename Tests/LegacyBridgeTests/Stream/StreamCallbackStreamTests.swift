@@ -303,33 +303,46 @@ struct StreamCallbackStreamTests {
     }
 
     @Test(
-        "pause and resume land in the order decided: a pause due while a resume is in flight is made after it, and the producer ends paused"
+        "a pause due while the consumer's resume is still returning is made at once, inside the yield that reached high, on the producer's thread; the producer ends paused"
     )
-    func pauseWaitsForResumeInFlight() async throws {
+    func pauseBesideReturningResume() async throws {
+        // The interleaving that let a pausing producer run far past high: the consumer's thread is
+        // still inside `resume` (held open here by a gate) when the producer that resume woke
+        // reaches high again. The pause must not wait for the resume to return.
         let log = StreamCallLog()
         let resumeEntered = StreamGate()
         let releaseResume = StreamGate()
         let snapshot = StreamShared<[String]>([])
+        let outcomes = StreamShared<[YieldOutcome]>([])
+        let producerThread = StreamShared<pthread_t?>(nil)
+        let pauseThreads = StreamShared<[pthread_t]>([])
+        let insideYield = StreamShared(false)
+        let pausedInsideYield = StreamShared<[Bool]>([])
         let producerFinished = StreamShared(false)
         let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: 1, high: 2)) { sink in
-            // Both wait in the buffer (nobody can take them while start runs): high is
-            // reached and the pause is made as soon as the control arrives.
+            // Both wait in the buffer, nobody can take them while start runs: high is reached and
+            // the pause is made as soon as the handle arrives.
             sink.yield(0)
             sink.yield(1)
             streamThread {
-                resumeEntered.wait(what: "the consumer to start delivering resume")
-                sink.yield(2)
-                sink.yield(3)  // back at high while the resume is still in flight
+                producerThread.value = pthread_self()
+                resumeEntered.wait(what: "the consumer to start its resume call")
+                insideYield.value = true
+                outcomes.value = [sink.yield(2), sink.yield(3)]  // back at high while the resume is in flight
+                insideYield.value = false
                 snapshot.value = log.all
                 releaseResume.open()
-                // Finish only after the second pause was made, so the final state is observable.
-                streamSpin { log.count(of: "pause") >= 2 }
+                streamSpin { log.all.count >= 4 }
                 sink.finish()
                 producerFinished.value = true
             }
             return StreamControl(
                 cancel: CancelHandle { log.append("cancel") },
-                pause: { log.append("pause") },
+                pause: {
+                    pauseThreads.update { $0.append(pthread_self()) }
+                    pausedInsideYield.update { $0.append(insideYield.value) }
+                    log.append("pause")
+                },
                 resume: {
                     log.append("resume begins")
                     resumeEntered.open()
@@ -345,43 +358,58 @@ struct StreamCallbackStreamTests {
             if element == 2 { await streamPoll("the producer finished") { producerFinished.value } }
         }
         #expect(received == [0, 1, 2, 3])
-        #expect(snapshot.value == ["pause", "resume begins"], "the new pause must not overtake the resume in flight")
-        #expect(log.all == ["pause", "resume begins", "resume ends", "pause"])
+        #expect(outcomes.value == [.enqueued, .stopProducing], "the yield that reached high answers at once")
+        #expect(
+            snapshot.value == ["pause", "resume begins", "pause"],
+            "the second pause is made inside the yield that reached high, while the resume is still returning")
+        #expect(log.all == ["pause", "resume begins", "pause", "resume ends"])
+        #expect(pausedInsideYield.value == [false, true])
+        let producer = try #require(producerThread.value)
+        let second = try #require(pauseThreads.value.last)
+        #expect(pthread_equal(second, producer) != 0, "the pause runs on the producer's thread")
     }
 
     @Test(
-        "a yield that makes a pause due behind another thread's resume call returns at once with .stopProducing; the resuming thread makes the pause right after"
+        "with a scheduler, a pause due while a resume job runs waits for it and is made by that job right after; the yield returns at once with .stopProducing"
     )
-    func pauseBehindResumeNeverWaits() async throws {
+    func serialPauseBehindResumeNeverWaits() async throws {
+        let loop = TestLoop()
+        defer { loop.stop() }
         let log = StreamCallLog()
         let resumeEntered = StreamGate()
         let releaseResume = StreamGate()
         let outcomes = StreamShared<[YieldOutcome]>([])
         let snapshot = StreamShared<[String]>([])
+        let offLoop = StreamShared(0)
         let producerFinished = StreamShared(false)
         let stream = CallbackStream(of: Int.self, buffering: .backpressure(low: 1, high: 2)) { sink in
             sink.yield(0)
-            sink.yield(1)  // high, while nobody can take them: paused when the control arrives
+            sink.yield(1)  // high, while nobody can take them: paused when the handle arrives
             streamThread {
-                resumeEntered.wait(what: "the consumer to start delivering resume")
+                resumeEntered.wait(what: "the loop to start the resume call")
                 // The resume call is held open: neither yield may wait for it.
                 outcomes.value = [sink.yield(2), sink.yield(3)]
                 snapshot.value = log.all
                 releaseResume.open()
-                // The resuming thread makes the pause after its resume; finishing before that
-                // would (rightly) cancel the pending pause, so wait for it here, in the test.
+                // The loop makes the pause after its resume; finishing before that would (rightly)
+                // drop the pending pause, so wait for it here, in the test.
                 streamSpin { log.all.count == 4 }
                 sink.finish()
                 producerFinished.value = true
             }
+            @Sendable func call(_ name: String) {
+                if !loop.isCurrent { offLoop.update { $0 += 1 } }
+                log.append(name)
+            }
             return StreamControl(
-                cancel: CancelHandle { log.append("cancel") },
-                pause: { log.append("pause") },
+                scheduler: loop.scheduler,
+                cancel: CancelHandle { call("cancel") },
+                pause: { call("pause") },
                 resume: {
-                    log.append("resume begins")
+                    call("resume begins")
                     resumeEntered.open()
                     releaseResume.wait(what: "the producer to yield past high")
-                    log.append("resume ends")
+                    call("resume ends")
                 }
             )
         }
@@ -392,8 +420,9 @@ struct StreamCallbackStreamTests {
         }
         #expect(received == [0, 1, 2, 3])
         #expect(outcomes.value == [.enqueued, .stopProducing], "the yield that reached high must answer at once")
-        #expect(snapshot.value == ["pause", "resume begins"], "nothing may overtake the resume in flight")
+        #expect(snapshot.value == ["pause", "resume begins"], "nothing may overtake the resume job in flight")
         #expect(log.all == ["pause", "resume begins", "resume ends", "pause"])
+        #expect(offLoop.value == 0)
     }
 
     @Test(
@@ -523,7 +552,7 @@ struct StreamCallbackStreamTests {
         for expected in 0..<1_000 { #expect(try await iterator.next() == expected) }
         let sink = try #require(sinkBox.value)
         let storage = sink.storage
-        #expect(storage.box.withLock { ($0.batchesTaken, $0.suspensions) } == (1, 0))
+        #expect(storage.box.withLock { ($0.trace.batches, $0.trace.suspensions) } == (1, 0))
         // Now the consumer has to wait: exactly one suspension; woken, it takes the element as a batch.
         streamThread {
             streamSpin { StreamProbe.isConsumerWaiting(sink) }
@@ -532,7 +561,7 @@ struct StreamCallbackStreamTests {
         #expect(try await iterator.next() == 1_000)
         sink.finish()
         #expect(try await iterator.next() == nil)
-        #expect(storage.box.withLock { ($0.batchesTaken, $0.suspensions) } == (2, 1))
+        #expect(storage.box.withLock { ($0.trace.batches, $0.trace.suspensions) } == (2, 1))
     }
 
     // MARK: 6. Ordering
@@ -598,7 +627,7 @@ struct StreamCallbackStreamTests {
             for try await element in stream { received.append(element) }
         }
         #expect(received == [5])
-        // The cancel is never made inside the yield that found the gap: a Dispatch worker makes it.
+        // The cancel is never made inside the yield that found the gap: a thread of the library's own makes it.
         await streamPoll("the producer was cancelled") { log.all == ["cancel"] }
         #expect(log.all == ["cancel"])
     }

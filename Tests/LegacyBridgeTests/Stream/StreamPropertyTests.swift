@@ -201,7 +201,7 @@ struct StreamPropertyTests {
     }
 
     @Test(
-        "the stream machine keeps its contract on a million random event sequences: order, drops, answers, terminal once, control calls (seeded)"
+        "the stream machine keeps its contract on a million random event sequences: order, drops, answers, terminal once, watermarks, control calls (seeded)"
     )
     func streamMachineInvariants() async {
         let failures = await onOwnThread { () -> [String] in
@@ -209,6 +209,11 @@ struct StreamPropertyTests {
             let policies: [StreamBuffering] = [
                 .unbounded, .bufferingOldest(1), .bufferingOldest(3), .bufferingNewest(2),
                 .backpressure(low: 0, high: 1), .backpressure(low: 1, high: 3), .backpressure(low: 2, high: 5),
+            ]
+            let handles = [
+                StreamControl(cancel: CancelHandle {}, pause: {}, resume: {}),
+                StreamControl(cancel: CancelHandle {}, pause: {}),
+                StreamControl(scheduler: SDKScheduler { _ in }, cancel: CancelHandle {}, pause: {}, resume: {}),
             ]
             var failures: [String] = []
             for index in 0..<propertySequences {
@@ -219,53 +224,77 @@ struct StreamPropertyTests {
                 var model = ModelReorderer(window: max(window, 1), first: 0, policy: .skip)
                 var accepted: [Int] = []  // values the machine took (after reordering), in order
                 var delivered: [Int] = []
-                var batch = StreamRing<Int>()
+                var batch = RingBuffer<Int>()
                 var terminals = 0
                 var cancels = 0
-                var lastPaused: Bool?
-                var lastVersion: UInt64 = 0
+                var lastCall: ProducerControlStateMachine.Operation?
                 var closed = false  // producer finished or consumer stopped: no more pause/resume
                 var problem: String?
-                func check(_ request: StreamControlRequest?, _ what: String) {
-                    guard let request, problem == nil else { return }
-                    switch request {
-                    case .setPaused(let paused, let version):
-                        if closed { problem = "\(what): \(request) after the stream closed" }
-                        if version <= lastVersion { problem = "\(what): version \(version) not above \(lastVersion)" }
-                        if lastPaused == paused || (lastPaused == nil && !paused) {
-                            problem = "\(what): \(paused ? "pause" : "resume") does not alternate"
-                        }
-                        lastPaused = paused
-                        lastVersion = version
-                        if case .backpressure(let low, let high) = buffering.kind {
-                            let held = machine.buffer.count + machine.inBatch
-                            if paused && held < high {
-                                problem = "\(what): pause with \(held) held, below high \(high)"
+                var held: Int { machine.handoff.held }
+                /// Makes every call handed out at once, checking alternation and what may follow a close.
+                func run(_ action: ProducerControlStateMachine.Action, _ what: String) {
+                    var next = action
+                    while case .make(let call) = next, problem == nil {
+                        switch call.operation {
+                        case .pause, .resume:
+                            if closed { problem = "\(what): \(call.operation) after the stream closed" }
+                            if lastCall == call.operation || (lastCall == nil && call.operation == .resume) {
+                                problem = "\(what): \(call.operation) does not alternate"
                             }
-                            if !paused && held > low { problem = "\(what): resume with \(held) held, above low \(low)" }
+                            lastCall = call.operation
+                        case .cancel:
+                            cancels += 1
                         }
-                    case .cancel:
-                        cancels += 1
-                        closed = true
-                    case .producerFinished:
-                        closed = true
+                        next = machine.callReturned(call.operation)
+                    }
+                }
+                /// A change of the wanted state must happen at the watermarks.
+                func checkWatermarks(wanted before: Bool, _ what: String) {
+                    guard problem == nil, case .backpressure(let low, let high) = buffering.kind else { return }
+                    let after = machine.wantsPause
+                    if !before && after && held < high {
+                        problem = "\(what): pause wanted with \(held) held, below high \(high)"
+                    }
+                    if before && !after && held > low && machine.isStreaming {
+                        problem = "\(what): resume wanted with \(held) held, above low \(low)"
                     }
                 }
                 func checkAnswer(_ outcome: YieldOutcome, _ what: String) {
                     guard problem == nil, outcome != .terminated, outcome != .dropped else { return }
-                    let wantsStop = machine.pauseWanted && machine.canStopProducer
+                    let wantsStop = machine.wantsPause && machine.producer.acceptsStopAnswers
                     if (outcome == .stopProducing) != wantsStop {
                         problem = "\(what): answered \(outcome) while a pause is \(wantsStop ? "" : "not ")wanted"
                     }
-                    let held = machine.buffer.count + machine.inBatch
                     if machine.statistics.peakBuffered < held {
                         problem = "\(what): peak \(machine.statistics.peakBuffered) below held \(held)"
                     }
+                    if case .backpressure(_, let high) = buffering.kind,
+                        machine.statistics.peakBuffered > high + machine.statistics.acceptedWhilePaused
+                    {
+                        problem = "\(what): peak \(machine.statistics.peakBuffered) beyond high plus the overshoot"
+                    }
+                }
+                func answer(_ action: CallbackStreamStateMachine<Int>.YieldAction, _ what: String) -> YieldOutcome {
+                    switch action {
+                    case .answer(let outcome): return outcome
+                    case .evicted: return .dropped
+                    case .perform(let effects, let outcome):
+                        run(effects.producer, what)
+                        return outcome
+                    }
+                }
+                func perform(_ action: CallbackStreamStateMachine<Int>.EffectsAction, _ what: String) {
+                    switch action {
+                    case .none: break
+                    case .perform(let effects): run(effects.producer, what)
+                    }
                 }
                 var value = 0
+                var arrived = false
                 let steps = 1 + Int(random.next() % 16)
                 for step in 0..<steps where problem == nil {
-                    var streaming: Bool { if case .streaming = machine.state { true } else { false } }
+                    let streaming = machine.isStreaming
+                    let wanted = machine.wantsPause
                     switch random.next() % 9 {
                     case 0, 1, 2:
                         value += 1
@@ -276,53 +305,57 @@ struct StreamPropertyTests {
                                 _ = model.insert(value, sequence, &released)
                                 accepted += released
                             }
-                            let (outcome, effects) = machine.yield(value, sequence: sequence)
-                            check(effects.control, "yield #\(step)")
+                            let outcome = answer(machine.yield(value, sequence: sequence), "yield #\(step)")
+                            checkWatermarks(wanted: wanted, "yield #\(step)")
                             checkAnswer(outcome, "yield #\(step)")
                         } else {
                             if streaming { accepted.append(value) }
-                            switch machine.yield(value) {
-                            case .outcome(let outcome):
-                                checkAnswer(outcome, "yield #\(step)")
-                            case .effects(let outcome, let effects):
-                                check(effects.control, "yield #\(step)")
-                                checkAnswer(outcome, "yield #\(step)")
-                            }
+                            let outcome = answer(machine.yield(value), "yield #\(step)")
+                            checkWatermarks(wanted: wanted, "yield #\(step)")
+                            checkAnswer(outcome, "yield #\(step)")
                         }
                     case 3:
                         guard window == 0 else { continue }
                         let values = (0..<Int(random.next() % 4)).map { offset in value + 1 + offset }
                         value += values.count
                         if streaming { accepted += values }
-                        let (outcome, effects) = values.withUnsafeBufferPointer { machine.yield(contentsOf: $0) }
-                        check(effects.control, "yield(contentsOf:) #\(step)")
+                        let action = values.withUnsafeBufferPointer { machine.yield(contentsOf: $0) }
+                        let outcome = answer(action, "yield(contentsOf:) #\(step)")
+                        checkWatermarks(wanted: wanted, "yield(contentsOf:) #\(step)")
                         checkAnswer(outcome, "yield(contentsOf:) #\(step)")
                     case 4:
-                        machine.controlArrived(canResume: random.next() % 4 != 0)
+                        guard !arrived else { continue }
+                        arrived = true
+                        let handle = random.next() % 4 == 0 ? nil : handles[Int(random.next() % 3)]
+                        run(machine.handleArrived(handle), "handle #\(step)")
                     case 5:
                         if streaming, window > 0 {
                             var flushed: [Int] = []
                             model.flush(&flushed)
                             accepted += flushed
                         }
-                        check(machine.finish(nil).control, "finish #\(step)")
+                        if streaming { closed = true }
+                        perform(machine.finish(nil), "finish #\(step)")
                     case 6:
-                        check(machine.consumerTerminated(cancelled: random.next() % 2 == 0).control, "stop #\(step)")
+                        if streaming { closed = true }
+                        perform(machine.consumerTerminated(cancelled: random.next() % 2 == 0), "stop #\(step)")
                     default:
                         while let element = batch.popFirst() { delivered.append(element) }
-                        let (action, request) = machine.next(into: &batch)
-                        check(request, "next #\(step)")
-                        switch action {
-                        case .batch, .suspend: break
-                        case .end, .fail, .cancelled: terminals += 1
+                        switch machine.next(into: &batch) {
+                        case .batch(let resume), .suspend(let resume):
+                            if let resume { run(.make(resume), "next #\(step)") }
+                        case .end, .fail, .cancelled:
+                            terminals += 1
                         }
+                        checkWatermarks(wanted: wanted, "next #\(step)")
                     }
                 }
+                if !arrived { run(machine.handleArrived(handles[0]), "handle at the end") }
                 while let element = batch.popFirst() { delivered.append(element) }
-                if problem == nil, cancels > 1 { problem = "cancel requested \(cancels) times" }
+                if problem == nil, cancels > 1 { problem = "cancel made \(cancels) times" }
                 if problem == nil, terminals > 0 {
-                    var extra = StreamRing<Int>()
-                    if case .batch = machine.next(into: &extra).0 { problem = "a batch after the terminal" }
+                    var extra = RingBuffer<Int>()
+                    if case .batch = machine.next(into: &extra) { problem = "a batch after the terminal" }
                 }
                 if problem == nil {
                     // Delivered in accepted order (a subsequence: policies and termination may drop),

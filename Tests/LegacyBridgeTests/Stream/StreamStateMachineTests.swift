@@ -6,60 +6,64 @@ private typealias Operation = ProducerControlStateMachine.Operation
 
 private let streamTestControl = StreamControl(cancel: CancelHandle {}, pause: {}, resume: {})
 
-/// Drives a stream machine like the storage does: every control request is
-/// applied to a control machine at once, and every call it hands out is
-/// "performed" (recorded) and completed.
+/// Drives a stream machine like the storage does: every control call it hands out is "made"
+/// (recorded) and reported back at once.
 private struct Harness {
     var machine: Machine
-    var control = ProducerControlStateMachine()
     var calls: [Operation] = []
 
     init(_ buffering: StreamBuffering = .unbounded, ordering: StreamOrdering = .arrival) {
         machine = Machine(buffering: buffering, ordering: ordering)
     }
 
-    mutating func run(_ delivery: ProducerControlStateMachine.Delivery?) {
-        var next = delivery
-        while let current = next {
-            calls.append(current.operation)
-            next = control.deliveryCompleted()
+    mutating func run(_ action: ProducerControlStateMachine.Action) {
+        var next = action
+        while case .make(let call) = next {
+            calls.append(call.operation)
+            next = machine.callReturned(call.operation)
         }
     }
 
-    mutating func apply(_ request: StreamControlRequest?) {
-        switch request {
-        case .setPaused(let paused, let version)?: run(control.setPaused(paused, version: version))
-        case .cancel?: run(control.requestCancel())
-        case .producerFinished?: control.producerFinished()
-        case nil: break
+    mutating func perform(_ action: Machine.EffectsAction) {
+        switch action {
+        case .none: break
+        case .perform(let effects): run(effects.producer)
         }
     }
 
     mutating func arrive(_ handle: StreamControl? = streamTestControl) {
-        machine.controlArrived(canResume: handle?.resume != nil)
-        run(control.controlArrived(handle))
+        run(machine.handleArrived(handle))
     }
 
-    @discardableResult
-    mutating func yield(_ element: Int) -> YieldOutcome {
-        switch machine.yield(element) {
-        case .outcome(let outcome):
+    mutating func answer(_ action: Machine.YieldAction) -> YieldOutcome {
+        switch action {
+        case .answer(let outcome):
             return outcome
-        case .effects(let outcome, let effects):
-            #expect(effects.wakeUp == nil)
-            apply(effects.control)
+        case .evicted:
+            return .dropped
+        case .perform(let effects, let outcome):
+            run(effects.producer)
             return outcome
         }
     }
 
     @discardableResult
-    mutating func yield(_ element: Int, sequence: UInt64) -> YieldOutcome {
-        let (outcome, effects) = machine.yield(element, sequence: sequence)
-        apply(effects.control)
-        return outcome
+    mutating func yield(_ element: Int) -> YieldOutcome {
+        answer(machine.yield(element))
     }
 
-    mutating func finish(_ error: (any Error)? = nil) { apply(machine.finish(error).control) }
+    @discardableResult
+    mutating func yield(contentsOf elements: [Int]) -> YieldOutcome {
+        let action = elements.withUnsafeBufferPointer { machine.yield(contentsOf: $0) }
+        return answer(action)
+    }
+
+    @discardableResult
+    mutating func yield(_ element: Int, sequence: UInt64) -> YieldOutcome {
+        answer(machine.yield(element, sequence: sequence))
+    }
+
+    mutating func finish(_ error: (any Error)? = nil) { perform(machine.finish(error)) }
 
     /// `start` threw: no handle, and its error becomes the terminal.
     mutating func startFailed(_ error: any Error) {
@@ -68,9 +72,13 @@ private struct Harness {
     }
 
     mutating func cancel() -> Int {
-        let effects = machine.consumerTerminated(cancelled: true)
-        apply(effects.control)
-        return effects.discarded.count
+        switch machine.consumerTerminated(cancelled: true) {
+        case .none:
+            return 0
+        case .perform(let effects):
+            run(effects.producer)
+            return effects.discarded.count
+        }
     }
 
     enum Taken: Equatable {
@@ -80,17 +88,18 @@ private struct Harness {
         case failed(String)
     }
 
-    /// The consumer comes back for a batch (having used up the previous one).
+    /// The consumer comes back for a batch, having used up the previous one.
     mutating func take() -> Taken {
-        var batch = StreamRing<Int>()
-        let (action, request) = machine.next(into: &batch)
-        apply(request)
-        switch action {
-        case .batch:
+        var batch = RingBuffer<Int>()
+        switch machine.next(into: &batch) {
+        case .batch(let resume):
+            if let resume { run(.make(resume)) }
             var elements: [Int] = []
             while let element = batch.popFirst() { elements.append(element) }
             return .elements(elements)
-        case .suspend: return .suspend
+        case .suspend(let resume):
+            if let resume { run(.make(resume)) }
+            return .suspend
         case .end: return .end
         case .fail(let error): return .failed(String(describing: error))
         case .cancelled: return .failed(String(describing: CancellationError()))
@@ -179,8 +188,8 @@ struct StreamStateMachineTests {
         h.yield(8)
         #expect(h.calls == [.pause, .resume, .pause])
         #expect(h.machine.statistics.droppedByBuffering == 0)
-        #expect(h.control.pauses == 2)
-        #expect(h.control.resumes == 1)
+        #expect(h.machine.statistics.pauses == 2)
+        #expect(h.machine.statistics.resumes == 1)
     }
 
     @Test("a pause that became due before start returned its control is made when the control arrives")

@@ -26,7 +26,7 @@ struct StreamStopRaceTests {
             return StreamControl(cancel: CancelHandle { log.append("cancel") })
         }
         #expect(log.all == [], "the stop was already decided: the producer must not be started")
-        var batch = StreamRing<Int>()
+        var batch = RingBuffer<Int>()
         guard case .end = storage.next(into: &batch) else {
             Issue.record("a stopped subscription ends normally")
             return

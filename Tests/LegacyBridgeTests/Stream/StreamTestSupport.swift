@@ -73,10 +73,7 @@ func streamThread(_ name: String = "stream-test-producer", _ body: @escaping @Se
 /// Test-only views into a stream through the sink handed to `start`.
 enum StreamProbe {
     static func isConsumerWaiting<Element>(_ sink: EventSink<Element>) -> Bool {
-        sink.storage.box.withLock { machine in
-            if case .streaming(let waiter) = machine.state { return waiter != nil }
-            return false
-        }
+        sink.storage.box.withLock { $0.isConsumerWaiting }
     }
 
     /// Whether the process runs under ThreadSanitizer (stress sizes scale down).

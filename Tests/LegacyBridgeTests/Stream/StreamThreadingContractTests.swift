@@ -120,7 +120,7 @@ struct StreamThreadingContractTests {
         #expect(sink.yield(0) == .enqueued)
         #expect(sink.yield(1) == .stopProducing, "high reached: the yield itself says stop")
         #expect(log.all.isEmpty, "the pause must not run on the yielding thread")
-        var batch = StreamRing<Int>()
+        var batch = RingBuffer<Int>()
         guard case .batch = storage.next(into: &batch) else { Issue.record("expected a batch"); return }
         batch.removeAll()
         guard case .suspend = storage.next(into: &batch) else { Issue.record("expected to wait"); return }
@@ -345,21 +345,33 @@ struct StreamThreadingContractTests {
 
         // The machine: with low 0, the resume is due only when nothing is held.
         var machine = CallbackStreamStateMachine<Int>(buffering: .backpressure(low: 0, high: 2), ordering: .arrival)
-        machine.controlArrived(canResume: true)
+        _ = machine.handleArrived(StreamControl(cancel: CancelHandle {}, pause: {}, resume: {}))
         _ = machine.yield(0)
-        guard case .effects(.stopProducing, let effects) = machine.yield(1) else {
-            Issue.record("reaching high must answer stopProducing")
+        guard case .perform(let effects, .stopProducing) = machine.yield(1), case .make(let pause) = effects.producer
+        else {
+            Issue.record("reaching high must answer stopProducing and hand out the pause")
             return
         }
-        #expect(effects.control == .setPaused(true, version: 1))
-        var batch = StreamRing<Int>()
-        #expect(machine.next(into: &batch).1 == nil, "two elements still in the consumer's batch")
+        #expect(pause.operation == .pause)
+        _ = machine.callReturned(.pause)
+        var batch = RingBuffer<Int>()
+        guard case .batch(nil) = machine.next(into: &batch) else {
+            Issue.record("two elements still in the consumer's batch: no resume")
+            return
+        }
         _ = batch.popFirst()
         _ = machine.yield(2)
         batch.removeAll()
-        #expect(machine.next(into: &batch).1 == nil, "one element still waiting")
+        guard case .batch(nil) = machine.next(into: &batch) else {
+            Issue.record("one element still waiting: no resume")
+            return
+        }
         batch.removeAll()
-        #expect(machine.next(into: &batch).1 == .setPaused(false, version: 2))
+        guard case .suspend(let resume?) = machine.next(into: &batch) else {
+            Issue.record("nothing held: the resume is due")
+            return
+        }
+        #expect(resume.operation == .resume)
     }
 
     // MARK: Statistics and stop for `for try await`

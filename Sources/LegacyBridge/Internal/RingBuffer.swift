@@ -1,19 +1,16 @@
-/// A growable FIFO ring of elements: O(1) append, O(1) removal at the front,
-/// storage kept between uses so a stream in steady state does not allocate.
+// The library's one first-in, first-out queue: a stream's buffer and its consumer's batch, an offload
+// pool's waiting jobs. Storage is kept between uses, so a stream in steady state does not allocate,
+// and a slot is cleared when its element leaves, so the queue never keeps an object alive.
+
+/// A growable FIFO ring: O(1) append, O(1) removal at the front, O(n) removal from the middle.
 ///
-/// The stream's buffer and the consumer's current batch are both rings; the
-/// consumer takes a batch by swapping its (empty) ring with the stream's.
-///
-/// Two representations, chosen by the element type (a constant once the code
-/// is specialised):
-/// - a trivial element (an `Int`, a struct of them: it owns nothing) lives in
-///   `plain`, unwrapped: 8 bytes per `Int` instead of 16, so the consumer, which
-///   reads what the producer's thread just wrote, moves half the cache lines.
-///   Slots outside the live range hold stale copies, which own nothing;
-/// - any other element lives in `slots` as an optional, and a slot is set to
-///   `nil` when its element leaves, so the ring never keeps an object alive.
+/// Two representations, chosen by the element type (a constant once the code is specialised):
+/// - a trivial element (an `Int`, a struct of them: it owns nothing) lives in `plain`, unwrapped,
+///   so a consumer reading what a producer's thread just wrote moves half the cache lines of an
+///   optional. Slots outside the live range hold stale copies, which own nothing.
+/// - any other element lives in `slots` as an optional, set to `nil` when its element leaves.
 @usableFromInline
-struct StreamRing<Element> {
+struct RingBuffer<Element> {
     /// Storage of a non-trivial element type (empty otherwise).
     @usableFromInline var slots: ContiguousArray<Element?>
     /// Storage of a trivial element type (empty otherwise).
@@ -25,9 +22,8 @@ struct StreamRing<Element> {
     @inlinable
     static var isPlain: Bool { _isPOD(Element.self) }
 
-    /// Capacity above which an emptied ring gives its storage back instead of
-    /// keeping it for reuse: 1 MiB of slots (a burst must not pin memory
-    /// forever, but a fast producer must not regrow its buffer for every batch).
+    /// Capacity above which an emptied ring gives its storage back instead of keeping it: 1 MiB of
+    /// slots, so that a burst does not pin memory and a fast producer does not regrow every batch.
     @usableFromInline static var retainedCapacity: Int {
         let stride = isPlain ? MemoryLayout<Element>.stride : MemoryLayout<Element?>.stride
         return Swift.max(4096, (1 << 20) / Swift.max(1, stride))
@@ -47,6 +43,11 @@ struct StreamRing<Element> {
     /// How many elements the storage holds without growing.
     @inlinable
     var capacity: Int { Self.isPlain ? plain.count : slots.count }
+
+    /// The elements in order (tests, debugging and small queues).
+    var elements: [Element] {
+        (0..<count).map { element(at: $0) }
+    }
 
     @inlinable
     mutating func append(_ element: Element) {
@@ -101,9 +102,8 @@ struct StreamRing<Element> {
             head &+= 1
             if head == plain.count { head = 0 }
         } else {
-            // Cleared so that the ring never keeps an object alive.
             guard let taken = slots[head].take() else {
-                preconditionFailure("StreamRing: empty slot in the live range")
+                preconditionFailure("RingBuffer: empty slot in the live range")
             }
             element = taken
             head &+= 1
@@ -123,18 +123,17 @@ struct StreamRing<Element> {
     /// Plain rings: removes the first `n` elements (handed out by index from a run).
     @inlinable
     mutating func removeFirst(plain n: Int) {
-        precondition(n > 0 && n <= count && head &+ n <= plain.count, "StreamRing: run beyond the live range")
+        precondition(n > 0 && n <= count && head &+ n <= plain.count, "RingBuffer: run beyond the live range")
         head &+= n
         if head == plain.count { head = 0 }
         count &-= n
     }
 
-    /// Empties the ring, keeping its storage unless it grew beyond
-    /// `retainedCapacity`.
+    /// Empties the ring, keeping its storage unless it grew beyond `retainedCapacity`.
     @inlinable
     mutating func removeAll() {
         if capacity > Self.retainedCapacity {
-            self = StreamRing()
+            self = RingBuffer()
             return
         }
         if !Self.isPlain {
@@ -144,9 +143,52 @@ struct StreamRing<Element> {
         head = 0
     }
 
+    /// Removes and returns every element, in order.
+    mutating func popAll() -> [Element] {
+        var elements: [Element] = []
+        elements.reserveCapacity(count)
+        while let element = popFirst() { elements.append(element) }
+        return elements
+    }
+
+    /// Removes and returns the first element that matches, keeping the others in order.
+    mutating func remove(firstWhere matches: (Element) -> Bool) -> Element? {
+        guard let offset = (0..<count).first(where: { matches(element(at: $0)) }) else { return nil }
+        let removed = element(at: offset)
+        // Close the gap by moving the later elements one slot towards the front.
+        for later in offset..<(count - 1) {
+            setElement(element(at: later + 1), at: later)
+        }
+        if !Self.isPlain { slots[storageIndex(count - 1)] = nil }
+        count -= 1
+        return removed
+    }
+
+    /// The element `offset` places after the first; `offset` must be in the live range.
+    func element(at offset: Int) -> Element {
+        if Self.isPlain { return plain[storageIndex(offset)] }
+        guard let element = slots[storageIndex(offset)] else {
+            preconditionFailure("RingBuffer: empty slot in the live range")
+        }
+        return element
+    }
+
+    mutating func setElement(_ element: Element, at offset: Int) {
+        if Self.isPlain {
+            plain[storageIndex(offset)] = element
+        } else {
+            slots[storageIndex(offset)] = element
+        }
+    }
+
+    func storageIndex(_ offset: Int) -> Int {
+        let index = head + offset
+        return index >= capacity ? index - capacity : index
+    }
+
     /// Moves the elements into new storage of at least `minimum` (and at least double) slots,
     /// in two bulk copies (the ring's two segments). The rest is filled with `nil`, or for a
-    /// trivial element with copies of `filler` (so that every slot holds a value).
+    /// trivial element with copies of `filler`, so that every slot holds a value.
     @inlinable
     mutating func grow(toAtLeast minimum: Int = 0, filler: Element) {
         var newCapacity = Swift.max(16, capacity &* 2)
@@ -183,4 +225,4 @@ struct StreamRing<Element> {
     }
 }
 
-extension StreamRing: Sendable where Element: Sendable {}
+extension RingBuffer: Sendable where Element: Sendable {}
