@@ -165,3 +165,121 @@ private func post(_ sdk: LoopSDK, _ job: @escaping @Sendable () -> Void) {
 
 /// The release callback that forgets to release.
 private let leakingRelease: LoopSDKRelease = { _ in }
+
+/// One mistake of a stream adapter over ``LoopSDK``: WRONG ON PURPOSE.
+public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
+    /// Buffers without bound and never pauses the SDK, though it promises backpressure: memory
+    /// grows for as long as the consumer is slower than the SDK.
+    case unbounded = "loop-sdk-stream-unbounded"
+    /// Never unsubscribes when the consumer leaves: the SDK goes on delivering into a stream
+    /// nobody reads, and the subscription's context is never released.
+    case noUnsubscribe = "loop-sdk-stream-no-unsubscribe"
+
+    /// The scenarios that must flag the mistake.
+    public var flaggedBy: [String] {
+        switch self {
+        case .unbounded: return ["stream-stalled-consumer"]
+        case .noUnsubscribe: return ["stream-break", "stream-consumer-cancel"]
+        }
+    }
+
+    /// One line saying what is wrong.
+    public var summary: String {
+        switch self {
+        case .unbounded:
+            return
+                "WRONG ON PURPOSE: over LoopSDK, an unbounded stream that never pauses the SDK (promises backpressure)"
+        case .noUnsubscribe:
+            return "WRONG ON PURPOSE: over LoopSDK, never unsubscribes when the consumer leaves"
+        }
+    }
+
+    /// The fixtures of every stream mistake, over `client`.
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    public static func fixtures(
+        client: @escaping @Sendable () -> LoopSDKClient = { .shared }
+    ) -> [(LoopSDKStreamMistake, StreamFixture<LoopSDKEvent>)] {
+        allCases.map { mistake in
+            (
+                mistake,
+                LoopSDKFixtures.stream(name: mistake.rawValue, client: client) { client, plan, probe in
+                    mistake.events(client, plan, probe: probe)
+                }
+            )
+        }
+    }
+
+    /// The mistaken adapter's subscription.
+    func events(
+        _ client: LoopSDKClient, _ plan: LoopSDKStreamPlan, probe: StreamProbe<LoopSDKEvent>
+    )
+        -> CallbackStream<LoopSDKEvent>
+    {
+        let sdk = client.sdk
+        let contexts = client.contexts
+        let buffering: StreamBuffering = self == .unbounded ? .unbounded : .backpressure(low: 8, high: 32)
+        return CallbackStream(buffering: buffering) { sink in
+            let yield = probe.event { event in sink.yield(event) }
+            let end = probe.end { error in
+                if let error { sink.finish(throwing: error) } else { sink.finish() }
+            }
+            let handle = LoopHandle()
+            try sdk.loop.post {
+                probe.start {
+                    let context = SDKContext.retain(StreamContext(yield: yield, end: end, contexts: contexts))
+                    handle.value = sdk.subscribe(
+                        plan, context: context, onEvent: streamEvent, onEnd: streamEnd, release: streamRelease)
+                }
+            }
+            switch self {
+            case .unbounded:
+                return StreamControl(
+                    scheduler: sdk.loop.scheduler,
+                    cancel: CancelHandle(probe.cancel { handle.value.map(sdk.unsubscribe) }))
+            case .noUnsubscribe:
+                return StreamControl(
+                    scheduler: sdk.loop.scheduler, cancel: CancelHandle {},
+                    pause: probe.pause { handle.value.map(sdk.pause) },
+                    resume: probe.resume { handle.value.map(sdk.resume) })
+            }
+        }
+    }
+}
+
+/// One mistake of a blocking-call adapter over ``LoopSDK``: WRONG ON PURPOSE.
+public enum LoopSDKBlockingMistake: String, CaseIterable, Sendable {
+    /// Makes the blocking query right in the async function, on the caller's cooperative thread:
+    /// a few blocked queries hold every thread of the pool, and a cancelled caller waits for its
+    /// query to end by itself.
+    case queryOnPool = "loop-sdk-query-on-pool"
+
+    /// The scenarios that must flag the mistake.
+    public var flaggedBy: [String] { ["blocking-leaves-pool-free", "blocking-cancel-interrupts"] }
+
+    /// One line saying what is wrong.
+    public var summary: String {
+        "WRONG ON PURPOSE: over LoopSDK, makes the blocking query on the cooperative pool"
+    }
+
+    /// The fixtures of every blocking mistake, over `client`.
+    public static func fixtures(
+        client: @escaping @Sendable () -> LoopSDKClient = { .shared }
+    ) -> [(LoopSDKBlockingMistake, BlockingFixture<Int64>)] {
+        allCases.map { mistake in
+            (
+                mistake,
+                LoopSDKFixtures.blocking(name: mistake.rawValue, client: client) { client, behavior, probe in
+                    try await mistake.query(client, behavior, probe: probe)
+                }
+            )
+        }
+    }
+
+    /// The mistaken adapter's query.
+    func query(_ client: LoopSDKClient, _ behavior: LoopSDKBehavior, probe: BlockingProbe) async throws -> Int64 {
+        await Task.yield()
+        let sdk = client.sdk
+        let token = sdk.makeToken()
+        return try probe.body { try sdk.blockingQuery(behavior, token: token) }  // blocks this cooperative thread
+    }
+}

@@ -189,15 +189,15 @@ let requestRelease: LoopSDKRelease = { context in
     SDKContext.release(context, as: RequestContext.self)
 }
 
-private let streamEvent: LoopSDKEventCallback = { context, sequence, payload in
+let streamEvent: LoopSDKEventCallback = { context, sequence, payload in
     _ = SDKContext.value(of: context, as: StreamContext.self).yield(LoopSDKEvent(sequence: sequence, payload: payload))
 }
 
-private let streamEnd: LoopSDKEndCallback = { context, status in
+let streamEnd: LoopSDKEndCallback = { context, status in
     SDKContext.value(of: context, as: StreamContext.self).end(
         status == LoopSDK.okStatus ? nil : LoopSDKError(status: status))
 }
 
-private let streamRelease: LoopSDKRelease = { context in
+let streamRelease: LoopSDKRelease = { context in
     SDKContext.release(context, as: StreamContext.self)
 }

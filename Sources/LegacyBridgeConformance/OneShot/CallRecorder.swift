@@ -48,6 +48,8 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
         var cancelsBeforeStart = 0
         /// SDK cancels made after the call had ended.
         var cancelsAfterEnd = 0
+        /// SDK cancels made after the SDK had reported an outcome.
+        var cancelsAfterSDKOutcome = 0
         var end: CallEnd?
         /// The synchronous value could not be delivered: no callback was wrapped by then.
         var nothingToDeliverThrough = false
@@ -144,6 +146,7 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
                 state.snapshot.cancelSpots.append(spot)
                 if state.snapshot.startsBegun == 0 { state.snapshot.cancelsBeforeStart += 1 }
                 if state.snapshot.end != nil { state.snapshot.cancelsAfterEnd += 1 }
+                if !state.snapshot.sdkOutcomes.isEmpty { state.snapshot.cancelsAfterSDKOutcome += 1 }
                 return state.delivers
             }
             sdkCancel()
@@ -186,7 +189,7 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
             return
                 "the adapter called the SDK's cancel \(snapshot.cancels) times for one call\(late): cancel once. A second cancel reaches an SDK that may have reused the handle for another request"
         }
-        if snapshot.end == .sdkOutcome && snapshot.cancels > 0 {
+        if snapshot.end == .sdkOutcome && snapshot.cancelsAfterSDKOutcome > 0 {
             return
                 "the call ended with the SDK's own outcome, yet the adapter called the SDK's cancel\(snapshot.cancelsAfterEnd > 0 ? " after the call had ended" : ""): never cancel an operation whose completion decided (cancel is not close; it can hit another request that reuses the handle)"
         }

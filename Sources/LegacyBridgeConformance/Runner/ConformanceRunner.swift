@@ -321,9 +321,15 @@ public enum ConformanceRunner {
             problem = "its process exited with status \(status)\(lines.isEmpty ? "" : ": \(lines)")"
         }
         if let problem {
-            result.detail =
-                result.passed ? "the scenario's checks passed, but \(problem)" : "\(result.detail); and \(problem)"
-            if result.passed { result.verdict = .failed }
+            switch result.verdict {
+            case .passed:
+                result.detail = "the scenario's checks passed, but \(problem)"
+            case .notChecked, .usageError:
+                result.detail = "\(problem) (\(result.detail))"
+            case .failed, .hung, .crashed:
+                result.detail = "\(result.detail); and \(problem)"
+            }
+            if !result.isFailure { result.verdict = .failed }
         }
         return result
     }

@@ -65,6 +65,23 @@ public struct ConformanceSubject: Sendable {
         ConformanceSubject(fixture, gallery: false)
     }
 
+    /// Your stream adapter over its SDK, through a fixture; expected to pass every scenario the
+    /// fixture makes possible.
+    /// - Parameter fixture: Subscriptions of your adapter, what it declares, what its SDK counts.
+    /// - Returns: The subject.
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    public static func stream<Element: Sendable>(_ fixture: StreamFixture<Element>) -> ConformanceSubject {
+        ConformanceSubject(fixture, gallery: false)
+    }
+
+    /// Your blocking-call adapter over its SDK, through a fixture; expected to pass every scenario
+    /// the fixture makes possible.
+    /// - Parameter fixture: Calls of your adapter, what it declares, what its SDK counts.
+    /// - Returns: The subject.
+    public static func blocking<Value: Sendable>(_ fixture: BlockingFixture<Value>) -> ConformanceSubject {
+        ConformanceSubject(fixture, gallery: false)
+    }
+
     private init(
         name: String, summary: String, kind: AdapterKind, gallery: Bool, flaggedBy: [String],
         onlyUnderThreadSanitizer: Bool, scenarios: [(name: String, summary: String)]? = nil,
@@ -82,6 +99,29 @@ public struct ConformanceSubject: Sendable {
             ScenarioInfo(name: $0.name, summary: $0.summary)
         }
         self.runner = runner
+    }
+
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    package init<Element: Sendable>(
+        _ fixture: StreamFixture<Element>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
+        onlyUnderThreadSanitizer: Bool = false
+    ) {
+        self.init(
+            name: fixture.name, summary: summary ?? "a stream adapter over its SDK (fixture)", kind: .stream,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            scenarios: ConformanceSuite.fixtureScenarios(for: .stream),
+            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
+    }
+
+    package init<Value: Sendable>(
+        _ fixture: BlockingFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
+        onlyUnderThreadSanitizer: Bool = false
+    ) {
+        self.init(
+            name: fixture.name, summary: summary ?? "a blocking-call adapter over its SDK (fixture)", kind: .blocking,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            scenarios: ConformanceSuite.fixtureScenarios(for: .blocking),
+            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
     }
 
     package init<Value: Sendable>(

@@ -1,3 +1,4 @@
+import Dispatch
 import LegacyBridge
 
 // The real-adapter path's scenario machinery, shared by the one-shot, stream and blocking
@@ -119,6 +120,29 @@ final class FixtureContext: Sendable {
         )
     }
 
+    /// After the scenario, once its hanging calls were released: waits until the SDK's resources
+    /// are back to the baseline, or have stopped falling for a moment (a leak stays), so that the
+    /// next scenario of an in-process run does not count this one's late releases as its own.
+    func settle() async {
+        guard common.liveResources != nil, let liveBaseline else { return }
+        let clock = ContinuousClock()
+        let deadline = clock.now + patience
+        let quiet = patience / 20
+        var last = live ?? liveBaseline
+        var changed = clock.now
+        while clock.now < deadline {
+            let now = live ?? liveBaseline
+            if now <= liveBaseline { return }
+            if now != last {
+                last = now
+                changed = clock.now
+            } else if clock.now - changed > quiet {
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
     /// SDK calls made off the SDK's thread since the scenario started.
     var offThreadGrowth: Int {
         guard let offThreadBaseline, let now = common.offThreadCalls?() else { return 0 }
@@ -175,7 +199,10 @@ func executeFixture<Fixture: Sendable>(
         }
     }
     // Whatever happened, hanging calls are let go, so that nothing of this scenario hangs on.
-    context.withLock { $0 }?.releaseHangs()
+    if let context = context.withLock({ $0 }) {
+        context.releaseHangs()
+        await context.settle()
+    }
     return result(for: check, name: scenario.name, summary: scenario.summary, watchdog: options.watchdog)
 }
 
@@ -193,6 +220,22 @@ func runFixtureScenarios<Fixture: Sendable>(
         results.append(result)
     }
     return results
+}
+
+/// The value of `task`, or `nil` when it did not come within `bound` (the task then runs on).
+func value<Value: Sendable>(of task: Task<Value, Never>, within bound: Duration) async -> Value? {
+    let latch = FirstResultLatch<Value?>()
+    let arrived = DispatchSemaphore(value: 0)
+    _ = ScenarioThreads.task {
+        latch.offer(await task.value)
+        arrived.signal()
+    }
+    onDedicatedThread("conformance timer") {
+        if arrived.wait(timeout: .now() + .nanoseconds(Int(bound.nanosecondsClamped))) == .timedOut {
+            latch.offer(nil)
+        }
+    }
+    return await latch.value()
 }
 
 /// The error the probe injects where a scenario needs the SDK to report a failure it would not.
