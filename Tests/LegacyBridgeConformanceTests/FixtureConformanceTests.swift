@@ -71,9 +71,9 @@ struct FixtureConformanceTests {
     @Test("an adapter that ignores the probe: the hostile scenarios are not checked, and say the probe is missing")
     func withoutTheProbeNotChecked() async throws {
         let client = try Self.client()
-        let fixture = LoopSDKFixtures.oneShot(name: "no-probe", client: { client }) { client, behavior, timeout, _ in
-            try await client.fetch(behavior, timeout: timeout, probe: .off)
-        }
+        let fixture = LoopSDKFixtures.oneShot(
+            name: "no-probe", client: { client },
+            fetch: { client, behavior, timeout, _ in try await client.fetch(behavior, timeout: timeout, probe: .off) })
         let report = await ConformanceSuite.run(fixture, options: .init(watchdog: Self.failingWatchdog))
         #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
         let skipped = Set(report.notChecked.map(\.name))
@@ -107,10 +107,11 @@ struct FixtureConformanceTests {
     @Test("a value the SDK reported as a failure is the adapter's fault, not a usage error: the probe tells them apart")
     func failureTurnedIntoValueIsTheAdapters() async throws {
         let client = try Self.client()
-        let fixture = LoopSDKFixtures.oneShot(name: "failure-as-zero", client: { client }) {
-            client, behavior, timeout, probe in
-            (try? await client.fetch(behavior, timeout: timeout, probe: probe)) ?? 0
-        }
+        let fixture = LoopSDKFixtures.oneShot(
+            name: "failure-as-zero", client: { client },
+            fetch: { client, behavior, timeout, probe in
+                (try? await client.fetch(behavior, timeout: timeout, probe: probe)) ?? 0
+            })
         let report = await ConformanceSuite.run(
             fixture, options: .init(watchdog: testWatchdog, only: ["failure-throws"]))
         #expect(report.failures.map(\.name) == ["failure-throws"], "\(report.rendered)")
