@@ -117,16 +117,31 @@ func cancelFromForeignThread<Success, Failure>(_ task: Task<Success, Failure>) {
 }
 
 /// Runs the adapter in its own task so a scenario can cancel it.
+///
+/// - Parameters:
+///   - adapter: The adapter.
+///   - operation: The operation to hand it.
+///   - beforeCall: Receives how to cancel the task, before the adapter is called.
+/// - Returns: The task, whose value is the adapter's outcome.
 func launch(
-    _ adapter: any OneShotAdapter, _ operation: LegacyOperation
+    _ adapter: any OneShotAdapter, _ operation: LegacyOperation,
+    beforeCall: ((@escaping @Sendable () -> Void) -> Void)? = nil
 ) -> Task<Result<LegacyPayload, any Error>, Never> {
-    ScenarioThreads.task {
+    let go = FirstResultLatch<Bool>()
+    let waits = beforeCall != nil
+    let task = ScenarioThreads.task { () -> Result<LegacyPayload, any Error> in
+        if waits { _ = await go.value() }
         do {
             return .success(try await adapter.value(of: operation, isolation: nil))
         } catch {
             return .failure(error)
         }
     }
+    if let beforeCall {
+        beforeCall { task.cancel() }
+        go.offer(true)
+    }
+    return task
 }
 
 /// Describes an outcome for failure messages.
