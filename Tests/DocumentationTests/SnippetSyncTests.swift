@@ -19,7 +19,9 @@ struct SnippetSyncTests {
     /// catalogs' articles.
     static func documents() throws -> [String] {
         var documents = ["README.md"]
-        for catalog in ["Sources/LegacyBridge/LegacyBridge.docc", "Sources/LegacyBridgeConformance/LegacyBridgeConformance.docc"] {
+        for catalog in [
+            "Sources/LegacyBridge/LegacyBridge.docc", "Sources/LegacyBridgeConformance/LegacyBridgeConformance.docc",
+        ] {
             documents += try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(catalog).path)
                 .filter { $0.hasSuffix(".md") }.sorted().map { "\(catalog)/\($0)" }
         }
