@@ -19,7 +19,7 @@ import LegacyBridge
 /// ```
 ///
 /// Contract for the subscriptions:
-/// - `finite` delivers the same number of events each time and ends normally; `failing` ends
+/// - `finite` ends normally (after `finiteCount` events, when that is given); `failing` ends
 ///   with an error; an endless stream delivers events until its consumer leaves or `release` runs.
 ///   The suite reports a fixture that breaks this as a usage error.
 /// - Each subscription is made where the suite makes it, on its isolation.
@@ -101,8 +101,9 @@ public struct StreamFixture<Element: Sendable>: Sendable {
     ///   - threading: Where the SDK must be called: ``AdapterThreading/anyThread`` (the default), or
     ///     ``AdapterThreading/sdkThread(_:)``.
     ///   - finite: A subscription that delivers a known number of events, then ends normally.
-    ///   - finiteCount: How many events `finite` delivers; when `nil`, the suite subscribes twice
-    ///     and expects the same count.
+    ///   - finiteCount: How many events `finite` delivers, when that is fixed; `nil` for a
+    ///     stream whose events vary, such as the chunks of a download. Either way the consumer must
+    ///     get the events the probe saw the SDK deliver before its end.
     ///   - failing: A subscription that ends with an error.
     ///   - endless: A subscription that delivers until its consumer leaves: it makes leaving
     ///     early and a stalled consumer checkable.
