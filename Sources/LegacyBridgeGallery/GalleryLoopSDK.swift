@@ -104,7 +104,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                     }
                 }
             } onCancel: {
-                post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) }() } }
+                post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }
             }
 
         case .noSDKCancel, .cancelAfterValue, .retryCancel, .offThreadStart, .leaksContext:
@@ -114,7 +114,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                     completion(result)
                     if self == .cancelAfterValue, case .success = result {
                         // "Close" the finished request.
-                        post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) }() } }
+                        post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }
                     }
                 }
                 let release = self == .leaksContext ? leakingRelease : requestRelease
@@ -132,9 +132,9 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                 }
                 if self == .noSDKCancel { return nil }
                 return CancelHandle {
-                    post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) }() } }
+                    post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }
                     if self == .retryCancel {
-                        post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) }() } }
+                        post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }
                     }
                 }
             }
@@ -235,12 +235,12 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
             case .unbounded:
                 return StreamControl(
                     scheduler: sdk.loop.scheduler,
-                    cancel: CancelHandle(probe.cancel { handle.value.map(sdk.unsubscribe) }))
+                    cancel: CancelHandle { probe.cancel { handle.value.map(sdk.unsubscribe) } })
             case .noUnsubscribe:
                 return StreamControl(
                     scheduler: sdk.loop.scheduler, cancel: CancelHandle {},
-                    pause: probe.pause { handle.value.map(sdk.pause) },
-                    resume: probe.resume { handle.value.map(sdk.resume) })
+                    pause: { probe.pause { handle.value.map(sdk.pause) } },
+                    resume: { probe.resume { handle.value.map(sdk.resume) } })
             }
         }
     }

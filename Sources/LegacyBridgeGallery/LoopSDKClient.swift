@@ -75,7 +75,7 @@ public struct LoopSDKClient: Sendable {
             }
             return CancelHandle {
                 // Posted after the start, so it runs after it, on the loop thread.
-                try? sdk.loop.post { if let request = handle.value { probe.cancel { sdk.cancel(request) }() } }
+                try? sdk.loop.post { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }
             }
         }
     }
@@ -109,9 +109,9 @@ public struct LoopSDKClient: Sendable {
             // Every control call runs as a job on the loop thread, after the start.
             return StreamControl(
                 scheduler: sdk.loop.scheduler,
-                cancel: CancelHandle(probe.cancel { handle.value.map(sdk.unsubscribe) }),
-                pause: probe.pause { handle.value.map(sdk.pause) },
-                resume: probe.resume { handle.value.map(sdk.resume) })
+                cancel: CancelHandle { probe.cancel { handle.value.map(sdk.unsubscribe) } },
+                pause: { probe.pause { handle.value.map(sdk.pause) } },
+                resume: { probe.resume { handle.value.map(sdk.resume) } })
         }
     }
 
@@ -128,8 +128,9 @@ public struct LoopSDKClient: Sendable {
     ) async throws -> Int64 {
         let sdk = self.sdk
         let token = sdk.makeToken()
-        let interrupt = probe.cancel { sdk.interrupt(token) }
-        return try await Self.pool.get().run(isolation: isolation, cancel: CancelHandle(interrupt)) {
+        return try await Self.pool.get().run(
+            isolation: isolation, cancel: CancelHandle { probe.cancel { sdk.interrupt(token) } }
+        ) {
             try probe.body { try sdk.blockingQuery(behavior, token: token) }
         }
     }

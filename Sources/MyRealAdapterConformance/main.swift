@@ -15,7 +15,7 @@ func loadContents(
             let request = try sdk.load(path) { bytes, error in
                 deliver(error.map { .failure($0) } ?? .success(bytes ?? []))
             }
-            return CancelHandle(probe.cancel { request.cancel() })
+            return CancelHandle { probe.cancel { request.cancel() } }
         }
     }
 }

@@ -5,11 +5,11 @@
 /// your real SDK is called and interrupted.
 ///
 /// Give your adapter a `probe` parameter that defaults to ``off``, run the blocking call through
-/// ``body(_:)`` and hand the SDK's interrupt through ``cancel(_:)``:
+/// ``body(_:)`` and the SDK's interrupt through ``cancel(_:)``:
 ///
 /// ```swift
 /// func count(_ sql: String, probe: BlockingProbe = .off) async throws -> Int {
-///     try await pool.run(cancel: CancelHandle(probe.cancel { sqlite3_interrupt(db) })) {
+///     try await pool.run(cancel: CancelHandle { probe.cancel { sqlite3_interrupt(db) } }) {
 ///         try probe.body { try database.scalar(sql) }
 ///     }
 /// }
@@ -17,7 +17,7 @@
 ///
 /// Contract:
 /// - ``body(_:)`` runs the blocking call where the adapter runs it, and returns what it returns.
-/// - Wrap the interrupt where the adapter makes it.
+/// - Run the interrupt through ``cancel(_:)`` where the adapter makes it.
 /// - A probe belongs to one call. The suite gives each call a fresh one.
 public struct BlockingProbe: Sendable {
     let hooks: (any BlockingProbeHooks)?
@@ -55,13 +55,16 @@ public struct BlockingProbe: Sendable {
         return result
     }
 
-    /// Wraps the SDK's interrupt function.
+    /// Runs the code that calls the SDK's interrupt.
     ///
-    /// - Parameter interrupt: Makes a blocked call return early.
-    /// - Returns: The function to call instead of `interrupt`.
-    public func cancel(_ interrupt: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        guard let hooks else { return interrupt }
-        return hooks.wrapCancel(interrupt)
+    /// - Parameter body: Makes a blocked call return early; it runs once, here, on this thread.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    public func cancel<Returned>(_ body: () throws -> Returned) rethrows -> Returned {
+        guard let hooks else { return try body() }
+        hooks.cancelBegins()
+        defer { hooks.cancelEnded() }
+        return try body()
     }
 }
 
@@ -71,6 +74,8 @@ package protocol BlockingProbeHooks: AnyObject, Sendable {
     func bodyBegins()
     /// The blocking call returned, or threw.
     func bodyEnded(threw: Bool)
-    /// The adapter will call the returned function instead of the SDK's interrupt.
-    func wrapCancel(_ interrupt: @escaping @Sendable () -> Void) -> @Sendable () -> Void
+    /// The adapter is about to call the SDK's interrupt.
+    func cancelBegins()
+    /// The SDK's interrupt returned, or threw.
+    func cancelEnded()
 }

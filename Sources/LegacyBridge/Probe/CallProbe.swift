@@ -18,7 +18,7 @@
 ///             let request = try sdk.load(path) { bytes, error in
 ///                 deliver(error.map { .failure($0) } ?? .success(bytes))
 ///             }
-///             return CancelHandle(probe.cancel { request.cancel() })
+///             return CancelHandle { probe.cancel { request.cancel() } }
 ///         }
 ///     }
 /// }
@@ -29,8 +29,8 @@
 ///   inside the job the adapter posts to the SDK's thread.
 /// - Wrap the function the SDK's callback reports through, once per call, before the SDK can call
 ///   back, and hand the wrapped one on.
-/// - Wrap the SDK's cancel where the adapter makes it. An adapter that posts its cancel to the
-///   SDK's thread wraps it inside the posted job.
+/// - Run the SDK's cancel through ``cancel(_:)`` where the adapter makes it. An adapter that posts
+///   its cancel to the SDK's thread makes it inside the posted job.
 /// - A probe belongs to one call. The suite gives each call a fresh one.
 public struct CallProbe<Value: Sendable>: Sendable {
     let hooks: (any CallProbeHooks<Value>)?
@@ -79,13 +79,16 @@ public struct CallProbe<Value: Sendable>: Sendable {
         return hooks.wrapCallback(deliver)
     }
 
-    /// Wraps the SDK's cancel function.
+    /// Runs the code that calls the SDK's cancel.
     ///
-    /// - Parameter sdkCancel: Asks the SDK to stop the call.
-    /// - Returns: The function to call instead of `sdkCancel`.
-    public func cancel(_ sdkCancel: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        guard let hooks else { return sdkCancel }
-        return hooks.wrapCancel(sdkCancel)
+    /// - Parameter body: Calls the SDK's cancel; it runs once, here, on this thread.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    public func cancel<Returned>(_ body: () throws -> Returned) rethrows -> Returned {
+        guard let hooks else { return try body() }
+        hooks.cancelBegins()
+        defer { hooks.cancelEnded() }
+        return try body()
     }
 }
 
@@ -100,6 +103,8 @@ package protocol CallProbeHooks<Value>: AnyObject, Sendable {
     func wrapCallback(
         _ deliver: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) -> @Sendable (Result<Value, any Error>) -> Void
-    /// The adapter will call the returned function instead of the SDK's cancel.
-    func wrapCancel(_ sdkCancel: @escaping @Sendable () -> Void) -> @Sendable () -> Void
+    /// The adapter is about to call the SDK's cancel.
+    func cancelBegins()
+    /// The SDK's cancel returned, or threw.
+    func cancelEnded()
 }

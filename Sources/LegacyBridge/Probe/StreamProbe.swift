@@ -14,15 +14,15 @@
 ///         let yield = probe.event { change in sink.yield(change) }
 ///         let end = probe.end { error in if let error { sink.finish(throwing: error) } else { sink.finish() } }
 ///         let monitor = try probe.start { try sdk.watch(path, onChange: yield, onEnd: end) }
-///         return StreamControl(cancel: CancelHandle(probe.cancel { monitor.cancel() }))
+///         return StreamControl(cancel: CancelHandle { probe.cancel { monitor.cancel() } })
 ///     }
 /// }
 /// ```
 ///
 /// Contract:
-/// - Wrap the code that starts the SDK's subscription where it runs, and its cancel, pause and
-///   resume where the adapter makes them (inside a job posted to the SDK's thread, when that is
-///   where they run).
+/// - Run the code that starts the SDK's subscription through the probe where it runs, and its
+///   cancel, pause and resume where the adapter makes them (inside a job posted to the SDK's
+///   thread, when that is where they run).
 /// - Wrap the functions the SDK's event and end callbacks call, once per subscription, before the
 ///   SDK can call them.
 /// - A probe belongs to one subscription. The suite gives each a fresh one.
@@ -84,31 +84,38 @@ public struct StreamProbe<Element: Sendable>: Sendable {
         return hooks.wrapEnd(finish)
     }
 
-    /// Wraps the SDK's cancel function.
+    /// Runs the code that calls the SDK's cancel.
     ///
-    /// - Parameter sdkCancel: Stops the subscription.
-    /// - Returns: The function to call instead of `sdkCancel`.
-    public func cancel(_ sdkCancel: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        guard let hooks else { return sdkCancel }
-        return hooks.wrapControl(.cancel, sdkCancel)
+    /// - Parameter body: Stops the subscription; it runs once, here, on this thread.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    public func cancel<Returned>(_ body: () throws -> Returned) rethrows -> Returned {
+        try control(.cancel, body)
     }
 
-    /// Wraps the SDK's pause function.
+    /// Runs the code that calls the SDK's pause.
     ///
-    /// - Parameter sdkPause: Asks the SDK to stop delivering for now.
-    /// - Returns: The function to call instead of `sdkPause`.
-    public func pause(_ sdkPause: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        guard let hooks else { return sdkPause }
-        return hooks.wrapControl(.pause, sdkPause)
+    /// - Parameter body: Asks the SDK to stop delivering for now; it runs once, here.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    public func pause<Returned>(_ body: () throws -> Returned) rethrows -> Returned {
+        try control(.pause, body)
     }
 
-    /// Wraps the SDK's resume function.
+    /// Runs the code that calls the SDK's resume.
     ///
-    /// - Parameter sdkResume: Lets a paused SDK deliver again.
-    /// - Returns: The function to call instead of `sdkResume`.
-    public func resume(_ sdkResume: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        guard let hooks else { return sdkResume }
-        return hooks.wrapControl(.resume, sdkResume)
+    /// - Parameter body: Lets a paused SDK deliver again; it runs once, here.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    public func resume<Returned>(_ body: () throws -> Returned) rethrows -> Returned {
+        try control(.resume, body)
+    }
+
+    private func control<Returned>(_ control: StreamProbeControl, _ body: () throws -> Returned) rethrows -> Returned {
+        guard let hooks else { return try body() }
+        hooks.controlBegins(control)
+        defer { hooks.controlEnded(control) }
+        return try body()
     }
 }
 
@@ -130,6 +137,8 @@ package protocol StreamProbeHooks<Element>: AnyObject, Sendable {
     func wrapEvent<Outcome>(_ yield: @escaping @Sendable (Element) -> Outcome) -> @Sendable (Element) -> Outcome
     /// The suite returns what the SDK's end callback calls instead of `finish`.
     func wrapEnd(_ finish: @escaping @Sendable ((any Error)?) -> Void) -> @Sendable ((any Error)?) -> Void
-    /// The adapter will call the returned function instead of the SDK's control function.
-    func wrapControl(_ control: StreamProbeControl, _ call: @escaping @Sendable () -> Void) -> @Sendable () -> Void
+    /// The adapter is about to call the SDK's control function.
+    func controlBegins(_ control: StreamProbeControl)
+    /// The SDK's control function returned, or threw.
+    func controlEnded(_ control: StreamProbeControl)
 }

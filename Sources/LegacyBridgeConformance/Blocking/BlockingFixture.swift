@@ -89,7 +89,6 @@ final class BlockingRecorder: BlockingProbeHooks, FixtureWatch, Sendable {
         var bodiesBegun = 0
         var bodiesEnded = 0
         var spots: [ThreadSpot] = []
-        var cancelsWrapped = 0
         var interrupts = 0
         /// Interrupts made after the blocking call had returned.
         var interruptsAfterReturn = 0
@@ -117,16 +116,14 @@ final class BlockingRecorder: BlockingProbeHooks, FixtureWatch, Sendable {
         state.withLock { $0.bodiesEnded += 1 }
     }
 
-    func wrapCancel(_ interrupt: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        state.withLock { $0.cancelsWrapped += 1 }
-        return { [self] in
-            state.withLock { state in
-                state.interrupts += 1
-                if state.bodiesBegun > 0 && state.bodiesEnded == state.bodiesBegun { state.interruptsAfterReturn += 1 }
-            }
-            interrupt()
+    func cancelBegins() {
+        state.withLock { state in
+            state.interrupts += 1
+            if state.bodiesBegun > 0 && state.bodiesEnded == state.bodiesBegun { state.interruptsAfterReturn += 1 }
         }
     }
+
+    func cancelEnded() {}
 
     /// Rules broken on this call: a second interrupt, an interrupt after the call returned, the
     /// blocking call made off the SDK's thread.

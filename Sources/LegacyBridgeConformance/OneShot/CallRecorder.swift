@@ -41,7 +41,6 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
         var callbacksWrapped = 0
         /// Outcomes the SDK's callback reported (each once, whatever the probe then did with it).
         var sdkOutcomes: [Result<Value, any Error>] = []
-        var cancelsWrapped = 0
         var cancels = 0
         var cancelSpots: [ThreadSpot] = []
         /// SDK cancels made before the SDK call was started.
@@ -137,23 +136,21 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
         return { [self] outcome in sdkReported(outcome, through: deliver) }
     }
 
-    func wrapCancel(_ sdkCancel: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        state.withLock { $0.snapshot.cancelsWrapped += 1 }
-        return { [self] in
-            let spot = threading.spot()
-            let delivers = state.withLock { state in
-                state.snapshot.cancels += 1
-                state.snapshot.cancelSpots.append(spot)
-                if state.snapshot.startsBegun == 0 { state.snapshot.cancelsBeforeStart += 1 }
-                if state.snapshot.end != nil { state.snapshot.cancelsAfterEnd += 1 }
-                if !state.snapshot.sdkOutcomes.isEmpty { state.snapshot.cancelsAfterSDKOutcome += 1 }
-                return state.delivers
-            }
-            sdkCancel()
-            if let error = hostility.insideCancel {
-                for deliver in delivers { deliver(.failure(error)) }
-            }
+    func cancelBegins() {
+        let spot = threading.spot()
+        state.withLock { state in
+            state.snapshot.cancels += 1
+            state.snapshot.cancelSpots.append(spot)
+            if state.snapshot.startsBegun == 0 { state.snapshot.cancelsBeforeStart += 1 }
+            if state.snapshot.end != nil { state.snapshot.cancelsAfterEnd += 1 }
+            if !state.snapshot.sdkOutcomes.isEmpty { state.snapshot.cancelsAfterSDKOutcome += 1 }
         }
+    }
+
+    func cancelEnded() {
+        // Inside the adapter's cancel, right after the SDK's: as an SDK whose cancel calls back.
+        guard let error = hostility.insideCancel else { return }
+        for deliver in state.withLock({ $0.delivers }) { deliver(.failure(error)) }
     }
 
     private func sdkReported(

@@ -156,27 +156,26 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
         }
     }
 
-    func wrapControl(_ control: StreamProbeControl, _ call: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        { [self] in
-            let spot = threading.spot()
-            let finishes = state.withLock { state in
-                state.snapshot.spots.append((control, spot))
-                switch control {
-                case .cancel:
-                    state.snapshot.cancels += 1
-                    if state.snapshot.sdkEnds > 0 { state.snapshot.cancelsAfterSDKEnd += 1 }
-                case .pause:
-                    state.snapshot.pauses += 1
-                case .resume:
-                    state.snapshot.resumes += 1
-                }
-                return state.finishes
-            }
-            call()
-            if control == .cancel && hostility.endInsideCancel {
-                for finish in finishes { finish(ProbeInjectedError()) }
+    func controlBegins(_ control: StreamProbeControl) {
+        let spot = threading.spot()
+        state.withLock { state in
+            state.snapshot.spots.append((control, spot))
+            switch control {
+            case .cancel:
+                state.snapshot.cancels += 1
+                if state.snapshot.sdkEnds > 0 { state.snapshot.cancelsAfterSDKEnd += 1 }
+            case .pause:
+                state.snapshot.pauses += 1
+            case .resume:
+                state.snapshot.resumes += 1
             }
         }
+    }
+
+    func controlEnded(_ control: StreamProbeControl) {
+        // Inside the adapter's cancel, right after the SDK's: as an SDK whose cancel reports the end.
+        guard control == .cancel, hostility.endInsideCancel else { return }
+        for finish in state.withLock({ $0.finishes }) { finish(ProbeInjectedError()) }
     }
 
     // MARK: FixtureWatch

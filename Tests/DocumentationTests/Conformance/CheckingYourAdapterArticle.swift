@@ -58,7 +58,7 @@ func resolve(
             probe.start { query.withLock { $0 = sdk.lookup(host) { deliver($0) } } }
         }
         return CancelHandle {
-            try? loop.post { if let query = query.withLock({ $0 }) { probe.cancel { sdk.cancel(query) }() } }
+            try? loop.post { if let query = query.withLock({ $0 }) { probe.cancel { sdk.cancel(query) } } }
         }
     }
 }
