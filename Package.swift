@@ -28,11 +28,19 @@ let package = Package(
         .target(name: "LegacyBridgeConformance", dependencies: ["LegacyBridge", "LegacySimulator"]),
         // The bad-adapter gallery, wrong on purpose: no product exposes it; the CLI and tests run it.
         .target(name: "LegacyBridgeGallery", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
+        // What both executables share: argument parsing, terminal width, text layout, exit codes.
+        .target(name: "ToolSupport"),
         .executableTarget(
             name: "legacy-bridge",
             dependencies: [
-                "LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "LegacyBridgeGallery", "CLegacySDK",
+                "LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "LegacyBridgeGallery", "ToolSupport",
             ]
+        ),
+        // The benchmarks (swift run -c release legacy-bridge-bench): no product exposes them, and
+        // they reach the C simulator only through LegacySimulator.
+        .executableTarget(
+            name: "legacy-bridge-bench",
+            dependencies: ["LegacyBridge", "LegacySimulator", "LegacyBridgeConformance", "ToolSupport"]
         ),
         // The README's "Checking your own adapter" example, compiled (a test keeps the two in sync).
         .executableTarget(name: "MyAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
@@ -44,8 +52,8 @@ let package = Package(
         .testTarget(
             name: "LegacyBridgeConformanceTests",
             dependencies: [
-                "LegacyBridgeConformance", "LegacyBridgeGallery", "LegacyBridge", "legacy-bridge", "MyAdapterConformance",
-                "MyRealAdapterConformance",
+                "LegacyBridgeConformance", "LegacyBridgeGallery", "LegacyBridge", "legacy-bridge", "legacy-bridge-bench",
+                "ToolSupport", "MyAdapterConformance", "MyRealAdapterConformance",
             ]
         ),
         // The Swift snippets of README.md and the DocC guide, compiled; a test keeps them in sync.

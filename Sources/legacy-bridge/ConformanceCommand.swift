@@ -3,6 +3,7 @@ import LegacyBridge
 import LegacySimulator
 import LegacyBridgeConformance
 import LegacyBridgeGallery
+import ToolSupport
 
 /// `legacy-bridge conformance`: the library's ``ConformanceRunner`` over this package's adapters —
 /// the library's own and the bad-adapter gallery — each scenario in a child process.

@@ -1,4 +1,5 @@
 import LegacyBridgeConformance
+import ToolSupport
 
 /// The quick check's rendering of a conformance report, fitted to a width.
 enum ConformanceText {

@@ -1,6 +1,7 @@
 import Foundation
 import LegacyBridge
 import LegacySimulator
+import ToolSupport
 
 /// `legacy-bridge demo`: one fetch per hostile behaviour, then one download per hostile stream
 /// behaviour, each with what the caller got and what the SDK did.

@@ -1,22 +1,13 @@
 import Foundation
 import LegacyBridge
 import LegacySimulator
-
-/// Exit codes shared by every command.
-enum ExitCode: Int32 {
-    /// Everything ran and everything was clean.
-    case clean = 0
-    /// Something ran and found a violation, a failure, a hang or a crash.
-    case violation = 1
-    /// Bad usage: unknown command or flag, bad number.
-    case usage = 2
-}
+import ToolSupport
 
 /// The top-level help: `legacy-bridge help`, `legacy-bridge --help` and `legacy-bridge help help`
 /// all print it. It is also the help of the quick check (the command with no name).
 let toolHelp = """
-    legacy-bridge: check and measure adapters between legacy C callback SDKs and
-    Swift Concurrency.
+    legacy-bridge: check adapters between legacy C callback SDKs and Swift
+    Concurrency.
 
     USAGE: legacy-bridge [COMMAND] [OPTIONS]
 
@@ -27,7 +18,6 @@ let toolHelp = """
                       what the SDK did.
       conformance     The conformance suite, each scenario in a child process.
       stress          Randomised fetches and downloads; checks every invariant.
-      bench           Benchmarks against baselines (build with -c release).
       help [COMMAND]  This text, or COMMAND's help (the same as COMMAND --help).
 
     OPTIONS OF THE QUICK CHECK
@@ -35,6 +25,9 @@ let toolHelp = """
       --seed X        Seed for every random choice (default 1).
       --json          Print {"conformance": …, "stress": …, "clean": true|false}.
       -h, --help      Print this text.
+
+    The benchmarks are an executable of their own:
+      swift run -c release legacy-bridge-bench --help
 
     Help, demo, stress and the quick check fit the terminal's width (when output is
     not a terminal: $COLUMNS, or 80). Exit status: 0 clean, 1 a violation was
@@ -56,7 +49,13 @@ struct LegacyBridgeCLI {
         Command(name: "demo", help: { DemoCommand.help }, run: { try await DemoCommand.run($0) }),
         Command(name: "conformance", help: { ConformanceCommand.help }, run: { try await ConformanceCommand.run($0) }),
         Command(name: "stress", help: { StressCommand.help }, run: { try await StressCommand.run($0) }),
-        Command(name: "bench", help: { BenchCommand.help }, run: { try await BenchCommand.run($0) }),
+    ]
+
+    /// Commands that moved out of this tool, each with the one line it now prints on standard
+    /// error before exiting with ``ExitCode/usage``: a script that still calls it fails clearly
+    /// instead of going on as if it had run.
+    static let movedCommands: [String: String] = [
+        "bench": "legacy-bridge: bench has moved: swift run -c release legacy-bridge-bench"
     ]
 
     /// The command called `name`, if any.
@@ -80,42 +79,36 @@ struct LegacyBridgeCLI {
     }
 
     static func main() async {
-        var arguments = Array(CommandLine.arguments.dropFirst())
-        let name: String
-        if let first = arguments.first, !first.hasPrefix("-") {
-            name = first
-            arguments.removeFirst()
-        } else {
-            name = ""
-        }
-        let code: ExitCode
-        do {
+        await runTool(named: "legacy-bridge") {
+            var arguments = Array(CommandLine.arguments.dropFirst())
+            let name: String
+            if let first = arguments.first, !first.hasPrefix("-") {
+                name = first
+                arguments.removeFirst()
+            } else {
+                name = ""
+            }
+            if name == "help", arguments.count > 1 {
+                throw UsageError(message: "help takes at most one command, not \(arguments.count)", command: "help")
+            }
+            // A moved command answers the same whether it is run, asked for --help or named by help.
+            if let moved = movedCommands[name == "help" ? arguments.first ?? "" : name] {
+                Terminal.error(moved)
+                return .usage
+            }
             if name == "help" {
-                guard arguments.count <= 1 else {
-                    throw UsageError(message: "help takes at most one command, not \(arguments.count)", command: "help")
-                }
                 let topic = arguments.first.map { asksForHelp([$0]) ? "help" : $0 } ?? "help"
                 Terminal.write(try helpText(for: topic))
-                code = .clean
-            } else if let command = command(named: name) {
-                if asksForHelp(arguments) {
-                    Terminal.write(try helpText(for: name))
-                    code = .clean
-                } else {
-                    code = try await command.run(arguments)
-                }
-            } else {
+                return .clean
+            }
+            guard let command = command(named: name) else {
                 throw UsageError(message: "unknown command '\(name)' (see legacy-bridge help)", command: "")
             }
-        } catch let error as UsageError {
-            let command = error.command.isEmpty ? "" : " " + error.command
-            Terminal.error("legacy-bridge\(command): \(error.message)")
-            Terminal.error("Run 'legacy-bridge\(error.command == "help" ? "" : command) --help' for usage.")
-            code = .usage
-        } catch {
-            Terminal.error("legacy-bridge: \(error)")
-            code = .violation
+            if asksForHelp(arguments) {
+                Terminal.write(try helpText(for: name))
+                return .clean
+            }
+            return try await command.run(arguments)
         }
-        exit(code.rawValue)
     }
 }

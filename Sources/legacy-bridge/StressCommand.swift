@@ -1,6 +1,7 @@
 import Foundation
 import LegacyBridgeConformance
 import LegacyBridgeGallery
+import ToolSupport
 
 /// `legacy-bridge stress`: randomised fetches and downloads with cancellations and timeouts.
 enum StressCommand {

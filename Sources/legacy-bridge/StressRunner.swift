@@ -3,6 +3,7 @@ import LegacyBridge
 import LegacySimulator
 import LegacyBridgeConformance
 import Synchronization
+import ToolSupport
 
 /// Settings of one stress run.
 struct StressPlan: Sendable {

@@ -1,10 +1,19 @@
 import Foundation
+@testable import legacy_bridge_bench
 import Testing
+import ToolSupport
 
-/// `legacy-bridge bench`, run as a child process: the smoke run prints every figure, bad usage
+/// `legacy-bridge-bench`, run as a child process: the smoke run prints every figure, bad usage
 /// exits 2. No figure is compared with anything: numbers belong to the benchmark, not to tests.
-@Suite("bench command")
+@Suite("legacy-bridge-bench")
 struct BenchCommandTests {
+    /// Runs the built `legacy-bridge-bench` with `arguments`.
+    private func bench(
+        _ arguments: [String], bound: TimeInterval = 300, environment: [String: String] = [:]
+    ) async throws -> CLIRun {
+        try await CLI.run(arguments, bound: bound, executableName: "legacy-bridge-bench", environment: environment)
+    }
+
     /// Every key the JSON output promises, as paths, each with a number.
     private static let promisedKeys: [String: [String]] = [
         "oneShot": [
@@ -26,9 +35,9 @@ struct BenchCommandTests {
         ],
     ]
 
-    @Test("bench --quick --json runs and prints every promised figure as a positive number")
+    @Test("--quick --json runs and prints every promised figure as a positive number")
     func quickJSONHasEveryFigure() async throws {
-        let run = try await CLI.run(["bench", "--quick", "--json"], bound: 900)
+        let run = try await bench(["--quick", "--json"], bound: 900)
         #expect(run.status == 0, "exit status \(run.status); stderr: \(run.errors)")
         let report = try JSONDecoder().decode(BenchJSON.self, from: Data(run.output.utf8))
         let sections = [
@@ -45,16 +54,57 @@ struct BenchCommandTests {
         #expect(report.targets.contains { $0.pass != nil }, "no target carries a PASS/MISS verdict")
     }
 
-    @Test("bench with an unknown flag exits 2 and names the flag")
+    @Test("an unknown flag exits 2 and names the flag")
     func unknownFlagIsBadUsage() async throws {
-        let run = try await CLI.run(["bench", "--no-such-flag"])
+        let run = try await bench(["--no-such-flag"])
         #expect(run.status == 2)
         #expect(run.errors.contains("--no-such-flag"), "stderr: \(run.errors)")
+        #expect(run.errors.contains("legacy-bridge-bench --help"), "stderr: \(run.errors)")
         #expect(run.output.isEmpty, "nothing is measured on bad usage: \(run.output.prefix(200))")
+    }
+
+    @Test(
+        "bad values exit 2 with a message and measure nothing",
+        arguments: [["--only", "nope"], ["--operations", "5"], ["--memory-probe", "nope"], ["help"]])
+    func badValuesAreBadUsage(arguments: [String]) async throws {
+        let run = try await bench(arguments)
+        #expect(run.status == 2, "\(arguments): \(run.status)")
+        #expect(run.errors.contains("--help"), "\(arguments): \(run.errors)")
+        #expect(run.output.isEmpty, "\(arguments): \(run.output.prefix(200))")
+    }
+
+    @Test("--help and -h print the same usage, every line within 80 and within 200 columns")
+    func helpFitsTheWidth() async throws {
+        for columns in [80, 200] {
+            let long = try await bench(["--help"], environment: ["COLUMNS": String(columns)])
+            let short = try await bench(["-h"], environment: ["COLUMNS": String(columns)])
+            #expect(long.status == 0 && short.status == 0)
+            #expect(long.output.hasPrefix("USAGE: legacy-bridge-bench"), "\(long.output.prefix(200))")
+            #expect(long.output == short.output, "-h differs from --help at \(columns) columns")
+            for line in long.output.split(separator: "\n") where line.count > columns {
+                Issue.record("a help line of \(line.count) columns at \(columns): \(line)")
+            }
+        }
+    }
+
+    @Test("every option the parser accepts is in the help")
+    func everyAcceptedOptionIsInTheHelp() async throws {
+        do {
+            _ = try await BenchCommand.run(["--no-such-option-for-this-test"])
+            Issue.record("legacy-bridge-bench accepted an unknown option")
+        } catch let error as UsageError {
+            for option in error.acceptedOptions {
+                #expect(
+                    BenchCommand.help.contains("--\(option)"),
+                    "legacy-bridge-bench accepts --\(option), but its help does not mention it")
+            }
+            // The check saw the parser's real option list (not an empty list that passes trivially).
+            #expect(error.acceptedOptions == ["json", "memory-probe", "only", "operations", "quick"])
+        }
     }
 }
 
-/// The shape of `bench --json` the test relies on: every section is an object of numbers (a Bool
+/// The shape of `legacy-bridge-bench --json` the test relies on: every section is an object of numbers (a Bool
 /// or a string where a figure belongs fails the decoding).
 private struct BenchJSON: Decodable {
     struct Target: Decodable {

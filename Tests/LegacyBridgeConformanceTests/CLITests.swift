@@ -151,10 +151,30 @@ struct CLITests {
         #expect(run.errors.contains("--help"))
     }
 
-    @Test("--help works on every command", arguments: [[], ["demo"], ["conformance"], ["stress"], ["bench"]])
+    @Test("--help works on every command", arguments: [[], ["demo"], ["conformance"], ["stress"]])
     func help(command: [String]) async throws {
         let run = try await CLI.run(command + ["--help"])
         #expect(run.status == 0)
         #expect(run.output.contains("USAGE"))
+    }
+
+    @Test(
+        "bench, which moved to legacy-bridge-bench, fails with one line that says what to run",
+        arguments: [["bench"], ["bench", "--quick", "--json"], ["bench", "--help"], ["help", "bench"]])
+    func benchPointsAtItsExecutable(arguments: [String]) async throws {
+        let run = try await CLI.run(arguments)
+        #expect(run.status == 2, "\(arguments): \(run.status)")
+        #expect(run.output.isEmpty, "\(arguments): \(run.output.prefix(200))")
+        #expect(
+            run.errors == "legacy-bridge: bench has moved: swift run -c release legacy-bridge-bench\n",
+            "\(arguments): \(run.errors)")
+    }
+
+    @Test("the top-level help lists no bench command and says where the benchmarks are")
+    func helpPointsAtTheBenchmarks() async throws {
+        let run = try await CLI.run(["--help"], environment: ["COLUMNS": "80"])
+        #expect(run.status == 0)
+        #expect(!run.output.split(separator: "\n").contains { $0.hasPrefix("  bench") }, "\(run.output)")
+        #expect(run.output.contains("swift run -c release legacy-bridge-bench --help"), "\(run.output)")
     }
 }

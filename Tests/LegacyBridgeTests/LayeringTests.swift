@@ -38,11 +38,40 @@ struct LayeringTests {
         #expect(offending.isEmpty, "\(offending)")
     }
 
+    @Test("under Sources/, only LegacySimulator/Internal/SDK.swift imports the C simulator")
+    func oneSwiftFileCallsTheSimulatorsC() throws {
+        let sources = Self.root.appendingPathComponent("Sources")
+        let files = try Self.swiftFiles(under: sources)
+        #expect(files.count > 50, "found only \(files.count) Swift files under \(sources.path)")
+        let importers = try files.filter {
+            Self.importedModules(in: try String(contentsOf: $0, encoding: .utf8)).contains("CLegacySDK")
+        }.map { $0.path.replacingOccurrences(of: sources.path + "/", with: "") }
+        #expect(importers == ["LegacySimulator/Internal/SDK.swift"])
+    }
+
+    @Test("in Package.swift, no target but LegacySimulator and test targets depends on the C simulator")
+    func onlyTheSimulatorDependsOnC() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let names = Self.targetNames(in: manifest)
+        #expect(names.contains("legacy-bridge") && names.contains("legacy-bridge-bench"), "\(names)")
+        let dependents = try names.filter { name in
+            let declaration = try #require(Self.targetDeclaration(named: name, in: manifest))
+            return declaration.contains("dependencies") && declaration.contains("\"CLegacySDK\"")
+        }
+        #expect(dependents == ["LegacySimulator"])
+    }
+
+    @Test("no product exposes the benchmarks or what the two executables share")
+    func toolingStaysOutOfTheProducts() throws {
+        let products = try Self.products()
+        #expect(products.contains("\"legacy-bridge\""), "\(products)")
+        #expect(!products.contains("legacy-bridge-bench"), "a product exposes the benchmarks: \(products)")
+        #expect(!products.contains("ToolSupport"), "a product exposes ToolSupport: \(products)")
+    }
+
     @Test("no product exposes the gallery, and the conformance library holds no adapter wrong on purpose")
     func galleryStaysOutOfTheProducts() throws {
-        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
-        let products = try #require(
-            Self.bracketed(after: "products: ", in: manifest), "Package.swift has no products: [...] list")
+        let products = try Self.products()
         #expect(products.contains("\"LegacyBridgeConformance\""), "\(products)")
         #expect(!products.contains("LegacyBridgeGallery"), "a product exposes the gallery: \(products)")
 
@@ -80,9 +109,23 @@ struct LayeringTests {
                 "dependencies") == true)
     }
 
-    /// The text of `.target(name: "<name>" ...)` up to its closing parenthesis.
+    /// The text of Package.swift's `products: [...]` list.
+    static func products() throws -> String {
+        let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        return try #require(bracketed(after: "products: ", in: manifest), "Package.swift has no products: [...] list")
+    }
+
+    /// The names of the manifest's library and executable targets (`.target(` and
+    /// `.executableTarget(`; test targets are left out), in order.
+    static func targetNames(in manifest: String) -> [String] {
+        manifest.matches(of: /\.(?:target|executableTarget)\(\s*name:\s*"([^"]+)"/).map { String($0.1) }
+    }
+
+    /// The text of `.target(name: "<name>" ...)` or `.executableTarget(name: "<name>" ...)` up to its
+    /// closing parenthesis.
     static func targetDeclaration(named name: String, in manifest: String) -> String? {
-        guard let start = manifest.range(of: ".target(name: \"\(name)\"") else { return nil }
+        let opening = try? Regex("\\.(target|executableTarget)\\(\\s*name:\\s*\"\(name)\"")
+        guard let opening, let start = manifest.firstRange(of: opening) else { return nil }
         var depth = 0
         var index = start.lowerBound
         while index < manifest.endIndex {

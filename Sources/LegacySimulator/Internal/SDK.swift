@@ -4,14 +4,16 @@
 // above it speaks Swift values: SDKClient, SDKHandle, FetchResponse, RawDownloadEvent,
 // LegacySDKError, SimulatedBehavior, SDKCounters.
 //
-// Context lifetime: every start passes one retained SDKContextBox (Unmanaged.passRetained) as the
-// C context. The SDK releases it exactly once, in its release_context callback, after the last
-// callback it will ever make for the operation (repeated and late ones included). That callback is
-// the only place the retain is given up; a start that fails gives it up at once (the SDK never
-// will). C payloads are copied into Sendable Swift values inside the callbacks.
+// Context lifetime: every start passes one retained object (Unmanaged.passRetained) as the C
+// context: an SDKContextBox, or the benchmarks' SDKBareRequest. The SDK releases it exactly once,
+// in its release_context callback, after the last callback it will ever make for the operation
+// (repeated and late ones included). That callback is the only place the retain is given up; a
+// start that fails gives it up at once (the SDK never will). C payloads are copied into Sendable
+// Swift values inside the callbacks.
 
 import CLegacySDK
 import Dispatch
+import Synchronization
 
 // MARK: - Swift values of C payloads
 
@@ -555,6 +557,76 @@ package enum SDK {
         return message.withCString { cMessage in
             c.error_message = cMessage
             return body(&c)
+        }
+    }
+}
+
+// MARK: - Bare round trip
+
+/// One request of ``SDK/startBareRequest(client:path:_:resuming:)``: the continuation its
+/// completion resumes, and whether the SDK has released it.
+package final class SDKBareRequest: @unchecked Sendable {
+    // @unchecked Sendable: `continuation` is written before the request goes to the SDK (whose
+    // start orders that write before the worker's read) and read once, by the completion.
+    fileprivate var continuation: UnsafeContinuation<UInt64, Never>?
+    private let released = Atomic<Bool>(false)
+
+    package init() {}
+
+    /// Whether the SDK has released the request: its completion has returned and no callback of
+    /// the request will come.
+    package var isReleased: Bool { released.load(ordering: .acquiring) }
+
+    fileprivate func markReleased() { released.store(true, ordering: .releasing) }
+}
+
+private func sdkBareCompletionTrampoline(
+    _ context: UnsafeMutableRawPointer?, _ status: lsdk_status_t, _ response: UnsafePointer<lsdk_response_t>?
+) {
+    guard let context, let response else { return }
+    let request = Unmanaged<SDKBareRequest>.fromOpaque(context).takeUnretainedValue()
+    request.continuation?.resume(returning: response.pointee.request_id)
+}
+
+private func sdkBareReleaseTrampoline(_ context: UnsafeMutableRawPointer?) {
+    guard let context else { return }
+    Unmanaged<SDKBareRequest>.fromOpaque(context).takeRetainedValue().markReleased()
+}
+
+extension SDK {
+    /// Starts one request with the SDK's default behaviour whose completion resumes `continuation`
+    /// with the request's number: the C round trip with nothing of the library around it, the
+    /// floor the benchmarks measure ``LegacyClient/fetch(_:behavior:timeout:isolation:)`` against.
+    ///
+    /// - The completion comes once, from one of the SDK's workers, and copies nothing but the
+    ///   request's number.
+    /// - No handle is kept: the request cannot be cancelled.
+    /// - `request` is released by the SDK after the completion returned (``SDKBareRequest/isReleased``).
+    ///
+    /// - Parameters:
+    ///   - client: The client whose workers complete the request.
+    ///   - path: The request's path.
+    ///   - request: A fresh request, started once.
+    ///   - continuation: Resumed with the request's number.
+    /// - Precondition: The SDK accepts the start. It refuses only a destroyed client.
+    package static func startBareRequest(
+        client: SDKClient, path: String, _ request: SDKBareRequest,
+        resuming continuation: UnsafeContinuation<UInt64, Never>
+    ) {
+        precondition(request.continuation == nil, "SDK.startBareRequest: start each SDKBareRequest once")
+        request.continuation = continuation
+        let context = Unmanaged.passRetained(request).toOpaque()
+        let status = withExtendedLifetime(client) {
+            path.withCString { cPath in
+                var cRequest = lsdk_request_t(path: cPath, response_size: 0)
+                return lsdk_request_start(
+                    client.raw, &cRequest, nil, sdkBareCompletionTrampoline, context, sdkBareReleaseTrampoline, nil)
+            }
+        }
+        guard status == lsdk_status_t(LSDK_OK) else {
+            // The SDK keeps no reference after a failed start: the retain is still ours.
+            Unmanaged<SDKBareRequest>.fromOpaque(context).release()
+            preconditionFailure("SDK.startBareRequest: the SDK refused the start: \(statusString(status))")
         }
     }
 }

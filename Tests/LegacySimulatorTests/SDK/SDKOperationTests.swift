@@ -44,6 +44,27 @@ struct SDKOperationTests {
         withExtendedLifetime(handle) {}
     }
 
+    @Test(
+        "A bare request resumes its continuation with the request's number from a worker, keeps no handle, and is released by the SDK"
+    )
+    func bareRequest() async throws {
+        var client: SDKClient? = try SDKClient(workerThreads: 1)
+        let requests = [SDKBareRequest(), SDKBareRequest(), SDKBareRequest()]
+        var numbers: [UInt64] = []
+        for request in requests {
+            let sdk = try #require(client)
+            numbers.append(
+                await withUnsafeContinuation { SDK.startBareRequest(client: sdk, path: "/bare", request, resuming: $0) }
+            )
+        }
+        #expect(numbers == [1, 2, 3])  // the client numbers its requests from 1
+        let counters = try #require(client).counters
+        #expect(counters.operationsStarted == 3 && counters.callbacksWorker == 3)
+        #expect(counters.contextsCreated == 3 && counters.handlesOutstanding == 0)
+        client = nil  // the destroy releases every context before it returns
+        #expect(requests.map(\.isReleased) == [true, true, true])
+    }
+
     @Test("A download's events are copied, data included; one end, then onRelease")
     func downloadEvents() throws {
         let client = try SDKClient()

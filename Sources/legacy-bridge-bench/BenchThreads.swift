@@ -1,11 +1,10 @@
-// The one file of the benchmark that calls C: pthreads for the worker threads and the stream
-// producer, and the simulated SDK (CLegacySDK) for the bare-continuation floor of an SDK round trip.
+// The benchmark's own threads: a pthread worker like an SDK's, the stream producer's loop, and
+// facts about this process. C is reached here through the system's libraries only; the simulated
+// SDK is reached through LegacySimulator (SDKClient, SDK.startBareRequest).
 //
-// Every C callback here is a nonisolated file-level @convention(c) function; contexts go to C
-// retained (Unmanaged.passRetained) and are given back exactly once: by the thread entry when it
-// starts, and by the SDK's release callback for a request.
+// The thread entry is a nonisolated file-level C function; the thread's context goes to C retained
+// (Unmanaged.passRetained) and is given back exactly once, by the entry when the loop ends.
 
-import CLegacySDK
 import LegacyBridge
 import LegacySimulator
 import Synchronization
@@ -292,76 +291,14 @@ final class BenchStreamProducer: @unchecked Sendable {
     }
 }
 
-// MARK: - The simulated SDK, called directly
+// MARK: - The simulated SDK, bare
 
-/// An SDK client of its own, for the floor of a C round trip: a bare continuation resumed from the
-/// SDK's worker thread through a C trampoline, with none of the library's layers.
-final class BenchSDKClient: @unchecked Sendable {
-    // @unchecked Sendable: `raw` is immutable and only passed to the SDK's thread-safe functions.
-    private let raw: OpaquePointer
-
-    /// - Parameter workerThreads: The SDK's pool size (1 ... 64).
-    init(workerThreads: Int) {
-        var config = lsdk_client_config_t()
-        lsdk_client_config_init(&config)
-        config.worker_threads = UInt32(workerThreads)
-        var client: OpaquePointer?
-        let status = lsdk_client_create(&config, &client)
-        guard status == lsdk_status_t(LSDK_OK), let client else {
-            fatalError("lsdk_client_create failed: \(String(cString: lsdk_status_string(status)))")
-        }
-        raw = client
-    }
-
-    deinit {
-        _ = lsdk_client_destroy(raw)
-    }
-
-    /// Starts one request with the SDK's default behaviour (one success, from a worker); the
-    /// completion resumes `request.continuation` with the request's number.
-    func start(path: String, _ request: BenchSDKRequest) {
-        let context = Unmanaged.passRetained(request).toOpaque()
-        let status = path.withCString { cPath in
-            var cRequest = lsdk_request_t(path: cPath, response_size: 0)
-            return lsdk_request_start(raw, &cRequest, nil, benchSDKCompletion, context, benchSDKRelease, nil)
-        }
-        if status != lsdk_status_t(LSDK_OK) {
-            Unmanaged<BenchSDKRequest>.fromOpaque(context).release()
-            fatalError("lsdk_request_start failed: \(String(cString: lsdk_status_string(status)))")
-        }
-    }
-}
-
-/// One request of the SDK floor: the continuation the completion resumes, and a flag the SDK's
-/// release callback sets once it is done with the request (after the completion returned).
-final class BenchSDKRequest: @unchecked Sendable {
-    // @unchecked Sendable: `continuation` is written before the request is handed to the SDK
-    // (whose start call orders it before the worker's read) and read once by the completion.
-    var continuation: UnsafeContinuation<Int, Never>?
-    private let released = Atomic<Bool>(false)
-
-    init() {}
-
-    fileprivate func markReleased() { released.store(true, ordering: .releasing) }
-
+extension SDKBareRequest {
     /// Returns once the SDK released the request (normally at once); see
     /// `BenchThread.confirmJobsDone()` for why the awaiting task confirms this.
     func confirmReleased() {
-        while !released.load(ordering: .acquiring) { sched_yield() }
+        while !isReleased { sched_yield() }
     }
-}
-
-private func benchSDKCompletion(
-    _ context: UnsafeMutableRawPointer?, _ status: lsdk_status_t, _ response: UnsafePointer<lsdk_response_t>?
-) {
-    guard let context, let response else { return }
-    let request = Unmanaged<BenchSDKRequest>.fromOpaque(context).takeUnretainedValue()
-    request.continuation?.resume(returning: Int(truncatingIfNeeded: response.pointee.request_id))
-}
-
-private func benchSDKRelease(_ context: UnsafeMutableRawPointer?) {
-    guard let context else { return }
-    Unmanaged<BenchSDKRequest>.fromOpaque(context).takeRetainedValue().markReleased()
 }
 
 // MARK: - Process facts

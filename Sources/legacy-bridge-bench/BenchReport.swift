@@ -1,6 +1,6 @@
 import Foundation
 
-/// Everything `legacy-bridge bench` measured; `--json` prints it (keys sorted). Sections that
+/// Everything `legacy-bridge-bench` measured; `--json` prints it (keys sorted). Sections that
 /// did not run (`--only`) keep their zero values.
 struct BenchReport: Encodable {
     struct OneShot: Encodable {

@@ -1,10 +1,11 @@
 import Foundation
 import LegacyBridge
+import LegacyBridgeConformance
 import LegacySimulator
 import Synchronization
 
 // Memory per pending operation: N tasks suspended at once, RSS before and while they wait.
-// Each measurement runs in a fresh child process (this executable, `bench --memory-probe`), so
+// Each measurement runs in a fresh child process (this executable, `--memory-probe`), so
 // the heap pages freed by one variant cannot be reused by the next and hide its cost.
 
 enum BenchMemory {
@@ -104,7 +105,7 @@ enum BenchMemory {
     static func runProbe(_ variant: Variant, operations: Int) throws -> ProbeResult {
         let child = try runChild(
             executable: currentExecutablePath(),
-            arguments: ["bench", "--memory-probe", variant.rawValue, "--operations", String(operations)],
+            arguments: ["--memory-probe", variant.rawValue, "--operations", String(operations)],
             bound: .seconds(300))
         guard !child.timedOut, child.signal == nil, child.exitStatus == 0 else {
             throw ProbeFailure(

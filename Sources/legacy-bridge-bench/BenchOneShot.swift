@@ -137,15 +137,15 @@ enum BenchOneShotWorker {
     }
 
     /// Floor of the C round trip: a bare continuation resumed from the SDK's worker by a C trampoline.
-    static func sdkFloor(_ n: Int, sdk: BenchSDKClient) async -> Double {
+    static func sdkFloor(_ n: Int, sdk: SDKClient) async -> Double {
         var sum = 0
         let ns = await benchTimePerOperation(n) {
             for _ in 0..<n {
-                let request = BenchSDKRequest()
-                sum &+= await withUnsafeContinuation {
-                    request.continuation = $0
-                    sdk.start(path: "bench", request)
+                let request = SDKBareRequest()
+                let number = await withUnsafeContinuation {
+                    SDK.startBareRequest(client: sdk, path: "bench", request, resuming: $0)
                 }
+                sum &+= Int(truncatingIfNeeded: number)
                 request.confirmReleased()
             }
         }
@@ -166,7 +166,7 @@ enum BenchOneShotWorker {
         return ns
     }
 
-    static func variants(worker: BenchThread, sdk: BenchSDKClient, client: LegacyClient) -> [BenchBatchVariant] {
+    static func variants(worker: BenchThread, sdk: SDKClient, client: LegacyClient) -> [BenchBatchVariant] {
         [
             BenchBatchVariant(name: "floor") { await floor($0, worker: worker) },
             BenchBatchVariant(name: "withCallback") { try await bridge($0, worker: worker) },

@@ -1,15 +1,19 @@
 import Foundation
 import LegacyBridge
 import LegacySimulator
+import ToolSupport
 
-/// `legacy-bridge bench`: the library's primitives against their floors and baselines.
+/// `legacy-bridge-bench`: the library's primitives against their floors and baselines. An
+/// executable of its own that no product exposes; it reaches the simulated SDK only through
+/// LegacySimulator.
+@main
 enum BenchCommand {
     static let help = """
-        USAGE: legacy-bridge bench [--json] [--quick] [--only SECTIONS]
+        USAGE: legacy-bridge-bench [--json] [--quick] [--only SECTIONS]
 
         Measures the library against the floor (a bare continuation) and the usual alternatives,
         on this machine, in one run. Build with -c release: a debug build's figures mean nothing.
-          swift run -c release legacy-bridge bench
+          swift run -c release legacy-bridge-bench
 
         SECTIONS
           oneshot   withCallback whose callback runs inside start, vs a bare continuation resumed
@@ -59,17 +63,21 @@ enum BenchCommand {
 
     static let sections = ["oneshot", "worker", "stream", "memory", "cancel", "offload"]
 
+    static func main() async {
+        await runTool(named: "legacy-bridge-bench") { try await run(Array(CommandLine.arguments.dropFirst())) }
+    }
+
     static func run(_ arguments: [String]) async throws -> ExitCode {
         let parsed = try ParsedArguments(
-            command: "bench", arguments: arguments,
+            command: "", arguments: arguments,
             valueOptions: ["only", "memory-probe", "operations"], switchOptions: ["json", "quick"])
         if parsed.wantsHelp {
-            print(help)
+            Terminal.write(help)
             return .clean
         }
         if let probe = parsed.string("memory-probe") {
             guard let variant = BenchMemory.Variant(rawValue: probe) else {
-                throw UsageError(message: "--memory-probe must be bare or bridge, not '\(probe)'", command: "bench")
+                throw UsageError(message: "--memory-probe must be bare or bridge, not '\(probe)'", command: "")
             }
             let operations = try parsed.integer("operations", default: 100_000, in: 1...10_000_000)
             let result = await BenchMemory.probe(variant, operations: operations)
@@ -79,7 +87,7 @@ enum BenchCommand {
             return .clean
         }
         if parsed.string("operations") != nil {
-            throw UsageError(message: "--operations only goes with --memory-probe", command: "bench")
+            throw UsageError(message: "--operations only goes with --memory-probe", command: "")
         }
         var selected = Set(sections)
         if let only = parsed.string("only") {
@@ -87,7 +95,7 @@ enum BenchCommand {
             if let unknown = selected.first(where: { !sections.contains($0) }) {
                 throw UsageError(
                     message: "unknown section '\(unknown)' in --only (sections: \(sections.joined(separator: ", ")))",
-                    command: "bench")
+                    command: "")
             }
         }
         let json = parsed.flag("json")
@@ -141,12 +149,12 @@ struct BenchRunner {
         var report = BenchReport(quick: plan.quick, debugBuild: benchIsDebugBuild)
         if benchIsDebugBuild {
             Terminal.error(
-                "warning: legacy-bridge was built in debug mode: these figures are meaningless; use swift run -c release legacy-bridge bench"
+                "warning: legacy-bridge-bench was built in debug mode: these figures are meaningless; use swift run -c release legacy-bridge-bench"
             )
         }
         if printsAsItGoes {
             print(
-                "legacy-bridge bench\(plan.quick ? " --quick" : "") — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(benchIsDebugBuild ? "DEBUG build (figures meaningless)" : "release build")"
+                "legacy-bridge-bench\(plan.quick ? " --quick" : "") — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(benchIsDebugBuild ? "DEBUG build (figures meaningless)" : "release build")"
             )
             print("medians over interleaved rounds; ± is the interquartile spread of the rounds\n")
         }
@@ -202,7 +210,7 @@ struct BenchRunner {
     private func worker(_ report: inout BenchReport) async throws {
         let thread = BenchThread()
         defer { thread.stop() }
-        let sdk = BenchSDKClient(workerThreads: 1)
+        let sdk = try SDKClient(workerThreads: 1)
         let client = try LegacyClient(configuration: .init(workerThreads: 1))
         let series = try await pinnedToOneCPU {
             try await benchInterleaved(

@@ -1,23 +1,31 @@
-// A small argument parser: flags with values, boolean switches, --help.
+// A small argument parser for both executables: flags with values, boolean switches, --help.
 // Bad input is reported as a UsageError (exit code 2) with a message that says what to do.
 
-struct UsageError: Error, CustomStringConvertible {
-    let message: String
-    let command: String
+/// Bad usage of a command: what was wrong, and the command it concerns ("" for a tool's own
+/// options), for the message and the pointer to its help.
+package struct UsageError: Error, CustomStringConvertible {
+    package let message: String
+    package let command: String
     /// For an unknown option: every option the command's parser accepts (without `--`), so a
     /// test can check that each of them is in the command's help.
-    var acceptedOptions: [String] = []
-    var description: String { message }
+    package var acceptedOptions: [String] = []
+    package var description: String { message }
+
+    package init(message: String, command: String, acceptedOptions: [String] = []) {
+        self.message = message
+        self.command = command
+        self.acceptedOptions = acceptedOptions
+    }
 }
 
 /// The options a command accepts, parsed from `--name value`, `--name=value` and `--switch`.
-struct ParsedArguments {
+package struct ParsedArguments {
     private(set) var values: [String: String] = [:]
     private(set) var switches: Set<String> = []
     private(set) var positionals: [String] = []
-    let command: String
+    package let command: String
 
-    init(
+    package init(
         command: String, arguments: [String], valueOptions: Set<String>, switchOptions: Set<String>,
         allowPositionals: Bool = false
     ) throws(UsageError) {
@@ -63,14 +71,16 @@ struct ParsedArguments {
         }
     }
 
-    var wantsHelp: Bool { switches.contains("help") }
+    package var wantsHelp: Bool { switches.contains("help") }
 
-    func flag(_ name: String) -> Bool { switches.contains(name) }
+    package func flag(_ name: String) -> Bool { switches.contains(name) }
 
-    func string(_ name: String) -> String? { values[name] }
+    package func string(_ name: String) -> String? { values[name] }
 
     /// An integer option within `range`, or `defaultValue` when absent.
-    func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    package func integer(
+        _ name: String, default defaultValue: Int, in range: ClosedRange<Int>
+    ) throws(UsageError) -> Int {
         guard let text = values[name] else { return defaultValue }
         guard let value = Int(text.replacingUnderscores()), range.contains(value) else {
             throw UsageError(
@@ -82,7 +92,7 @@ struct ParsedArguments {
     }
 
     /// A non-negative decimal number of seconds within `range`, or `defaultValue` when absent.
-    func seconds(
+    package func seconds(
         _ name: String, default defaultValue: Double, in range: ClosedRange<Double>
     ) throws(UsageError) -> Double {
         guard let text = values[name] else { return defaultValue }
@@ -96,7 +106,7 @@ struct ParsedArguments {
     }
 
     /// An unsigned 64-bit option (decimal or 0x-hex), or `defaultValue` when absent.
-    func unsigned(_ name: String, default defaultValue: UInt64) throws(UsageError) -> UInt64 {
+    package func unsigned(_ name: String, default defaultValue: UInt64) throws(UsageError) -> UInt64 {
         guard let text = values[name] else { return defaultValue }
         let cleaned = text.replacingUnderscores()
         let parsed = cleaned.hasPrefix("0x") ? UInt64(cleaned.dropFirst(2), radix: 16) : UInt64(cleaned)

@@ -1,6 +1,6 @@
 import Synchronization
 
-// Timing machinery of `legacy-bridge bench`: calibrated batches timed with ContinuousClock,
+// Timing machinery of `legacy-bridge-bench`: calibrated batches timed with ContinuousClock,
 // variants interleaved round by round, medians, and a sink that keeps results alive.
 
 /// Where every measured result ends up, so the optimizer cannot drop the work that made it.

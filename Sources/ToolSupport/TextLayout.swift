@@ -1,25 +1,26 @@
-// Pure text layout for the CLI: every function takes the width it must fit and returns lines, so
-// tests drive it at any width without a terminal (see Terminal for where the width comes from).
+// Pure text layout for both executables: every function takes the width it must fit and returns
+// lines, so tests drive it at any width without a terminal (see Terminal for where the width comes
+// from).
 //
-// A column is one Character: everything this tool prints is single-width text (ASCII, dashes,
+// A column is one Character: everything the tools print is single-width text (ASCII, dashes,
 // arrows, "×"), so counting grapheme clusters is exact here. Wide (CJK) or zero-width characters
-// would need a wcwidth table; the tool prints none.
+// would need a wcwidth table; the tools print none.
 
-enum TextLayout {
+package enum TextLayout {
     /// The narrowest width the layout functions honour; narrower requests are treated as this.
-    static let minimumWidth = 20
+    package static let minimumWidth = 20
 
     /// The number of terminal columns `text` takes.
-    static func columns(_ text: some StringProtocol) -> Int { text.count }
+    package static func columns(_ text: some StringProtocol) -> Int { text.count }
 
     /// `text` padded with spaces to `width` columns (unchanged when already as wide).
-    static func pad(_ text: String, to width: Int) -> String {
+    package static func pad(_ text: String, to width: Int) -> String {
         let missing = width - columns(text)
         return missing > 0 ? text + String(repeating: " ", count: missing) : text
     }
 
     /// `text` cut to at most `width` columns, ending with "…" when something was cut.
-    static func truncate(_ text: String, to width: Int) -> String {
+    package static func truncate(_ text: String, to width: Int) -> String {
         guard columns(text) > width else { return text }
         guard width > 1 else { return String(text.prefix(max(width, 0))) }
         return String(text.prefix(width - 1)) + "…"
@@ -31,7 +32,8 @@ enum TextLayout {
     /// `indent`). Words are split at spaces; a word longer than a whole line is cut into pieces.
     /// Runs of spaces inside the text are kept where no break happens.
     /// - Returns: At least one line, none longer than `width` (or `minimumWidth`, if larger).
-    static func wrap(_ text: String, width: Int, indent: String = "", hangingIndent: String? = nil) -> [String] {
+    package static func wrap(_ text: String, width: Int, indent: String = "", hangingIndent: String? = nil) -> [String]
+    {
         let width = max(width, minimumWidth)
         let hanging = hangingIndent ?? indent
         // An indent that leaves no room for text is reduced so that at least 8 columns remain.
@@ -81,7 +83,7 @@ enum TextLayout {
     /// a `USAGE:` line, the column of its first `[`).
     /// A paragraph whose lines all fit is kept exactly as it is; otherwise its words are wrapped
     /// again to `width`, continuation lines under the text.
-    static func fit(_ block: String, width: Int) -> [String] {
+    package static func fit(_ block: String, width: Int) -> [String] {
         let width = max(width, minimumWidth)
         let lines = block.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         var result: [String] = []
@@ -121,7 +123,7 @@ enum TextLayout {
     /// spaces, then `text` wrapped in the remaining columns. A label wider than its column, or a
     /// text column narrower than 24 columns, puts the text on the following lines instead,
     /// indented by `indent` + 4.
-    static func labelled(
+    package static func labelled(
         _ label: String, _ text: String, labelWidth: Int, width: Int, indent: String = "  "
     ) -> [String] {
         let width = max(width, minimumWidth)
@@ -145,7 +147,7 @@ enum TextLayout {
     ///
     /// The bar has 10 to 30 cells; when the line is too long the suffix is shortened first, then
     /// the label; the percentage is always shown.
-    static func progressLine(label: String, fraction: Double, suffix: String = "", width: Int) -> String {
+    package static func progressLine(label: String, fraction: Double, suffix: String = "", width: Int) -> String {
         let budget = max(width, minimumWidth) - 1
         let clamped = fraction.isFinite ? min(max(fraction, 0), 1) : 0
         let percent = Int((clamped * 100).rounded(.down))
@@ -179,7 +181,7 @@ enum TextLayout {
     }
 
     /// `value` with a comma between groups of three digits: 4194304 → "4,194,304".
-    static func grouped(_ value: some BinaryInteger) -> String {
+    package static func grouped(_ value: some BinaryInteger) -> String {
         let digits = String(value.magnitude)
         var result = ""
         for (index, digit) in digits.enumerated() {
@@ -190,7 +192,7 @@ enum TextLayout {
     }
 
     /// `count` and the noun, plural unless the count is one: "1 gap", "3 gaps".
-    static func counted(_ count: some BinaryInteger, _ singular: String, _ plural: String? = nil) -> String {
+    package static func counted(_ count: some BinaryInteger, _ singular: String, _ plural: String? = nil) -> String {
         "\(grouped(count)) \(count == 1 ? singular : plural ?? singular + "s")"
     }
 
