@@ -44,6 +44,8 @@ let package = Package(
         ),
         // The README's "Checking your own adapter" example, compiled (a test keeps the two in sync).
         .executableTarget(name: "MyAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
+        // The README's real-adapter example (an adapter with the probe, over its SDK), compiled and run by a test.
+        .executableTarget(name: "MyRealAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
         .testTarget(name: "CLegacySDKTests", dependencies: ["CLegacySDK"]),
         .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge"]),
         .testTarget(name: "LegacySimulatorTests", dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK"]),
@@ -51,7 +53,7 @@ let package = Package(
             name: "LegacyBridgeConformanceTests",
             dependencies: [
                 "LegacyBridgeConformance", "LegacyBridgeGallery", "LegacyBridge", "legacy-bridge", "legacy-bridge-bench",
-                "ToolSupport", "MyAdapterConformance",
+                "ToolSupport", "MyAdapterConformance", "MyRealAdapterConformance",
             ]
         ),
         // The Swift snippets of README.md and the DocC guide, compiled; a test keeps them in sync.

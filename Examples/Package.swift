@@ -39,8 +39,9 @@ let package = Package(
         // Loopback servers for the tests (python3): nothing the tests do leaves the machine.
         .target(name: "LoopbackFixtures", dependencies: ["LoopSupport"]),
         .testTarget(name: "LoopSupportTests", dependencies: ["LoopSupport"]),
-        .testTarget(name: "DNSResolverTests", dependencies: ["DNSResolver", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge")]),
-        .testTarget(name: "HTTPDownloaderTests", dependencies: ["HTTPDownloader", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        // The tests also run the conformance suite on the shipped adapters (its real-adapter path).
+        .testTarget(name: "DNSResolverTests", dependencies: ["DNSResolver", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
+        .testTarget(name: "HTTPDownloaderTests", dependencies: ["HTTPDownloader", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,7 +10,42 @@ public enum AdapterCatalog {
     public typealias Entry = ConformanceSubject
 
     /// Every adapter, library first, then the gallery.
-    public static let all: [Entry] = [
+    public static let all: [Entry] = simulatorPath + realAdapterPath
+
+    /// The adapters over `LoopSDK`, a C-like SDK on a loop of its own, checked through fixtures
+    /// the way a user checks a real adapter: the correct client, then one mistake each.
+    static var realAdapterPath: [Entry] {
+        var entries = [
+            Entry(
+                LoopSDKFixtures.correctOneShot(), gallery: false,
+                summary: "LoopSDKClient.fetch: withCallback over a C-like SDK on its own loop (real-adapter path)"),
+            Entry(
+                LoopSDKFixtures.correctBlocking(), gallery: false,
+                summary: "LoopSDKClient.query: OffloadPool.run over a blocking SDK call (real-adapter path)"),
+        ]
+        if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) {
+            entries.append(
+                Entry(
+                    LoopSDKFixtures.correctStream(), gallery: false,
+                    summary:
+                        "LoopSDKClient.events: CallbackStream over a C-like SDK on its own loop (real-adapter path)"))
+        }
+        for (mistake, fixture) in LoopSDKGallery.fixtures() {
+            entries.append(Entry(fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
+        }
+        if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) {
+            for (mistake, fixture) in LoopSDKStreamMistake.fixtures() {
+                entries.append(Entry(fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
+            }
+        }
+        for (mistake, fixture) in LoopSDKBlockingMistake.fixtures() {
+            entries.append(Entry(fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
+        }
+        return entries
+    }
+
+    /// The adapters over the simulated SDK: the library's own, then the gallery.
+    static let simulatorPath: [Entry] = [
         Entry(WithCallbackAdapter(), gallery: false),
         Entry(WithCallbackContextAdapter(), gallery: false),
         Entry(CallbackStreamAdapter(), gallery: false),
@@ -52,7 +87,7 @@ public enum AdapterCatalog {
             CancelInCancellationHandlerAdapter(), gallery: true, flaggedBy: ["stream-slow-cancel-leaves-pool-free"]),
     ]
 
-    /// The library's own adapters (the ones that must pass).
+    /// The adapters that must pass: the library's own, and the correct client over `LoopSDK`.
     public static var library: [Entry] { all.filter { !$0.isGallery } }
 
     /// The adapter called `name`, if any.

@@ -7,7 +7,7 @@ enum ConformanceText {
     /// it checks, continued under the name; a failure's detail follows, continued under itself.
     static func lines(_ report: ConformanceReport, width: Int) -> [String] {
         var lines = TextLayout.wrap(
-            "\(report.adapter) (\(report.kind.rawValue)): \(report.passedCount)/\(report.results.count) passed",
+            "\(report.adapter) (\(report.kind.rawValue)): \(report.counts)",
             width: width, hangingIndent: "  ")
         for result in report.results {
             let mark: String
@@ -16,6 +16,8 @@ enum ConformanceText {
             case .failed: mark = "FAIL"
             case .hung: mark = "HANG"
             case .crashed: mark = "CRASH"
+            case .notChecked: mark = "SKIP"
+            case .usageError: mark = "USAGE"
             }
             let head = "  " + TextLayout.pad(mark, to: 5) + " "
             lines += TextLayout.wrap(

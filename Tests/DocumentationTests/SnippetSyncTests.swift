@@ -15,20 +15,29 @@ struct SnippetSyncTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// The documents whose snippets must compile, relative to the root.
+    /// The documents whose snippets must compile, relative to the root: the README and the DocC
+    /// catalogs' articles.
     static func documents() throws -> [String] {
-        let catalog = "Sources/LegacyBridge/LegacyBridge.docc"
-        let guides = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(catalog).path)
-            .filter { $0.hasSuffix(".md") }.sorted().map { "\(catalog)/\($0)" }
-        return ["README.md"] + guides
+        var documents = ["README.md"]
+        for catalog in [
+            "Sources/LegacyBridge/LegacyBridge.docc", "Sources/LegacyBridgeConformance/LegacyBridgeConformance.docc",
+        ] {
+            documents += try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(catalog).path)
+                .filter { $0.hasSuffix(".md") }.sorted().map { "\(catalog)/\($0)" }
+        }
+        return documents
     }
+
+    /// Where compiled copies live: this folder, and the example targets that are copies themselves
+    /// (their snippet runs as a program, checked by the conformance tests).
+    static let copyFolders = ["Tests/DocumentationTests", "Sources/MyRealAdapterConformance"]
 
     @Test(
         "every ```swift block of README.md and the DocC guide has an identical compiled copy, and every copy has its block"
     )
     func snippetsMatchTheirCopies() throws {
         let blocks = try Self.documents().flatMap { try Snippets.blocks(inMarkdown: $0, root: Self.root) }
-        let copies = try Snippets.copies(inDirectory: "Tests/DocumentationTests", root: Self.root)
+        let copies = try Self.copyFolders.flatMap { try Snippets.copies(inDirectory: $0, root: Self.root) }
         #expect(blocks.count >= 7, "expected the README's and the guide's snippets, found \(blocks.count)")
 
         var usedCopies = Set<Int>()
@@ -42,8 +51,8 @@ struct SnippetSyncTests {
                 Snippets.distance(copies[$0].text, block.text) < Snippets.distance(copies[$1].text, block.text)
             }
             var message =
-                "\(block.document):\(block.line) (\(block.heading)): this ```swift block has no identical copy in Tests/DocumentationTests. "
-                + "Copy it between `// snippet: \(block.document)` and `// end snippet` in a test file there and make it compile "
+                "\(block.document):\(block.line) (\(block.heading)): this ```swift block has no identical copy in \(Self.copyFolders.joined(separator: " or ")). "
+                + "Copy it between `// snippet: \(block.document)` and `// end snippet` in a file there and make it compile "
                 + "(fix the snippet if it is the documentation that is wrong), or mark it <!-- snippet: partial --> if it is an excerpt."
             if let nearest {
                 let copy = copies[nearest]

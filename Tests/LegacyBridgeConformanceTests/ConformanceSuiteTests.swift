@@ -149,7 +149,8 @@ struct ConformanceSuiteTests {
         }
         #expect(
             AdapterCatalog.library.map(\.name).sorted() == [
-                "callback-stream", "offload-pool", "sdk-thread-executor", "with-callback", "with-callback-context",
+                "callback-stream", "loop-sdk-client", "loop-sdk-client-events", "loop-sdk-client-query", "offload-pool",
+                "sdk-thread-executor", "with-callback", "with-callback-context",
             ])
     }
 }

@@ -45,6 +45,23 @@ struct GalleryProofTests {
         "blocking-yield-stream": Evidence(verdicts: ["failed"], detail: "did not return for"),
         "cancel-in-cancellation-handler": Evidence(
             verdicts: ["failed"], detail: "cancelled consumers resumed within", "an unrelated task did not start"),
+        // The real-adapter path: adapters over LoopSDK, checked through fixtures.
+        "loop-sdk-resume-every-callback": Evidence(verdicts: ["crashed"], detail: "CONTINUATION MISUSE"),
+        "loop-sdk-no-sdk-cancel": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),
+        "loop-sdk-cancel-after-value": Evidence(
+            verdicts: ["failed"],
+            detail: "the call ended with the SDK's own outcome, yet the adapter called the SDK's cancel"
+        ),
+        "loop-sdk-retry-cancel": Evidence(verdicts: ["failed"], detail: "called the SDK's cancel 2 times for one call"),
+        "loop-sdk-semaphore-caller": Evidence(
+            verdicts: ["failed"], detail: "the caller's actor could not run anything"),
+        "loop-sdk-off-thread-start": Evidence(
+            verdicts: ["failed"], detail: "started the SDK call off the SDK's thread"),
+        "loop-sdk-leaks-context": Evidence(verdicts: ["failed"], detail: "the SDK still held 1 resource(s) more"),
+        "loop-sdk-stream-unbounded": Evidence(verdicts: ["failed"], detail: "were held for a stalled consumer"),
+        "loop-sdk-stream-no-unsubscribe": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),
+        "loop-sdk-query-on-pool": Evidence(
+            verdicts: ["failed"], detail: "an unrelated task did not start", "was not resumed within"),
     ]
 
     @Test("every gallery adapter has evidence to check (the data race is checked under ThreadSanitizer in CI)")

@@ -44,6 +44,24 @@ struct ReadmeExampleTests {
         }
     }
 
+    @Test(
+        "the real-adapter example checks its adapter over its SDK, crash-isolated: it passes, exits 0, and says what it could not check"
+    )
+    func realAdapterExamplePasses() async throws {
+        let watchdog = "\(testWatchdog.components.seconds)"
+        let run = try await CLI.run(["--json", "--watchdog", watchdog], executableName: "MyRealAdapterConformance")
+        #expect(run.status == 0, "\(run.output)\n\(run.errors)")
+        let adapters = try #require(run.json?["adapters"] as? [[String: Any]], "\(run.output)")
+        let adapter = try #require(adapters.first)
+        #expect(adapter["name"] as? String == "load-contents")
+        #expect(adapter["failed"] as? Int == 0, "\(adapter)")
+        #expect(adapter["usageErrors"] as? Int == 0, "\(adapter)")
+        let scenarios = try #require(adapter["scenarios"] as? [[String: Any]])
+        let skipped = scenarios.filter { $0["verdict"] as? String == "notChecked" }.compactMap { $0["name"] as? String }
+        // The fixture gives no timed call, and its SDK may be called from any thread.
+        #expect(skipped == ["timeout", "thread-affinity"], "\(scenarios)")
+    }
+
     @Test("the example's bad usage exits 2 naming --help, and --help lists the options")
     func exampleUsage() async throws {
         let bad = try await CLI.run(["--adapter", "nope"], executableName: "MyAdapterConformance")

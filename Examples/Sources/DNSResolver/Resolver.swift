@@ -119,6 +119,7 @@ public final class Resolver: Sendable {
     ///   - family: The address family wanted, or nil (the default) for both.
     ///   - timeout: How long to wait for the whole lookup; nil (the default) relies on the
     ///     configuration's attempts alone.
+    ///   - probe: The conformance suite's probe; leave the default, `.off`, which changes nothing.
     ///   - isolation: The caller's isolation; leave the default.
     /// - Returns: The addresses, in c-ares's order.
     /// - Throws: ``AresError`` from c-ares (``AresError/notFound``, ``AresError/timeout``,
@@ -128,22 +129,33 @@ public final class Resolver: Sendable {
         host: String,
         family: ResolvedAddress.Family? = nil,
         timeout: Duration? = nil,
+        probe: CallProbe<[ResolvedAddress]> = .off,
         isolation: isolated (any Actor)? = #isolation
     ) async throws -> [ResolvedAddress] {
         let id = nextID.add(1, ordering: .relaxed).newValue
         let loop = self.loop
         return try await withCallback(isolation: isolation, timeout: timeout) { completion in
+            let deliver = probe.callback { completion($0) }
             let posted = loop.post { driver in
-                driver.start(id: id, host: host, family: family) { result in
-                    completion(result.mapError { $0 })
+                probe.start {
+                    driver.start(id: id, host: host, family: family) { result in
+                        deliver(result.mapError { $0 })
+                    }
                 }
             }
             guard posted else { throw AresError.destruction }
             return CancelHandle {
                 // A closed loop destroys every channel, which answers this lookup too.
-                loop.post { driver in driver.cancel(id: id) }
+                loop.post { driver in probe.cancel { driver.cancel(id: id) } }
             }
         }
+    }
+
+    /// The loop thread every c-ares call of this resolver runs on, as a scheduler: where the
+    /// conformance suite checks the probe's calls ran.
+    package var scheduler: SDKScheduler {
+        let loop = self.loop
+        return SDKScheduler(post: { job in _ = loop.post { _ in job() } }, isCurrent: { loop.isCurrent })
     }
 
     /// What the resolver has done so far.

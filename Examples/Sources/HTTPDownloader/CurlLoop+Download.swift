@@ -36,23 +36,24 @@ extension CurlLoop {
     ///   - buffering: How chunks wait for the consumer. The default,
     ///     `.backpressure(low: 16, high: 64)`, holds at most 64 chunks (1 MiB); with `.unbounded`
     ///     a consumer slower than the network buffers the whole body.
+    ///   - probe: The conformance suite's probe; leave the default, `.off`, which changes nothing.
     /// - Returns: The body's chunks. The stream finishes when libcurl has received the whole
     ///   body. It throws ``HTTPStatusError`` if the server answered with a status of 400 or more,
     ///   a ``CurlError`` if libcurl failed the transfer (``CurlError/couldNotConnect``,
     ///   ``CurlError/partialFile``, …), ``CurlError/aborted`` if the loop shut down first, and
     ///   `CancellationError` if the consuming task was cancelled.
     public func download(
-        url: String, buffering: StreamBuffering = .backpressure(low: 16, high: 64)
+        url: String, buffering: StreamBuffering = .backpressure(low: 16, high: 64), probe: StreamProbe<[UInt8]> = .off
     ) -> CallbackStream<[UInt8]> {
         CallbackStream(of: [UInt8].self, buffering: buffering) { [self] sink in
-            let download = Download(id: makeTransferID(), sink: sink)
-            guard postToDriver({ driver in download.start(url: url, on: driver) }) else {
+            let download = Download(id: makeTransferID(), sink: sink, probe: probe)
+            guard postToDriver({ driver in probe.start { download.start(url: url, on: driver) } }) else {
                 throw CurlError.aborted
             }
             return StreamControl(
                 scheduler: SDKScheduler { [self] job in _ = post(job) },
-                cancel: CancelHandle { download.cancel() },
-                resume: { download.resume() })
+                cancel: CancelHandle { probe.cancel { download.cancel() } },
+                resume: { probe.resume { download.resume() } })
         }
     }
 }
@@ -66,15 +67,20 @@ extension CurlLoop {
 /// stream makes no control call before `start` has posted and returned).
 final class Download: @unchecked Sendable {
     private let id: TransferID
-    private let sink: EventSink<[UInt8]>
+    /// The sink's yield and finish, through the conformance probe (`.off`: unchanged).
+    private let yield: @Sendable ([UInt8]) -> YieldOutcome
+    private let finish: @Sendable ((any Error)?) -> Void
     /// The driver running the transfer; nil before `start` and after the transfer ended.
     private var driver: CurlDriver?
     /// Set when a yield answered "stop": the next write callback answers `CURL_WRITEFUNC_PAUSE`.
     private var stopped = false
 
-    init(id: TransferID, sink: EventSink<[UInt8]>) {
+    init(id: TransferID, sink: EventSink<[UInt8]>, probe: StreamProbe<[UInt8]> = .off) {
         self.id = id
-        self.sink = sink
+        self.yield = probe.event { bytes in sink.yield(bytes) }
+        self.finish = probe.end { error in
+            if let error { sink.finish(throwing: error) } else { sink.finish() }
+        }
     }
 
     /// Starts the transfer (loop thread).
@@ -83,7 +89,7 @@ final class Download: @unchecked Sendable {
         let handlers = TransferHandlers(
             shouldPause: { [self] in stopped },
             onData: { [self] bytes in
-                if sink.yield(bytes).shouldStop {
+                if yield(bytes).shouldStop {
                     stopped = true
                 }
             },
@@ -111,15 +117,15 @@ final class Download: @unchecked Sendable {
         case .completed(let status) where status >= 400:
             // Not reached while the driver sets CURLOPT_FAILONERROR (libcurl then reports
             // .httpError before the body); kept so that an error page is never a success.
-            sink.finish(throwing: HTTPStatusError(status: status))
+            finish(HTTPStatusError(status: status))
         case .completed:
-            sink.finish()
+            finish(nil)
         case .httpError(let status):
-            sink.finish(throwing: HTTPStatusError(status: status))
+            finish(HTTPStatusError(status: status))
         case .failed(let error):
-            sink.finish(throwing: error)
+            finish(error)
         case .cancelled:
-            sink.finish(throwing: CurlError.aborted)
+            finish(CurlError.aborted)
         }
     }
 }

@@ -120,4 +120,14 @@ public protocol OneShotAdapter: Sendable {
     /// - Throws: The operation's error, `CancellationError` when the calling task was cancelled, or a
     ///   timeout error when `operation.timeout` expired.
     func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload
+
+    /// Where the adapter calls its SDK. ``AdapterThreading/anyThread`` by default: `start` runs
+    /// where the caller is. An adapter that posts `start` and the cancel to its SDK's own thread
+    /// declares ``AdapterThreading/sdkThread(_:)``, and `main-actor-caller` then expects `start` there.
+    var threading: AdapterThreading { get }
+}
+
+extension OneShotAdapter {
+    /// ``AdapterThreading/anyThread``: `start` runs where the caller is.
+    public var threading: AdapterThreading { .anyThread }
 }

@@ -30,6 +30,7 @@ extension ScenarioLab {
     /// - Parameters:
     ///   - behavior: What the simulated SDK does with the request.
     ///   - timeout: The operation's timeout, if any.
+    ///   - threading: The adapter's declared threading, to record where `start` ran.
     ///   - beforeStart: Runs inside `start`, on the adapter's thread, before the SDK is called.
     ///   - holdStartUntilCallbackReturned: `start` does not return before the adapter's callback
     ///     has run to its end (or the lab's patience ran out): the outcome provably arrives, and is
@@ -38,10 +39,11 @@ extension ScenarioLab {
     func operation(
         _ behavior: SimulatedBehavior,
         timeout: Duration? = nil,
+        threading: AdapterThreading = .anyThread,
         beforeStart: (@Sendable () -> Void)? = nil,
         holdStartUntilCallbackReturned: Bool = false
     ) -> (LegacyOperation, OperationProbe) {
-        let probe = OperationProbe()
+        let probe = OperationProbe(threading: threading)
         register(probe)
         let sdk = self.sdk
         let patience = self.patience
@@ -54,6 +56,7 @@ extension ScenarioLab {
                 // and the cancel function holds the box, the way a real SDK's request object does.
                 let box = CallbackBox(callback)
                 probe.watchCapture(box)
+                let slot = HandleSlot()
                 let started = SDK.startRequest(
                     client: sdk, request: FetchRequest(path: "/conformance", responseSize: 16), behavior: behavior,
                     onCompletion: { result in
@@ -61,14 +64,19 @@ extension ScenarioLab {
                         box.callback(result.map(LegacyPayload.init).mapError { $0 })
                         probe.noteCallbackReturned()
                     },
-                    onRelease: { probe.noteRelease() })
+                    onRelease: {
+                        box.drop()
+                        slot.drop()
+                        probe.noteRelease()
+                    })
                 if holdStartUntilCallbackReturned { probe.waitForCallbackReturned(within: patience) }
                 switch started {
                 case .success(let handle):
+                    slot.attach(handle)
                     return { [box] in
                         withExtendedLifetime(box) {
                             probe.noteCancel()
-                            handle.cancel()
+                            slot.cancel()
                         }
                     }
                 case .failure(let error):
@@ -82,6 +90,7 @@ extension ScenarioLab {
                 beforeStart?()
                 let watch = ContextWatch(context)
                 probe.watchContext(watch)
+                let slot = HandleSlot()
                 let started = SDK.startRequest(
                     client: sdk, request: FetchRequest(path: "/conformance", responseSize: 16), behavior: behavior,
                     onCompletion: { result in
@@ -91,14 +100,19 @@ extension ScenarioLab {
                     },
                     onRelease: {
                         watch.release(probe, release)
+                        slot.drop()
                         probe.noteRelease()
                     })
                 if holdStartUntilCallbackReturned { probe.waitForCallbackReturned(within: patience) }
                 switch started {
                 case .success(let handle):
+                    slot.attach(handle)
+                    // The cancel function reaches the SDK's handle through the slot, which lets go
+                    // of it at the SDK's release: an adapter may keep this function in its context
+                    // object, which the lab's guards keep alive until the scenario ends.
                     return {
                         probe.noteCancel()
-                        handle.cancel()
+                        slot.cancel()
                     }
                 case .failure(let error):
                     watch.deliver(probe) { callback($0, .failure(error)) }
@@ -145,10 +159,10 @@ extension ScenarioLab {
             if let problem = probe.contextProblem() { return problem }
         }
         for probe in all where probe.snapshot.released && probe.context != nil {
-            let freed = await eventually { (probe.context?.adapterReferences ?? 0) <= 0 }
+            let freed = await eventually { probe.context?.adapterHoldsNothing ?? true }
             if let problem = probe.contextProblem() { return problem }
             if !freed {
-                let references = probe.context?.adapterReferences ?? 0
+                let references = probe.context?.adapterReferencesLeft ?? 0
                 return
                     "\(probe.path): the adapter's context still had \(references) reference(s) after the SDK released it and the call returned (a leak): balance the retain made for the SDK in its release callback, and keep no other reference"
             }
@@ -200,7 +214,10 @@ final class ScriptedOperation: Sendable {
         let probe = self.probe
         let finisher = LockedBox(outcomes.count)
         let release: @Sendable () -> Void = { [self] in
-            if case .context(let watch, _, let release) = target { watch.release(probe, release) }
+            switch target {
+            case .context(let watch, _, let release): watch.release(probe, release)
+            case .closure(let box): box.drop()
+            }
             self.target.withLock { $0 = nil }
             probe.noteRelease()
         }
@@ -262,10 +279,63 @@ final class ThreadBarrier: Sendable {
     }
 }
 
-/// Holds the adapter's callback on the SDK side.
+/// The SDK's handle of one operation, as the operation's cancel function reaches it: held from the
+/// start until the SDK's release, then let go, as a real SDK frees its request object. A release
+/// that comes before the handle is attached (the operation finished inside its start) wins.
+final class HandleSlot: Sendable {
+    private enum State {
+        case waiting
+        case attached(SDKHandle)
+        case released
+    }
+    private let state = LockedBox(State.waiting)
+
+    func attach(_ handle: SDKHandle) {
+        state.withLock { state in
+            if case .waiting = state { state = .attached(handle) }
+        }
+    }
+
+    /// Cancels the operation, unless the SDK already released it.
+    func cancel() {
+        let handle = state.withLock { state -> SDKHandle? in
+            if case .attached(let handle) = state { return handle }
+            return nil
+        }
+        handle?.cancel()
+    }
+
+    /// The SDK released the operation.
+    func drop() {
+        let handle = state.withLock { state -> SDKHandle? in
+            defer { state = .released }
+            if case .attached(let handle) = state { return handle }
+            return nil
+        }
+        _ = handle  // released outside the lock: the handle's deinit calls the SDK
+    }
+}
+
+/// Holds the adapter's callback on the SDK side, until the SDK is done with the operation: then
+/// it lets go, as a real SDK's request object does, so that it forms no cycle with an adapter
+/// whose callback captures the operation's cancel function.
 final class CallbackBox: Sendable {
-    let callback: @Sendable (Result<LegacyPayload, any Error>) -> Void
-    init(_ callback: @escaping @Sendable (Result<LegacyPayload, any Error>) -> Void) { self.callback = callback }
+    private let stored: LockedBox<(@Sendable (Result<LegacyPayload, any Error>) -> Void)?>
+    init(_ callback: @escaping @Sendable (Result<LegacyPayload, any Error>) -> Void) { stored = LockedBox(callback) }
+
+    /// Calls the adapter's callback, unless the SDK already let go of it.
+    func callback(_ result: Result<LegacyPayload, any Error>) {
+        stored.withLock { $0 }?(result)
+    }
+
+    /// The SDK is done with the operation: drop the adapter's callback.
+    func drop() {
+        let callback = stored.withLock { stored in
+            defer { stored = nil }
+            return stored
+        }
+        _ = callback  // released outside the lock: it may run the adapter's deinit
+    }
 }
 
 extension LegacyPayload {
@@ -296,10 +366,28 @@ final class ContextWatch: @unchecked Sendable {
 
     let context: Unmanaged<AnyObject>
     private let guardsHeld = LockedBox(ContextWatch.guards)
+    /// The context object, without keeping it: whether it was freed once the guards are gone.
+    private let object: LockedBox<WeakObject>
 
     init(_ context: Unmanaged<AnyObject>) {
         self.context = context
+        self.object = LockedBox(WeakObject(context.takeUnretainedValue()))
         for _ in 0..<Self.guards { _ = context.retain() }
+    }
+
+    /// Whether the adapter holds no reference any more: none but the lab's guards, or, once the
+    /// lab gave those up, the object was freed.
+    var adapterHoldsNothing: Bool {
+        if let references = adapterReferences { return references <= 0 }
+        return object.withLock { $0.object == nil }
+    }
+
+    /// The strong references the adapter still holds, for messages (0 once freed).
+    var adapterReferencesLeft: Int {
+        if let references = adapterReferences { return references }
+        guard let alive = object.withLock({ $0.object }) else { return 0 }
+        // `alive` is one reference of our own.
+        return strongReferenceCount(Unmanaged.passUnretained(alive)) - referenceCountOffset - 1
     }
 
     /// The strong references the adapter holds (its retain for the SDK plus any it keeps itself);
@@ -321,6 +409,9 @@ final class ContextWatch: @unchecked Sendable {
     }
 
     /// Calls the adapter's release if it still holds the context; records an early release otherwise.
+    ///
+    /// The lab keeps its guards until the scenario is over, so that a release the adapter makes
+    /// after the SDK's (a double release) is reported rather than freeing the object under it.
     func release(_ probe: OperationProbe, _ release: (Unmanaged<AnyObject>) -> Void) {
         if (adapterReferences ?? 0) > 0 {
             release(context)
@@ -342,6 +433,12 @@ final class ContextWatch: @unchecked Sendable {
     }
 }
 
+/// A weak reference to an object, to learn when it was freed.
+struct WeakObject {
+    weak var object: AnyObject?
+    init(_ object: AnyObject) { self.object = object }
+}
+
 /// The object's strong reference count as the runtime reports it, read the same way every time.
 @inline(never)
 func strongReferenceCount(_ object: Unmanaged<AnyObject>) -> Int {
@@ -361,7 +458,8 @@ let referenceCountOffset: Int = {
 final class OperationProbe: Sendable {
     struct Snapshot {
         var starts = 0
-        var startedOnMainThread: Bool?
+        /// Where the latest `start` ran.
+        var startSpot: ThreadSpot?
         var callbacks = 0
         var callbacksReturned = 0
         var cancels = 0
@@ -384,14 +482,19 @@ final class OperationProbe: Sendable {
 
     private let state = LockedBox(State())
     private let firstCallbackReturned = DispatchSemaphore(value: 0)
+    private let threading: AdapterThreading
+
+    init(threading: AdapterThreading = .anyThread) {
+        self.threading = threading
+    }
 
     var snapshot: Snapshot { state.withLock { $0.snapshot } }
 
     func noteStart() {
-        let main = isOnMainQueue()
+        let spot = threading.spot()
         state.withLock {
             $0.snapshot.starts += 1
-            $0.snapshot.startedOnMainThread = main
+            $0.snapshot.startSpot = spot
         }
     }
     func noteCallback() { state.withLock { $0.snapshot.callbacks += 1 } }

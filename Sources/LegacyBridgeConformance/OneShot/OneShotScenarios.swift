@@ -116,14 +116,17 @@ enum OneShotScenarios {
     ) { adapter, context in
         let (operation, probe) = context.lab.operation(.wellBehaved, holdStartUntilCallbackReturned: true)
         let result = await launch(adapter, operation).value
-        guard probe.snapshot.heldStartSawCallbackReturn == true else {
-            return .fail(
-                "while start was held open, the adapter's callback (on an SDK thread) did not return within \(context.lab.patience): it waits for something only start's return provides, blocking the SDK's thread"
-            )
-        }
+        // The calling task's outcome decides. A start the adapter posted to a thread of its own is
+        // held there, and may report only after the caller has resumed: wait for its report.
+        _ = await eventually { probe.snapshot.heldStartSawCallbackReturn != nil }
         guard case .success(let payload) = result, payload.attempt == 1 else {
             return .fail(
                 "the outcome arrived and was handled before start returned (before the adapter had a continuation); expected the value of callback #1, got \(describe(result))"
+            )
+        }
+        guard probe.snapshot.heldStartSawCallbackReturn == true else {
+            return .fail(
+                "while start was held open, the adapter's callback (on an SDK thread) did not return within \(context.lab.patience): it waits for something only start's return provides, blocking the SDK's thread"
             )
         }
         return noCancel(probe)
@@ -179,10 +182,14 @@ enum OneShotScenarios {
         name: "cancel-before-handle",
         summary: "the task is cancelled inside start, before the cancel handle exists; the operation is still cancelled"
     ) { adapter, context in
+        // The caller's task, held here: a start posted to the SDK's thread runs in no task, so
+        // cancelling "the current task" there would cancel nothing.
+        let caller = LockedBox<(@Sendable () -> Void)?>(nil)
         let (operation, probe) = context.lab.operation(
             .neverCompletes.with { $0.cancelMode = .silent },
-            beforeStart: { withUnsafeCurrentTask { $0?.cancel() } })
-        let result = await launch(adapter, operation).value
+            beforeStart: { caller.withLock { $0 }?() })
+        let task = launch(adapter, operation, beforeCall: { cancel in caller.withLock { $0 = cancel } })
+        let result = await task.value
         return await expectCancelled(
             result, probe,
             neverCancelled: "a cancellation recorded before the handle arrived must cancel the operation when it does")
@@ -293,9 +300,9 @@ enum OneShotScenarios {
                     )
                 }
             } else if let watch = probe.context {
-                guard await eventually({ (watch.adapterReferences ?? 0) <= 0 }) else {
+                guard await eventually({ watch.adapterHoldsNothing }) else {
                     return .fail(
-                        "after the \(path) call returned and the SDK released it, the adapter's context is still alive (\(watch.adapterReferences ?? 0) reference(s)): something keeps it in a cycle"
+                        "after the \(path) call returned and the SDK released it, the adapter's context is still alive (\(watch.adapterReferencesLeft) reference(s)): something keeps it in a cycle"
                     )
                 }
             }
@@ -308,9 +315,10 @@ enum OneShotScenarios {
 
     static let mainActorCaller = Scenario<any OneShotAdapter>(
         name: "main-actor-caller",
-        summary: "a @MainActor caller: start runs on the main actor (no hop away) and the value arrives there"
+        summary:
+            "a @MainActor caller: the value arrives there, and start runs where the adapter's threading says (the main actor, or the SDK's thread for .sdkThread)"
     ) { adapter, context in
-        let (operation, probe) = context.lab.operation(.wellBehaved)
+        let (operation, probe) = context.lab.operation(.wellBehaved, threading: adapter.threading)
         if case .fail(let why) = await MainActorProbe.run(adapter, operation, probe) { return .fail(why) }
         return noCancel(probe)
     }
@@ -461,12 +469,22 @@ enum MainActorProbe {
             result = .failure(error)
         }
         guard case .success = result else { return .fail("expected a value, got \(describe(result))") }
-        guard probe.snapshot.startedOnMainThread == true else {
-            return .fail(
-                "start ran off the main actor: the adapter hopped to another executor (take `isolation: isolated (any Actor)? = #isolation` and pass it on)"
-            )
-        }
         guard isOnMainQueue() else { return .fail("the value arrived off the main actor") }
+        let spot = probe.snapshot.startSpot
+        switch adapter.threading.kind {
+        case .anyThread:
+            guard spot?.onMainActor == true else {
+                return .fail(
+                    "start ran off the main actor: the adapter hopped to another executor (take `isolation: isolated (any Actor)? = #isolation` and pass it on). If your SDK must be called on its own thread and start is posted there, declare `var threading: AdapterThreading { .sdkThread(scheduler) }`"
+                )
+            }
+        case .sdkThread:
+            if spot?.onSDKThread == false {
+                return .fail(
+                    "start ran \(spot?.onMainActor == true ? "on the main actor" : "on another thread"), not on the SDK's thread the adapter declares (.sdkThread): post start to the SDK's thread, whoever the caller is"
+                )
+            }
+        }
         return .pass
     }
 }

@@ -146,6 +146,12 @@ public enum ConformanceRunner {
                     out.line("\(kind.rawValue) \(scenario.name) \(scenario.summary)")
                 }
             }
+            // The real-adapter path: scenarios of fixtures over your own SDK.
+            for kind in AdapterKind.allCases {
+                for scenario in ConformanceSuite.fixtureScenarios(for: kind) {
+                    out.line("\(kind.rawValue)-fixture \(scenario.name) \(scenario.summary)")
+                }
+            }
             return 0
         }
         var options = ConformanceOptions()
@@ -246,8 +252,7 @@ public enum ConformanceRunner {
         out: RunnerOutput?, onResult: @Sendable (ScenarioResult) -> Void
     ) async -> ConformanceReport {
         let executable = currentExecutablePath()
-        let summaries = Dictionary(
-            uniqueKeysWithValues: ConformanceSuite.scenarios(for: subject.kind).map { ($0.name, $0.summary) })
+        let summaries = subject.scenarioSummaries
         let names = subject.scenarioNames.filter { options.only?.contains($0) ?? true }
         let watchdogSeconds =
             Double(options.watchdog.components.seconds) + Double(options.watchdog.components.attoseconds) / 1e18
@@ -316,9 +321,15 @@ public enum ConformanceRunner {
             problem = "its process exited with status \(status)\(lines.isEmpty ? "" : ": \(lines)")"
         }
         if let problem {
-            result.detail =
-                result.passed ? "the scenario's checks passed, but \(problem)" : "\(result.detail); and \(problem)"
-            if result.passed { result.verdict = .failed }
+            switch result.verdict {
+            case .passed:
+                result.detail = "the scenario's checks passed, but \(problem)"
+            case .notChecked, .usageError:
+                result.detail = "\(problem) (\(result.detail))"
+            case .failed, .hung, .crashed:
+                result.detail = "\(result.detail); and \(problem)"
+            }
+            if !result.isFailure { result.verdict = .failed }
         }
         return result
     }
@@ -340,6 +351,10 @@ package struct ConformanceEvaluation: Sendable {
             package var gallery: Bool
             package var passed: Int
             package var failed: Int
+            /// Scenarios that could not run with what the fixture provides (not failures).
+            package var notChecked: Int
+            /// Scenarios whose fixture contradicted its own declaration (not failures of the adapter).
+            package var usageErrors: Int
             /// "pass" (must pass every scenario that ran), "flagged" (a gallery adapter, flagged by
             /// each documented scenario that ran) or "unchecked" (none of those ran, or they need
             /// a ThreadSanitizer build).
@@ -360,11 +375,11 @@ package struct ConformanceEvaluation: Sendable {
 
     package var json: JSONReport
     package var clean: Bool
-    package var summaryLine: String
+    package private(set) var summaryLine: String
 
     /// The standing of one adapter after its run.
     package static func verdict(_ subject: ConformanceSubject, _ report: ConformanceReport) -> Verdict {
-        let counts = "\(report.passedCount)/\(report.results.count) passed"
+        let counts = report.counts
         let failed = Set(report.failures.map(\.name))
         guard subject.isGallery else {
             let met = failed.isEmpty
@@ -416,7 +431,9 @@ package struct ConformanceEvaluation: Sendable {
             adapters.append(
                 JSONReport.Adapter(
                     name: subject.name, kind: subject.kind.rawValue, gallery: subject.isGallery,
-                    passed: report.passedCount, failed: report.failures.count, expected: verdict.expected,
+                    passed: report.passedCount, failed: report.failures.count,
+                    notChecked: report.notChecked.count, usageErrors: report.usageErrors.count,
+                    expected: verdict.expected,
                     expectationMet: verdict.met,
                     scenarios: report.results.map {
                         JSONReport.Scenario(
@@ -436,6 +453,11 @@ package struct ConformanceEvaluation: Sendable {
             summaryLine =
                 "conformance: NOT as expected for: \(unmet.joined(separator: ", ")) — expected: an adapter that must work passes every scenario that ran; one wrong on purpose is flagged by each documented scenario that ran"
         }
+        let misused = reports.filter { !$0.1.usageErrors.isEmpty }.map(\.0.name)
+        if !misused.isEmpty {
+            summaryLine +=
+                "; USAGE ERRORS (not counted against the adapter): the fixture of \(misused.joined(separator: ", ")) contradicts its own declaration, see above"
+        }
     }
 }
 
@@ -448,6 +470,8 @@ extension ScenarioResult {
         case .failed: mark = "FAIL"
         case .hung: mark = "HANG"
         case .crashed: mark = "CRASH"
+        case .notChecked: mark = "SKIP"
+        case .usageError: mark = "USAGE"
         }
         var line = "  \(mark) \(name): \(summary)"
         if !detail.isEmpty && !passed { line += "\n        -> \(detail)" }

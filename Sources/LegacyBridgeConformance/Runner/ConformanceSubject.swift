@@ -3,10 +3,13 @@ import LegacySimulator
 
 /// One adapter for the conformance suite to check, of any kind, with what is expected of it.
 ///
-/// Make one of your own adapters with ``oneShot(_:)``, ``stream(_:)``, ``blocking(_:)`` or
-/// ``threadAffine(_:)`` and hand a list of them to
-/// ``ConformanceRunner/main(_:)``: each is expected to pass every scenario. (The package's own
-/// bad-adapter gallery uses the same type, expecting each of its adapters to be flagged.)
+/// Make one of your real adapters over its SDK with ``oneShot(_:)-(OneShotFixture<Value>)``,
+/// ``stream(_:)-(StreamFixture<Element>)`` or ``blocking(_:)-(BlockingFixture<Value>)``, or
+/// one of your patterns over the simulated SDK with ``oneShot(_:)-(Adapter)``,
+/// ``stream(_:)-(Adapter)``, ``blocking(_:)-(Adapter)`` or ``threadAffine(_:)``, and hand a list
+/// of them to ``ConformanceRunner/main(_:)``: each is expected to pass every scenario it can run.
+/// (The package's own bad-adapter gallery uses the same type, expecting each of its adapters to be
+/// flagged.)
 public struct ConformanceSubject: Sendable {
     /// The adapter's name.
     public let name: String
@@ -20,6 +23,8 @@ public struct ConformanceSubject: Sendable {
     package let flaggedBy: [String]
     /// Its mistake is a data race, which only a ThreadSanitizer build of the runner can see.
     package let flaggedOnlyUnderThreadSanitizer: Bool
+    /// The scenarios that apply, in run order.
+    private let scenarios: [ScenarioInfo]
     private let runner: @Sendable (ConformanceOptions, (@Sendable (ScenarioResult) -> Void)?) async -> ConformanceReport
 
     /// An adapter of yours that bridges a one-shot operation; expected to pass every scenario.
@@ -52,9 +57,34 @@ public struct ConformanceSubject: Sendable {
         ConformanceSubject(adapter, gallery: false)
     }
 
+    /// Your one-shot adapter over its SDK, through a fixture; expected to pass every scenario the
+    /// fixture makes possible.
+    /// - Parameter fixture: Calls of your adapter, what it declares, what its SDK counts.
+    /// - Returns: The subject.
+    public static func oneShot<Value: Sendable>(_ fixture: OneShotFixture<Value>) -> ConformanceSubject {
+        ConformanceSubject(fixture, gallery: false)
+    }
+
+    /// Your stream adapter over its SDK, through a fixture; expected to pass every scenario the
+    /// fixture makes possible.
+    /// - Parameter fixture: Subscriptions of your adapter, what it declares, what its SDK counts.
+    /// - Returns: The subject.
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    public static func stream<Element: Sendable>(_ fixture: StreamFixture<Element>) -> ConformanceSubject {
+        ConformanceSubject(fixture, gallery: false)
+    }
+
+    /// Your blocking-call adapter over its SDK, through a fixture; expected to pass every scenario
+    /// the fixture makes possible.
+    /// - Parameter fixture: Calls of your adapter, what it declares, what its SDK counts.
+    /// - Returns: The subject.
+    public static func blocking<Value: Sendable>(_ fixture: BlockingFixture<Value>) -> ConformanceSubject {
+        ConformanceSubject(fixture, gallery: false)
+    }
+
     private init(
         name: String, summary: String, kind: AdapterKind, gallery: Bool, flaggedBy: [String],
-        onlyUnderThreadSanitizer: Bool,
+        onlyUnderThreadSanitizer: Bool, scenarios: [(name: String, summary: String)]? = nil,
         runner:
             @escaping @Sendable (ConformanceOptions, (@Sendable (ScenarioResult) -> Void)?) async
             -> ConformanceReport
@@ -65,7 +95,44 @@ public struct ConformanceSubject: Sendable {
         self.isGallery = gallery
         self.flaggedBy = flaggedBy
         self.flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
+        self.scenarios = (scenarios ?? ConformanceSuite.scenarios(for: kind)).map {
+            ScenarioInfo(name: $0.name, summary: $0.summary)
+        }
         self.runner = runner
+    }
+
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    package init<Element: Sendable>(
+        _ fixture: StreamFixture<Element>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
+        onlyUnderThreadSanitizer: Bool = false
+    ) {
+        self.init(
+            name: fixture.name, summary: summary ?? "a stream adapter over its SDK (fixture)", kind: .stream,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            scenarios: ConformanceSuite.fixtureScenarios(for: .stream),
+            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
+    }
+
+    package init<Value: Sendable>(
+        _ fixture: BlockingFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
+        onlyUnderThreadSanitizer: Bool = false
+    ) {
+        self.init(
+            name: fixture.name, summary: summary ?? "a blocking-call adapter over its SDK (fixture)", kind: .blocking,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            scenarios: ConformanceSuite.fixtureScenarios(for: .blocking),
+            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
+    }
+
+    package init<Value: Sendable>(
+        _ fixture: OneShotFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
+        onlyUnderThreadSanitizer: Bool = false
+    ) {
+        self.init(
+            name: fixture.name, summary: summary ?? "a one-shot adapter over its SDK (fixture)", kind: .oneShot,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            scenarios: ConformanceSuite.fixtureScenarios(for: .oneShot),
+            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
     }
 
     package init<Adapter: BlockingAdapter>(
@@ -120,6 +187,17 @@ public struct ConformanceSubject: Sendable {
 
     /// The names of the scenarios that apply to this adapter, in run order.
     public var scenarioNames: [String] {
-        ConformanceSuite.scenarios(for: kind).map(\.name)
+        scenarios.map(\.name)
     }
+
+    /// The one-line summary of each scenario that applies, by name.
+    package var scenarioSummaries: [String: String] {
+        Dictionary(scenarios.map { ($0.name, $0.summary) }, uniquingKeysWith: { first, _ in first })
+    }
+}
+
+/// A scenario's name and what it checks.
+private struct ScenarioInfo: Sendable {
+    var name: String
+    var summary: String
 }

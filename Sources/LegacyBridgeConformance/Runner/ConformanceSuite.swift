@@ -93,6 +93,104 @@ public enum ConformanceSuite {
         return ConformanceReport(adapter: adapter.name, kind: .threadAffine, results: results)
     }
 
+    /// Runs every one-shot scenario against your adapter over your SDK, as `fixture` makes it possible.
+    ///
+    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
+    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a
+    /// failure: ``ConformanceReport/failures`` holds what the adapter got wrong.
+    /// - Parameters:
+    ///   - fixture: Calls of your adapter, what it declares, what its SDK counts.
+    ///   - options: Watchdog bound, burst size, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Value: Sendable>(
+        _ fixture: OneShotFixture<Value>, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(fixture, options: options, onResult: nil)
+    }
+
+    /// ``run(_:options:)-(OneShotFixture<Value>,_)``, calling `onResult` as each scenario ends.
+    package static func run<Value: Sendable>(
+        _ fixture: OneShotFixture<Value>, options: ConformanceOptions,
+        onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runFixtureScenarios(
+            OneShotFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
+            onResult: onResult)
+        return ConformanceReport(adapter: fixture.name, kind: .oneShot, results: results)
+    }
+
+    /// Runs every stream scenario against your adapter over your SDK, as `fixture` makes it possible.
+    ///
+    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
+    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
+    /// - Parameters:
+    ///   - fixture: Subscriptions of your adapter, what it declares, what its SDK counts.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    public static func run<Element: Sendable>(
+        _ fixture: StreamFixture<Element>, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(fixture, options: options, onResult: nil)
+    }
+
+    /// ``run(_:options:)-(StreamFixture<Element>,_)``, calling `onResult` as each scenario ends.
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    package static func run<Element: Sendable>(
+        _ fixture: StreamFixture<Element>, options: ConformanceOptions,
+        onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runFixtureScenarios(
+            StreamFixtureScenarios<Element>.all, on: fixture, common: fixture.common, options: options,
+            onResult: onResult)
+        return ConformanceReport(adapter: fixture.name, kind: .stream, results: results)
+    }
+
+    /// Runs every blocking-call scenario against your adapter over your SDK, as `fixture` makes it
+    /// possible.
+    ///
+    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
+    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
+    /// - Parameters:
+    ///   - fixture: Calls of your adapter, what it declares, what its SDK counts.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Value: Sendable>(
+        _ fixture: BlockingFixture<Value>, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(fixture, options: options, onResult: nil)
+    }
+
+    /// ``run(_:options:)-(BlockingFixture<Value>,_)``, calling `onResult` as each scenario ends.
+    package static func run<Value: Sendable>(
+        _ fixture: BlockingFixture<Value>, options: ConformanceOptions,
+        onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runFixtureScenarios(
+            BlockingFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
+            onResult: onResult)
+        return ConformanceReport(adapter: fixture.name, kind: .blocking, results: results)
+    }
+
+    /// The scenarios of the real-adapter path for one kind of adapter (``OneShotFixture``,
+    /// ``StreamFixture``, ``BlockingFixture``): names and one-line summaries, in run order.
+    /// - Parameter kind: The kind of adapter; thread-affine adapters have no fixture (declare
+    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead).
+    /// - Returns: `(name, summary)` pairs.
+    public static func fixtureScenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
+        switch kind {
+        case .oneShot:
+            return OneShotFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
+        case .stream:
+            guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else { return [] }
+            return StreamFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
+        case .blocking:
+            return BlockingFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
+        case .threadAffine:
+            return []
+        }
+    }
+
     /// The scenarios for one kind of adapter: names and one-line summaries, in run order.
     /// - Parameter kind: The kind of adapter.
     /// - Returns: `(name, summary)` pairs.

@@ -8,6 +8,12 @@ public enum ScenarioVerdict: String, Sendable, Hashable, Codable {
     case hung
     /// The process running the scenario died (a trap, a signal); only reported by crash-isolated runs.
     case crashed
+    /// The scenario could not run with what the fixture provides; `detail` says what it needs.
+    /// Not a failure of the adapter.
+    case notChecked
+    /// The fixture contradicted its own declaration (a hanging call that returned before it was
+    /// released, say); `detail` says how to fix it. A verdict about the fixture, not the adapter.
+    case usageError
 }
 
 /// The result of running one scenario against one adapter.
@@ -23,6 +29,15 @@ public struct ScenarioResult: Sendable, Hashable, Codable {
 
     /// Whether the adapter passed this scenario.
     public var passed: Bool { verdict == .passed }
+
+    /// Whether the adapter failed this scenario: it failed, hung or crashed. A scenario that was not
+    /// checked, or whose fixture was misused, is not a failure.
+    public var isFailure: Bool {
+        switch verdict {
+        case .failed, .hung, .crashed: return true
+        case .passed, .notChecked, .usageError: return false
+        }
+    }
 
     /// Creates a result.
     /// - Parameters:
@@ -70,16 +85,29 @@ public struct ConformanceReport: Sendable, Hashable, Codable {
         self.results = results
     }
 
-    /// The scenarios the adapter did not pass (failed, hung or crashed).
-    public var failures: [ScenarioResult] { results.filter { !$0.passed } }
+    /// The scenarios the adapter did not pass: failed, hung or crashed.
+    public var failures: [ScenarioResult] { results.filter(\.isFailure) }
+
+    /// The scenarios that could not run with what the fixture provides.
+    public var notChecked: [ScenarioResult] { results.filter { $0.verdict == .notChecked } }
+
+    /// The scenarios whose fixture contradicted its own declaration.
+    public var usageErrors: [ScenarioResult] { results.filter { $0.verdict == .usageError } }
 
     /// The number of scenarios passed.
-    public var passedCount: Int { results.count - failures.count }
+    public var passedCount: Int { results.filter(\.passed).count }
+
+    /// `12/16 passed`, with the scenarios not checked and the usage errors when there are any.
+    public var counts: String {
+        var text = "\(passedCount)/\(results.count) passed"
+        if !notChecked.isEmpty { text += ", \(notChecked.count) not checked" }
+        if !usageErrors.isEmpty { text += ", \(usageErrors.count) usage error\(usageErrors.count == 1 ? "" : "s")" }
+        return text
+    }
 
     /// A multi-line, human-readable rendering: one line per scenario.
     public var rendered: String {
-        let lines =
-            ["\(adapter) (\(kind.rawValue)): \(passedCount)/\(results.count) passed"] + results.map(\.renderedLines)
+        let lines = ["\(adapter) (\(kind.rawValue)): \(counts)"] + results.map(\.renderedLines)
         return lines.joined(separator: "\n")
     }
 }

@@ -46,7 +46,7 @@ extension ScenarioLab {
             probe.noteStart()
             let swapper = PairSwapper()
             let deliver: @Sendable (LegacyEvent) -> Void = { event in
-                probe.noteDelivered()
+                probe.noteDelivered(event.sequence)
                 beforeEvent?(event, probe)
                 let entered = probe.callbackEntered()
                 onEvent(event)
@@ -218,7 +218,13 @@ final class SourceProbe: Sendable {
     struct Snapshot {
         var starts = 0
         var delivered = 0
+        /// Deliveries of a sequence number the source had delivered before (the adapter started
+        /// it again, say).
+        var redelivered = 0
         var consumed = 0
+        /// The sequence numbers the source delivered while the consumer was stalled (see
+        /// ``SourceProbe/setStalled(_:)``).
+        var deliveredWhileStalled: ClosedRange<UInt64>?
         var maxOutstanding = 0
         var cancels = 0
         var pauses = 0
@@ -230,13 +236,15 @@ final class SourceProbe: Sendable {
         /// Jobs the SDK's loop refused (the client was being destroyed).
         var refusedPosts = 0
 
-        /// Events handed to the adapter and not yet taken by the consumer.
-        var outstanding: Int { delivered - consumed }
+        /// Events handed to the adapter and not yet taken by the consumer (each counted once).
+        var outstanding: Int { max(0, delivered - redelivered - consumed) }
         var paused: Bool { pauses > resumes }
     }
 
     private struct State {
         var snapshot = Snapshot()
+        var seen = Set<UInt64>()
+        var stalled = false
         weak var controls: SourceControls?
         var controlsWatched = false
         var nextCallback = 0
@@ -264,11 +272,22 @@ final class SourceProbe: Sendable {
     }
 
     func noteStart() { state.withLock { $0.snapshot.starts += 1 } }
-    func noteDelivered() {
+    func noteDelivered(_ sequence: UInt64) {
         state.withLock {
             $0.snapshot.delivered += 1
+            if !$0.seen.insert(sequence).inserted { $0.snapshot.redelivered += 1 }
+            if $0.stalled {
+                let range = $0.snapshot.deliveredWhileStalled
+                $0.snapshot.deliveredWhileStalled =
+                    min(range?.lowerBound ?? sequence, sequence)...max(range?.upperBound ?? sequence, sequence)
+            }
             $0.snapshot.maxOutstanding = max($0.snapshot.maxOutstanding, $0.snapshot.outstanding)
         }
+    }
+
+    /// The consumer stalls (`true`) or takes events again (`false`).
+    func setStalled(_ stalled: Bool) {
+        state.withLock { $0.stalled = stalled }
     }
     func noteConsumed() { state.withLock { $0.snapshot.consumed += 1 } }
     func noteCancel() { state.withLock { $0.snapshot.cancels += 1 } }

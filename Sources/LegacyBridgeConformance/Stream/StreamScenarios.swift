@@ -253,23 +253,16 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             let consumed = await consume(adapter, source, probe) {
                 // Stall after the first event until the adapter paused the source or more than the
                 // bound was handed to it: a forced order, not a guess about timing.
+                probe.setStalled(true)
                 _ = await eventually({
                     let snapshot = probe.snapshot
                     return snapshot.paused || snapshot.outstanding > bound
                 })
+                probe.setStalled(false)
             }
             let snapshot = probe.snapshot
             if let error = consumed.error { return .fail("the sequence failed: \(error)") }
-            // Loss first: events the adapter dropped are never consumed, so they would also count
-            // as "buffered" below — and the memory figure would blame the wrong mistake.
-            let received = Set(consumed.sequences)
-            if snapshot.delivered >= total, received.count < total {
-                let missing = (0..<UInt64(total)).first { !received.contains($0) } ?? 0
-                return .fail(
-                    "\(total - received.count) of \(total) events never reached the consumer (first missing: #\(missing)), although the source delivered them all: the adapter dropped events while the consumer was stalled (a dropping buffer such as bufferingNewest); pause the source at the high-water mark instead"
-                )
-            }
-            if let problem = inOrderWithoutGaps(consumed.sequences, count: total) { return .fail(problem) }
+            if let problem = observedCause(consumed.sequences, snapshot, total: total) { return .fail(problem) }
             if snapshot.maxOutstanding > bound {
                 return .fail(
                     "up to \(snapshot.maxOutstanding) events were buffered for a stalled consumer (bound \(bound)): memory grows without limit; pause the source at the high-water mark"
@@ -277,6 +270,43 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             }
             return .pass
         }
+    }
+
+    /// What went wrong with the events of the slow-consumer scenario, named by what was observed,
+    /// or `nil`: duplicates (from the source, or to the consumer) first, then loss, then order.
+    /// Each comes first because it would otherwise be counted as something else: a redelivered
+    /// event as one more buffered, a lost one as one still buffered.
+    static func observedCause(_ sequences: [UInt64], _ snapshot: SourceProbe.Snapshot, total: Int) -> String? {
+        if snapshot.redelivered > 0 {
+            let starts =
+                snapshot.starts > 1 ? ": the adapter started it \(snapshot.starts) times for one iteration" : ""
+            return
+                "the source delivered \(snapshot.redelivered) events a second time\(starts). Each start delivers everything again (redelivered duplicates, more work and memory for nothing): start the source once per iteration, and pause and resume it instead of restarting it"
+        }
+        var seen = Set<UInt64>()
+        if let repeated = sequences.first(where: { !seen.insert($0).inserted }) {
+            return
+                "the consumer received \(sequences.count - seen.count) events more than once (first: #\(repeated)), although the source delivered each once: the adapter hands events on twice"
+        }
+        let received = seen
+        guard snapshot.delivered >= total, received.count < total else {
+            return inOrderWithoutGaps(sequences, count: total)
+        }
+        let missing = (0..<UInt64(total)).filter { !received.contains($0) }
+        let first = missing.first ?? 0
+        let inversion = sequences.indices.dropFirst().first { sequences[$0] < sequences[$0 - 1] }
+        if let inversion {
+            return
+                "\(missing.count) of \(total) events never reached the consumer (first missing: #\(first)), and those that did came out of the order the source delivered them in (#\(sequences[inversion]) after #\(sequences[inversion - 1])): between the SDK's callback and the buffer the adapter hands events on asynchronously (an unstructured Task or a queue hop per event), so they overtake each other and the end overtakes the last of them. Yield inside the SDK's callback"
+        }
+        let stalled = snapshot.deliveredWhileStalled
+        let lostWhileTaking = missing.filter { !(stalled?.contains($0) ?? false) }.count
+        if lostWhileTaking == 0 {
+            return
+                "\(missing.count) of \(total) events never reached the consumer (first missing: #\(first)), although the source delivered them all, each while the consumer was stalled: the adapter dropped events for a stalled consumer (a dropping buffer such as bufferingNewest); pause the source at the high-water mark instead"
+        }
+        return
+            "\(missing.count) of \(total) events never reached the consumer (first missing: #\(first)), although the source delivered them all; \(lostWhileTaking) of them while the consumer was taking events, not stalled: the adapter loses events it received (handed on asynchronously and overtaken by the end, or a buffer that drops even when it is being read)"
     }
 
     static var outOfOrderRestored: Scenario<Adapter> {

@@ -1,0 +1,149 @@
+import LegacyBridge
+
+/// Your blocking-call adapter over your SDK, as the conformance suite checks it: calls of your real
+/// adapter function that the suite can make, what the adapter declares, and what the SDK counts.
+///
+/// ```swift
+/// let fixture = BlockingFixture<Int>(
+///     name: "sqlite-count",
+///     succeeding: { probe in try await database.count("SELECT 1", probe: probe) },
+///     failing: { probe in try await database.count("SELEKT", probe: probe) },
+///     blocking: .init(start: { probe in try await database.count(slowQuery, probe: probe) },
+///                     release: { database.unlockTable() }))
+/// let report = await ConformanceSuite.run(fixture)
+/// ```
+///
+/// Contract for the calls:
+/// - `succeeding` succeeds and `failing` fails, each time. A blocking call blocks its thread until
+///   it is interrupted or released. The suite reports a fixture that breaks this as a usage error.
+/// - `release` lets every blocking call started so far return; the suite may call it several times.
+public struct BlockingFixture<Value: Sendable>: Sendable {
+    /// One call of your adapter, with the probe to pass to it.
+    public typealias Call = nonisolated(nonsending) @Sendable (_ probe: BlockingProbe) async throws -> Value
+
+    /// A call whose SDK call blocks until it is interrupted or released.
+    public struct HangingCall: Sendable {
+        let start: Call
+        let release: @Sendable () -> Void
+
+        /// Creates a blocking call.
+        ///
+        /// - Parameters:
+        ///   - start: Calls the adapter on an SDK call that blocks: a query on a locked table, a
+        ///     read from a socket nobody writes to.
+        ///   - release: Lets every such call started so far return.
+        public init(start: @escaping Call, release: @escaping @Sendable () -> Void) {
+            self.start = start
+            self.release = release
+        }
+    }
+
+    /// The fixture's name, unique among the adapters of a run.
+    public let name: String
+    let threading: AdapterThreading
+    let succeeding: Call?
+    let failing: Call?
+    let blocking: HangingCall?
+    let liveResources: (@Sendable () -> Int)?
+    let offThreadCalls: (@Sendable () -> Int)?
+
+    /// Creates a fixture.
+    ///
+    /// - Parameters:
+    ///   - name: A short name, unique among the adapters of a run (letters, digits, dashes).
+    ///   - threading: Where the blocking SDK call must be made: ``AdapterThreading/anyThread`` (the
+    ///     default), or ``AdapterThreading/sdkThread(_:)``.
+    ///   - succeeding: A call that succeeds.
+    ///   - failing: A call the SDK fails.
+    ///   - blocking: A call that blocks until interrupted or released: it makes cancellation and
+    ///     the cooperative pool's freedom checkable.
+    ///   - liveResources: How many SDK resources are live now; it must come back to where it was.
+    ///   - offThreadCalls: How many SDK calls were made off the SDK's thread so far.
+    public init(
+        name: String,
+        threading: AdapterThreading = .anyThread,
+        succeeding: Call?,
+        failing: Call? = nil,
+        blocking: HangingCall? = nil,
+        liveResources: (@Sendable () -> Int)? = nil,
+        offThreadCalls: (@Sendable () -> Int)? = nil
+    ) {
+        self.name = name
+        self.threading = threading
+        self.succeeding = succeeding
+        self.failing = failing
+        self.blocking = blocking
+        self.liveResources = liveResources
+        self.offThreadCalls = offThreadCalls
+    }
+
+    var common: FixtureCommon {
+        FixtureCommon(
+            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls)
+    }
+}
+
+/// Records one call made through a ``BlockingProbe``.
+final class BlockingRecorder: BlockingProbeHooks, FixtureWatch, Sendable {
+    struct Snapshot {
+        var bodiesBegun = 0
+        var bodiesEnded = 0
+        var spots: [ThreadSpot] = []
+        var interrupts = 0
+        /// Interrupts made after the blocking call had returned.
+        var interruptsAfterReturn = 0
+    }
+
+    let threading: AdapterThreading
+    private let state = LockedBox(Snapshot())
+
+    init(threading: AdapterThreading) {
+        self.threading = threading
+    }
+
+    var probe: BlockingProbe { BlockingProbe(hooks: self) }
+    var snapshot: Snapshot { state.withLock { $0 } }
+
+    func bodyBegins() {
+        let spot = threading.spot()
+        state.withLock {
+            $0.bodiesBegun += 1
+            $0.spots.append(spot)
+        }
+    }
+
+    func bodyEnded(threw: Bool) {
+        state.withLock { $0.bodiesEnded += 1 }
+    }
+
+    func cancelBegins() {
+        state.withLock { state in
+            state.interrupts += 1
+            if state.bodiesBegun > 0 && state.bodiesEnded == state.bodiesBegun { state.interruptsAfterReturn += 1 }
+        }
+    }
+
+    func cancelEnded() {}
+
+    /// Rules broken on this call: a second interrupt, an interrupt after the call returned, the
+    /// blocking call made off the SDK's thread.
+    func problem() -> String? {
+        let snapshot = self.snapshot
+        if snapshot.interrupts > 1 {
+            return
+                "the adapter interrupted the SDK \(snapshot.interrupts) times for one call: interrupt once. A second interrupt can stop the next call on the same connection"
+        }
+        if snapshot.interruptsAfterReturn > 0 {
+            return
+                "the adapter interrupted the SDK after its blocking call had returned: the interrupt can stop the next call on the same connection. Interrupt only a call that is still running (OffloadPool.run(cancel:) does)"
+        }
+        if snapshot.bodiesBegun > 1 {
+            return "the adapter made the blocking SDK call \(snapshot.bodiesBegun) times for one call"
+        }
+        if snapshot.spots.contains(where: { $0.onSDKThread == false }) {
+            return
+                "the adapter made the blocking SDK call off the SDK's thread, though it declares threading .sdkThread"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,706 @@
+import LegacyBridge
+
+/// The one-shot contract on a real adapter over its SDK, through a ``OneShotFixture``.
+///
+/// Each scenario needs some of what a fixture can give (a call that succeeds, fails, hangs or times
+/// out; the probe threaded through the adapter; the SDK's resource counts) and is reported as not
+/// checked, with the reason, when the fixture does not give it. Every scenario ends with the checks
+/// of ``FixtureContext/finalCheck()``: hanging calls released, the SDK's resources back to where
+/// they were, no SDK call off its thread, and on each call no second SDK cancel, no cancel after
+/// the SDK's own outcome decided, no cancel before the start.
+enum OneShotFixtureScenarios<Value: Sendable> {
+    typealias Fixture = OneShotFixture<Value>
+
+    static var all: [FixtureScenario<Fixture>] {
+        [
+            success, failureThrows, cancelInFlight, cancelBeforeHandle, timeout, lateCallbackAfterCancel,
+            duplicateCallback, successThenError, errorThenSuccess, synchronousCallback, foreignThreadCallback,
+            callbackInsideCancel, burst, callerNotBlocked, mainActorCaller, threadAffinity,
+        ]
+    }
+
+    // MARK: - Helpers
+
+    /// A recorder for one call of this scenario, judged when the scenario ends.
+    static func recorder(_ context: FixtureContext, _ hostility: CallHostility<Value> = .init()) -> CallRecorder<Value>
+    {
+        let recorder = CallRecorder(hostility, threading: context.threading)
+        context.watch(recorder)
+        return recorder
+    }
+
+    /// Runs `call` once with a fresh recorder and returns its outcome.
+    static func run(
+        _ call: @escaping Fixture.Call, _ context: FixtureContext, _ hostility: CallHostility<Value> = .init(),
+        on place: CallerPlace = .task
+    ) async -> (Result<Value, any Error>, CallRecorder<Value>) {
+        let recorder = recorder(context, hostility)
+        let launched = launchCall(call, recorder, on: place)
+        return (await launched.result, recorder)
+    }
+
+    /// The caller's outcome, or `nil` when it did not come within `bound`.
+    static func outcome(of call: LaunchedCall<Value>, within bound: Duration) async -> Result<Value, any Error>? {
+        await value(of: call.task, within: bound)
+    }
+
+    /// A value of the fixture's succeeding call, for scenarios that need the SDK to deliver one it
+    /// would not, or what keeps the scenario from running.
+    static func sample(_ fixture: Fixture, _ context: FixtureContext, for purpose: String) async -> (Value?, Check?) {
+        guard let succeeding = fixture.succeeding else {
+            return (nil, .notChecked("the fixture gives no succeeding call, whose value \(purpose) needs"))
+        }
+        let recorder = recorder(context)
+        let call = launchCall(succeeding, recorder)
+        switch await outcome(of: call, within: context.patience) {
+        case .success(let value)?: return (value, nil)
+        case .failure(let error)?: return (nil, unexpectedFailure(error, recorder))
+        case nil:
+            return (
+                nil,
+                .fail(
+                    "the succeeding call, made to get a value for \(purpose), did not return within \(context.patience): the adapter loses the SDK's outcome, or waits for something that never comes"
+                )
+            )
+        }
+    }
+
+    /// The succeeding call failed: the adapter's fault when its SDK reported a value, the
+    /// fixture's otherwise.
+    static func unexpectedFailure(_ error: any Error, _ recorder: CallRecorder<Value>) -> Check {
+        if recorder.snapshot.sdkReportedSuccess, !recorder.snapshot.sdkReportedFailure {
+            return .fail(
+                "the SDK reported a value, yet the caller got \(describeOutcome(Result<Value, any Error>.failure(error))): the adapter must return the value its SDK delivered"
+            )
+        }
+        return .usageError(
+            "the fixture's succeeding call threw \(type(of: error)): \(error). It cannot succeed here: is the SDK, or its test server, reachable?"
+        )
+    }
+
+    /// Checks that `result` is a value, for calls that must succeed.
+    static func expectValue(_ result: Result<Value, any Error>, _ recorder: CallRecorder<Value>) -> Check {
+        switch result {
+        case .success: return .pass
+        case .failure(let error): return unexpectedFailure(error, recorder)
+        }
+    }
+
+    /// Whether the adapter passed this call's callback through the probe; the reason to skip otherwise.
+    static func wrapsCallback(_ recorder: CallRecorder<Value>, for what: String) -> Check? {
+        guard recorder.snapshot.callbacksWrapped == 0 else { return nil }
+        return .notChecked(
+            "the adapter does not pass its SDK callback through the probe (probe.callback was never called), so \(what) cannot be made"
+        )
+    }
+
+    /// How the scenario knew the hanging call's SDK request is under way.
+    enum Started {
+        case byProbe, byResources, unknown
+        /// The call ended before it was released.
+        case ended
+    }
+
+    /// Waits until the hanging call's SDK request is under way: the probe's `start` returned, or
+    /// (for an adapter that does not pass its start through the probe) the SDK holds more
+    /// resources than when the call was launched. Without either to watch, waits the patience and
+    /// returns ``Started/unknown``.
+    static func waitStarted(_ call: LaunchedCall<Value>, _ context: FixtureContext, liveAtLaunch: Int?) async -> Started
+    {
+        let recorder = call.recorder
+        let grew: @Sendable () -> Bool = {
+            guard let liveAtLaunch, let live = context.live else { return false }
+            return live > liveAtLaunch
+        }
+        _ = await eventually {
+            let snapshot = recorder.snapshot
+            return snapshot.startsEnded > 0 || snapshot.end != nil || (snapshot.startsBegun == 0 && grew())
+        }
+        let snapshot = recorder.snapshot
+        if snapshot.end != nil { return .ended }
+        if snapshot.startsEnded > 0 { return .byProbe }
+        if grew() { return .byResources }
+        return .unknown
+    }
+
+    /// The hanging call returned before it was cancelled or released: the fixture's fault unless
+    /// the probe shows the SDK had reported nothing.
+    static func returnedEarly(_ result: Result<Value, any Error>, _ recorder: CallRecorder<Value>) -> Check {
+        let snapshot = recorder.snapshot
+        if snapshot.callbacksWrapped > 0 && snapshot.sdkOutcomes.isEmpty {
+            return .fail(
+                "the call returned \(describeOutcome(result)) before its SDK request had reported anything (the request was still hanging): the adapter does not wait for the SDK's callback"
+            )
+        }
+        return .usageError(
+            "the fixture's hanging call returned \(describeOutcome(result)) before it was released: it cannot hang. Fix the fixture: hold the request (a server that does not answer, a pipe nobody writes to) until release runs"
+        )
+    }
+
+    /// Launches the fixture's hanging call with `hostility`, waits until its request is under way
+    /// and cancels the caller's task from a thread of the suite's own. Returns the caller's outcome,
+    /// or the problem.
+    static func cancelInFlight(
+        _ hanging: Fixture.HangingCall, _ context: FixtureContext, _ hostility: CallHostility<Value> = .init()
+    ) async -> (Result<Value, any Error>?, CallRecorder<Value>, Started, Check?) {
+        context.releaseAtEnd(hanging.release)
+        let recorder = recorder(context, hostility)
+        let liveAtLaunch = context.live
+        let call = launchCall(hanging.start, recorder)
+        let started = await waitStarted(call, context, liveAtLaunch: liveAtLaunch)
+        if started == .ended {
+            let result = await call.result
+            return (result, recorder, started, returnedEarly(result, recorder))
+        }
+        call.task.cancel()
+        guard let result = await outcome(of: call, within: context.patience) else {
+            return (
+                nil, recorder, started,
+                .fail(
+                    "the caller was not resumed within \(context.patience) of its task being cancelled, while the SDK request hung: the adapter waits for the SDK instead of letting a cancelled caller go"
+                )
+            )
+        }
+        return (result, recorder, started, nil)
+    }
+
+    /// Checks that a cancelled caller got `CancellationError`.
+    static func expectCancellation(_ result: Result<Value, any Error>, _ recorder: CallRecorder<Value>) -> Check {
+        switch result {
+        case .failure(let error) where error is CancellationError:
+            return .pass
+        case .success where recorder.snapshot.sdkOutcomes.isEmpty:
+            return .fail(
+                "the caller's task was cancelled while the SDK request hung, yet the caller got a value its SDK never delivered"
+            )
+        case .success:
+            return returnedEarly(result, recorder)
+        case .failure:
+            return .fail(
+                "the caller's task was cancelled while the SDK request hung; expected CancellationError, got \(describeOutcome(result)): cancellation decides the outcome, whatever the SDK reports as it stops"
+            )
+        }
+    }
+
+    /// After a caller was cancelled (or timed out) with its SDK request still hanging: the SDK's
+    /// request ended without being released (its resources came back), and the SDK's cancel was
+    /// made. `nil` when all is well, a note when it could not be seen. One wait, bounded by the
+    /// patience: a failing scenario still has time to say why before the watchdog.
+    static func sdkStopped(_ recorder: CallRecorder<Value>, _ context: FixtureContext, how: String) async -> Check? {
+        let counts = context.common.liveResources != nil
+        let baseline = context.liveBaseline ?? 0
+        _ = await eventually {
+            counts ? (context.live ?? baseline) <= baseline : recorder.snapshot.cancels > 0
+        }
+        let snapshot = recorder.snapshot
+        if counts,
+            let problem = await context.resourcesBack(
+                after: "\(how), with the hanging request not released", within: .zero)
+        {
+            guard case .fail(let why) = problem else { return problem }
+            if snapshot.cancels == 0 {
+                return .fail(
+                    "\(why). The adapter never called the SDK's cancel: call it from the adapter's cancel handle, or the request runs on until it completes by itself"
+                )
+            }
+            return .fail("\(why). The SDK's cancel was called, yet what the call allocated was not freed")
+        }
+        if snapshot.cancels == 0 && !counts {
+            return .passWithNote(
+                "whether the SDK request was cancelled is not checked: the adapter passes no cancel through the probe and the fixture counts no liveResources"
+            )
+        }
+        return nil
+    }
+
+    /// The first problem among `checks`, or the last note, or `.pass`.
+    static func all(_ checks: Check?...) -> Check {
+        var note: Check = .pass
+        for check in checks {
+            switch check {
+            case .fail?, .notChecked?, .usageError?: return check!
+            case .passWithNote?: note = check!
+            case .pass?, nil: continue
+            }
+        }
+        return note
+    }
+
+    // MARK: - Scenarios
+
+    static var success: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "success",
+            summary: "the succeeding call returns its value; no SDK cancel; the SDK's resources come back"
+        ) { fixture, context in
+            guard let succeeding = fixture.succeeding else {
+                return .notChecked("the fixture gives no succeeding call")
+            }
+            let (result, recorder) = await run(succeeding, context)
+            return expectValue(result, recorder)
+        }
+    }
+
+    static var failureThrows: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "failure-throws",
+            summary: "the failing call throws the SDK's error, never a value; no SDK cancel"
+        ) { fixture, context in
+            guard let failing = fixture.failing else {
+                return .notChecked("the fixture gives no failing call")
+            }
+            let (result, recorder) = await run(failing, context)
+            switch result {
+            case .failure(let error) where error is CancellationError && recorder.snapshot.sdkReportedFailure:
+                return .fail(
+                    "the SDK reported a failure, but the caller got CancellationError: throw the SDK's error")
+            case .failure:
+                return .pass
+            case .success where recorder.snapshot.sdkReportedFailure:
+                return .fail(
+                    "the SDK reported a failure, but the caller got a value: a failure must reach the caller as a thrown error, never as an empty or default value"
+                )
+            case .success:
+                return .usageError(
+                    "the fixture's failing call returned a value: it cannot fail. Fix the fixture: ask the SDK for something it refuses (a missing file, an unknown host)"
+                )
+            }
+        }
+    }
+
+    static var cancelInFlight: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "cancel-in-flight",
+            summary:
+                "the caller is cancelled while the SDK request hangs: CancellationError at once, the SDK's cancel made once, its resources come back before the request is released"
+        ) { fixture, context in
+            guard let hanging = fixture.hanging else {
+                return .notChecked(
+                    "the fixture gives no hanging call, so a cancellation in flight cannot be forced")
+            }
+            let (result, recorder, started, problem) = await cancelInFlight(hanging, context)
+            if let problem { return problem }
+            guard let result else { return .fail("the caller was not resumed") }
+            if case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
+            let stopped = await sdkStopped(recorder, context, how: "after the caller was cancelled")
+            if started == .unknown {
+                return all(
+                    stopped,
+                    .passWithNote(
+                        "cancelled right after the launch: the fixture has neither the probe nor liveResources to tell when the SDK request was under way"
+                    ))
+            }
+            return all(stopped)
+        }
+    }
+
+    static var cancelBeforeHandle: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "cancel-before-handle",
+            summary:
+                "the caller's task is cancelled inside the probe's start, before the adapter has its cancel handle: CancellationError, the SDK's cancel made once, after the start"
+        ) { fixture, context in
+            guard let hanging = fixture.hanging else {
+                return .notChecked("the fixture gives no hanging call, whose request the early cancel must stop")
+            }
+            context.releaseAtEnd(hanging.release)
+            let recorder = recorder(context, CallHostility(cancelCallerInStart: true))
+            let call = launchCall(hanging.start, recorder)
+            // The probe cancels the caller from its start; without the probe nothing does.
+            let reachedStart = await eventually {
+                recorder.snapshot.startsBegun > 0 || recorder.snapshot.end != nil || context.liveAboveBaseline == true
+            }
+            if !reachedStart || recorder.snapshot.startsBegun == 0 {
+                call.task.cancel()
+                _ = await outcome(of: call, within: context.patience)
+                return .notChecked(
+                    "the adapter does not pass its SDK start through the probe (probe.start was never called), so the caller cannot be cancelled from inside it"
+                )
+            }
+            guard let result = await outcome(of: call, within: context.patience) else {
+                return .fail(
+                    "the caller's task was cancelled while the adapter was starting the SDK call, and the caller was not resumed within \(context.patience): a cancellation that comes before the adapter has its cancel handle must still end the call"
+                )
+            }
+            if case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
+            return all(await sdkStopped(recorder, context, how: "after the caller was cancelled during the start"))
+        }
+    }
+
+    static var timeout: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "timeout",
+            summary:
+                "a hanging request given the adapter's timeout of 100 ms: an error other than CancellationError in time, the SDK's cancel made once"
+        ) { fixture, context in
+            guard let timed = fixture.timingOut else {
+                return .notChecked("the fixture gives no timed call")
+            }
+            if let hanging = fixture.hanging { context.releaseAtEnd(hanging.release) }
+            let limit = Duration.milliseconds(100)
+            let recorder = recorder(context, CallHostility(timesOut: true))
+            let call = launchCall({ probe in try await timed.call(probe, limit) }, recorder)
+            guard let result = await outcome(of: call, within: limit + context.patience) else {
+                return .fail(
+                    "the caller was not resumed within \(limit + context.patience) although its timeout was \(limit): the adapter's timeout does not end the wait"
+                )
+            }
+            switch result {
+            case .failure(let error) where error is CancellationError:
+                return .fail("the timeout expired, but the caller got CancellationError: throw a timeout error")
+            case .failure:
+                return all(await sdkStopped(recorder, context, how: "after the timeout expired"))
+            case .success:
+                return .usageError(
+                    "the fixture's timed call returned a value within its 100 ms timeout: its request must not complete by itself"
+                )
+            }
+        }
+    }
+
+    static var lateCallbackAfterCancel: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "late-callback-after-cancel",
+            summary:
+                "after the caller was cancelled, the request is released and a late outcome is delivered: both are ignored, nothing crashes"
+        ) { fixture, context in
+            guard let hanging = fixture.hanging else {
+                return .notChecked("the fixture gives no hanging call, whose request could call back late")
+            }
+            let (result, recorder, _, problem) = await cancelInFlight(hanging, context)
+            if let problem { return problem }
+            guard let result else { return .fail("the caller was not resumed") }
+            if case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
+            // The real SDK calls back late, if it still can; then the probe delivers one more.
+            hanging.release()
+            recorder.deliverLate(.failure(ProbeInjectedError()))
+            if recorder.snapshot.callbacksWrapped == 0 {
+                return .passWithNote(
+                    "no late outcome was injected: the adapter does not pass its callback through the probe")
+            }
+            return .pass
+        }
+    }
+
+    static var duplicateCallback: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "duplicate-callback",
+            summary: "the SDK's callback reports the value twice: the caller gets it once, nothing crashes"
+        ) { fixture, context in
+            guard let succeeding = fixture.succeeding else {
+                return .notChecked("the fixture gives no succeeding call")
+            }
+            let (result, recorder) = await run(succeeding, context, CallHostility(repeatEach: true))
+            if let skip = wrapsCallback(recorder, for: "a duplicate callback") { return skip }
+            return expectValue(result, recorder)
+        }
+    }
+
+    static var successThenError: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "success-then-error",
+            summary: "the SDK's value is followed by an error: the value wins, the error is ignored"
+        ) { fixture, context in
+            guard let succeeding = fixture.succeeding else {
+                return .notChecked("the fixture gives no succeeding call")
+            }
+            let (result, recorder) = await run(
+                succeeding, context, CallHostility(conflicting: .failure(ProbeInjectedError())))
+            if let skip = wrapsCallback(recorder, for: "a second, conflicting callback") { return skip }
+            if case .failure(let error) = result, error is ProbeInjectedError {
+                return .fail(
+                    "the SDK reported a value and then an error; the caller got the error: the first outcome must decide, later ones are ignored"
+                )
+            }
+            return expectValue(result, recorder)
+        }
+    }
+
+    static var errorThenSuccess: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "error-then-success",
+            summary: "the SDK's error is followed by a value: the error wins, the value is ignored"
+        ) { fixture, context in
+            guard let failing = fixture.failing else { return .notChecked("the fixture gives no failing call") }
+            let (value, skip) = await sample(fixture, context, for: "a late success")
+            guard let value else { return skip! }
+            let (result, recorder) = await run(failing, context, CallHostility(conflicting: .success(value)))
+            if let skip = wrapsCallback(recorder, for: "a second, conflicting callback") { return skip }
+            switch result {
+            case .failure:
+                return .pass
+            case .success where recorder.snapshot.sdkReportedFailure:
+                return .fail(
+                    "the SDK reported an error and then a value; the caller got the value: the first outcome must decide, later ones are ignored"
+                )
+            case .success:
+                return .usageError("the fixture's failing call returned a value: it cannot fail")
+            }
+        }
+    }
+
+    static var synchronousCallback: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "synchronous-callback",
+            summary:
+                "the callback comes right after the SDK call is made, before start returns (the SDK's own callback withheld): the value is not lost"
+        ) { fixture, context in
+            guard let succeeding = fixture.succeeding else {
+                return .notChecked("the fixture gives no succeeding call")
+            }
+            let (value, skip) = await sample(fixture, context, for: "a synchronous callback")
+            guard let value else { return skip! }
+            let recorder = recorder(context, CallHostility(synchronousValue: value))
+            let call = launchCall(succeeding, recorder)
+            guard let result = await outcome(of: call, within: context.patience) else {
+                if recorder.snapshot.startsBegun == 0 || recorder.snapshot.callbacksWrapped == 0 {
+                    return .fail(
+                        "the call did not return within \(context.patience) and the probe's start or callback was never called: pass both through the probe"
+                    )
+                }
+                return .fail(
+                    "the callback came before start returned, and the caller was not resumed within \(context.patience): the adapter loses an outcome that arrives before it is ready to wait (its continuation or gate)"
+                )
+            }
+            if recorder.snapshot.startsBegun == 0 {
+                return .notChecked("the adapter does not pass its SDK start through the probe (probe.start)")
+            }
+            if recorder.snapshot.nothingToDeliverThrough {
+                return .notChecked(
+                    "the adapter wraps its callback only after the start returned, so nothing could call back inside it"
+                )
+            }
+            return expectValue(result, recorder)
+        }
+    }
+
+    static var foreignThreadCallback: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "foreign-thread-callback",
+            summary: "the callback comes on a thread the SDK never uses: the value arrives"
+        ) { fixture, context in
+            guard let succeeding = fixture.succeeding else {
+                return .notChecked("the fixture gives no succeeding call")
+            }
+            let (result, recorder) = await run(succeeding, context, CallHostility(foreignThread: true))
+            if let skip = wrapsCallback(recorder, for: "a callback on another thread") { return skip }
+            return expectValue(result, recorder)
+        }
+    }
+
+    static var callbackInsideCancel: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "callback-inside-cancel",
+            summary:
+                "the SDK's cancel reports an error synchronously, inside the cancel: no deadlock, the caller gets CancellationError"
+        ) { fixture, context in
+            guard let hanging = fixture.hanging else {
+                return .notChecked("the fixture gives no hanging call, which the cancel must stop")
+            }
+            let (result, recorder, _, problem) = await cancelInFlight(
+                hanging, context, CallHostility(insideCancel: ProbeInjectedError()))
+            if let problem { return problem }
+            guard let result else { return .fail("the caller was not resumed") }
+            if case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
+            // A cancel posted to the SDK's thread comes a little later; without the probe, none comes.
+            _ = await eventually { recorder.snapshot.cancels > 0 || recorder.snapshot.startsBegun == 0 }
+            if recorder.snapshot.cancels == 0 {
+                return .notChecked(
+                    "the adapter does not pass the SDK's cancel through the probe (probe.cancel), so nothing could call back inside it"
+                )
+            }
+            if recorder.snapshot.callbacksWrapped == 0 {
+                return .notChecked("the adapter does not pass its SDK callback through the probe (probe.callback)")
+            }
+            return .pass
+        }
+    }
+
+    static var burst: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "burst-random-cancels",
+            summary:
+                "up to 100 calls at once, succeeding and hanging, a third cancelled at random: every call ends, the SDK's resources come back"
+        ) { fixture, context in
+            var kinds: [Fixture.Call] = []
+            if let succeeding = fixture.succeeding { kinds.append(succeeding) }
+            if let hanging = fixture.hanging {
+                kinds.append(hanging.start)
+                context.releaseAtEnd(hanging.release)
+            }
+            guard !kinds.isEmpty else {
+                return .notChecked("the fixture gives neither a succeeding nor a hanging call")
+            }
+            let count = max(1, min(context.options.burstSize, 100))
+            var random = SplitMix64(seed: context.options.seed ^ 0xB0B5)
+            var calls: [LaunchedCall<Value>] = []
+            for _ in 0..<count {
+                let call = kinds[Int(random.next() % UInt64(kinds.count))]
+                let launched = launchCall(call, recorder(context))
+                if random.next() % 3 == 0 { cancelFromForeignThread(launched.task) }
+                calls.append(launched)
+            }
+            // Hanging requests are released, again and again (a release lets go of the requests
+            // started so far), until every call ended or the patience ran out.
+            let launched = calls
+            let clock = ContinuousClock()
+            let deadline = clock.now + context.patience
+            var ended = 0
+            repeat {
+                fixture.hanging?.release()
+                _ = await eventually(within: .milliseconds(20)) {
+                    launched.allSatisfy { $0.recorder.snapshot.end != nil }
+                }
+                ended = launched.filter { $0.recorder.snapshot.end != nil }.count
+            } while ended < count && clock.now < deadline
+            guard ended == count else {
+                return .fail(
+                    "only \(ended) of \(count) calls ended after every hanging request was released: the others were never resumed"
+                )
+            }
+            return .pass
+        }
+    }
+
+    static var callerNotBlocked: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "caller-not-blocked",
+            summary: "while the SDK request hangs, the caller's actor runs other work (no semaphore or spin wait)"
+        ) { fixture, context in
+            guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
+                return .notChecked("this scenario needs task executors (macOS 15, iOS 18 or later)")
+            }
+            guard let hanging = fixture.hanging else {
+                return .notChecked("the fixture gives no hanging call to keep the caller waiting")
+            }
+            context.releaseAtEnd(hanging.release)
+            // The caller is an actor whose tasks all run on one thread of their own: a blocking
+            // wait, on the actor or on a thread it hops to within this task, occupies that thread.
+            let lane = ScenarioExecutor(label: "conformance caller", maxThreads: 1)
+            let caller = FixtureCaller()
+            let recorder = recorder(context)
+            let call = Task(executorPreference: lane) { await caller.call(hanging.start, recorder.probe) }
+            let started = await eventually {
+                recorder.snapshot.startsEnded > 0 || (context.liveAboveBaseline ?? false) || call.isCancelled
+            }
+            let pinged = LockedBox(false)
+            let ping = Task(executorPreference: lane) {
+                await caller.ping()
+                pinged.withLock { $0 = true }
+            }
+            let responsive = await eventually { pinged.withLock { $0 } }
+            hanging.release()
+            recorder.callReturned(await call.value)
+            await ping.value
+            guard responsive else {
+                return .fail(
+                    "while the SDK request hung, the caller's actor could not run anything for \(context.patience): the adapter blocks the caller's thread until the callback comes (a semaphore, a lock, a spin wait). Suspend instead: a continuation, or withCallback"
+                )
+            }
+            if !started {
+                return .passWithNote(
+                    "the actor stayed responsive, but the scenario could not tell the SDK request was under way (no probe start, no liveResources)"
+                )
+            }
+            return .pass
+        }
+    }
+
+    static var mainActorCaller: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "main-actor-caller",
+            summary:
+                "a @MainActor caller: the value arrives there, and the SDK call starts where the adapter's threading says (the main actor for .anyThread, the SDK's thread for .sdkThread)"
+        ) { fixture, context in
+            guard let succeeding = fixture.succeeding else {
+                return .notChecked("the fixture gives no succeeding call")
+            }
+            let (result, recorder) = await run(succeeding, context, on: .mainActor)
+            if let problem = expectValue(result, recorder).problem { return problem }
+            guard let spot = recorder.snapshot.startSpots.first else {
+                return .passWithNote(
+                    "the value arrived; where the SDK call started is not checked: the adapter does not pass its start through the probe"
+                )
+            }
+            switch context.threading.kind {
+            case .anyThread:
+                guard spot.onMainActor else {
+                    return .fail(
+                        "the SDK call started off the main actor: the adapter hopped away from its @MainActor caller. Take `isolation: isolated (any Actor)? = #isolation` and pass it on (withCallback does), or, if your SDK must be called on its own thread and the start is posted there, declare threading: .sdkThread(scheduler)"
+                    )
+                }
+                return .pass
+            case .sdkThread:
+                switch spot.onSDKThread {
+                case true?:
+                    return .pass
+                case false?:
+                    return .fail(
+                        "the SDK call started \(spot.onMainActor ? "on the main actor" : "on another thread"), not on the SDK's thread the adapter declares (.sdkThread): post the start to the SDK's thread, whoever the caller is"
+                    )
+                case nil:
+                    return .passWithNote(
+                        "the value arrived; where the SDK call started is not checked: the scheduler given to .sdkThread was made without isCurrent"
+                    )
+                }
+            }
+        }
+    }
+
+    static var threadAffinity: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "thread-affinity",
+            summary:
+                "an SDK that must be called on its own thread: start and cancel ran there, and the SDK counted no call off it"
+        ) { fixture, context in
+            guard case .sdkThread = context.threading.kind else {
+                return .notChecked("the fixture declares threading .anyThread: its SDK may be called from any thread")
+            }
+            let counts = fixture.offThreadCalls != nil
+            guard context.threading.knowsSDKThread || counts else {
+                return .notChecked(
+                    "the scheduler given to .sdkThread was made without isCurrent and the fixture counts no offThreadCalls, so where the SDK was called cannot be seen"
+                )
+            }
+            var recorders: [CallRecorder<Value>] = []
+            if let succeeding = fixture.succeeding {
+                let (result, recorder) = await run(succeeding, context)
+                if let problem = expectValue(result, recorder).problem { return problem }
+                recorders.append(recorder)
+            }
+            if let hanging = fixture.hanging {
+                let (result, recorder, _, problem) = await cancelInFlight(hanging, context)
+                if let problem { return problem }
+                if let result, case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
+                _ = await eventually { recorder.snapshot.cancels > 0 || recorder.snapshot.startsBegun == 0 }
+                recorders.append(recorder)
+            }
+            guard !recorders.isEmpty else {
+                return .notChecked("the fixture gives neither a succeeding nor a hanging call")
+            }
+            // Each recorder reports a start or cancel off the SDK's thread in the final check.
+            if !counts && recorders.allSatisfy({ $0.snapshot.startSpots.isEmpty && $0.snapshot.cancelSpots.isEmpty }) {
+                return .notChecked(
+                    "the adapter passes neither its start nor its cancel through the probe, and the fixture counts no offThreadCalls"
+                )
+            }
+            return .pass
+        }
+    }
+}
+
+/// The caller of the caller-not-blocked scenario: an actor that must stay responsive while the
+/// adapter waits for its SDK.
+actor FixtureCaller {
+    func call<Value: Sendable>(
+        _ call: OneShotFixture<Value>.Call, _ probe: CallProbe<Value>
+    ) async -> Result<Value, any Error> {
+        do {
+            return .success(try await call(probe))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func ping() {}
+}

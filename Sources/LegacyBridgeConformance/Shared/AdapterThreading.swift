@@ -1,0 +1,55 @@
+import LegacyBridge
+
+/// Where an adapter's SDK must be called, as the adapter declares it to the conformance suite.
+///
+/// The scenarios check the declaration:
+/// - ``anyThread``: the SDK may be called from any thread. A `@MainActor` caller's call must
+///   start on the main actor: the adapter passes the caller's isolation on and hops nowhere.
+/// - ``sdkThread(_:)``: the SDK must only be called from its own thread. The SDK calls the probe
+///   wraps (start, cancel, and for streams pause and resume) must run where the scheduler's
+///   `isCurrent` is true, whoever the caller is.
+public struct AdapterThreading: Sendable {
+    enum Kind: Sendable {
+        case anyThread
+        case sdkThread(SDKScheduler)
+    }
+
+    let kind: Kind
+
+    /// The SDK may be called from any thread.
+    public static var anyThread: AdapterThreading { AdapterThreading(kind: .anyThread) }
+
+    /// The SDK must only be called from its own thread, the one `scheduler` posts to.
+    ///
+    /// - Parameter scheduler: The SDK's thread, for example an `SDKLoop`'s ``SDKLoop/scheduler``.
+    ///   Create it with `isCurrent` so that the suite can tell where each SDK call ran.
+    /// - Returns: The declaration.
+    public static func sdkThread(_ scheduler: SDKScheduler) -> AdapterThreading {
+        AdapterThreading(kind: .sdkThread(scheduler))
+    }
+
+    /// The SDK's thread, for ``sdkThread(_:)``.
+    var scheduler: SDKScheduler? {
+        if case .sdkThread(let scheduler) = kind { return scheduler }
+        return nil
+    }
+
+    /// Where the calling code runs, as the declaration can tell it.
+    func spot() -> ThreadSpot {
+        ThreadSpot(
+            onMainActor: isOnMainQueue(),
+            onSDKThread: scheduler.flatMap { $0.knowsCurrentThread ? $0.isCurrent : nil })
+    }
+
+    /// Whether the suite can tell the SDK's thread from others.
+    var knowsSDKThread: Bool { scheduler?.knowsCurrentThread ?? false }
+}
+
+/// Where one SDK call ran.
+struct ThreadSpot: Sendable, Hashable {
+    /// On the main actor's executor.
+    var onMainActor: Bool
+    /// On the SDK's thread; `nil` when the declaration cannot tell (``AdapterThreading/anyThread``,
+    /// or a scheduler made without `isCurrent`).
+    var onSDKThread: Bool?
+}

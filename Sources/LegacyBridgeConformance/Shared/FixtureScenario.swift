@@ -1,0 +1,253 @@
+import Dispatch
+import LegacyBridge
+
+// The real-adapter path's scenario machinery, shared by the one-shot, stream and blocking
+// fixtures: a scenario runs on threads of its own under the watchdog, like the simulator's, and
+// ends with the checks every scenario makes on a real SDK — hanging calls released, the SDK's
+// resources back to where they were, no SDK call off its thread, and each call's probe verdict
+// (a second cancel, a cancel after the SDK's own outcome, a call on the wrong thread).
+
+/// What every fixture declares besides its calls.
+struct FixtureCommon: Sendable {
+    let name: String
+    let threading: AdapterThreading
+    let liveResources: (@Sendable () -> Int)?
+    let offThreadCalls: (@Sendable () -> Int)?
+}
+
+/// One call or subscription a scenario watched through its probe, with a verdict of its own once
+/// the scenario is over.
+protocol FixtureWatch: Sendable {
+    /// The first rule the adapter broke on this call, in words, or `nil`.
+    func problem() -> String?
+}
+
+/// One named scenario of the real-adapter path.
+struct FixtureScenario<Fixture: Sendable>: Sendable {
+    let name: String
+    let summary: String
+    let body: @Sendable (Fixture, FixtureContext) async -> Check
+}
+
+/// What a running fixture scenario knows: the run's options, the fixture's declarations, the
+/// resource counts it started from, and everything it must release and judge at its end.
+final class FixtureContext: Sendable {
+    let options: ConformanceOptions
+    let common: FixtureCommon
+    /// How long the scenario waits for something that must happen.
+    let patience: Duration
+    /// `liveResources` when the scenario started (lowered when it falls below and
+    /// ``tolerateDrops`` is set).
+    var liveBaseline: Int? { baseline.withLock { $0 } }
+    private let baseline: LockedBox<Int?>
+    /// A scenario before this one in the same run did not pass: what its calls still held may be
+    /// freed while this one runs, so a drop below the baseline lowers it instead of being a usage
+    /// error.
+    let tolerateDrops: Bool
+    /// `offThreadCalls` when the scenario started.
+    let offThreadBaseline: Int?
+    private let watches = LockedBox<[any FixtureWatch]>([])
+    private let releases = LockedBox<[@Sendable () -> Void]>([])
+    /// The lowest `liveResources` seen below its baseline, if any.
+    private let belowBaseline = LockedBox<Int?>(nil)
+
+    init(options: ConformanceOptions, common: FixtureCommon, patience: Duration, tolerateDrops: Bool = false) {
+        self.options = options
+        self.common = common
+        self.patience = patience
+        self.baseline = LockedBox(common.liveResources?())
+        self.tolerateDrops = tolerateDrops
+        self.offThreadBaseline = common.offThreadCalls?()
+    }
+
+    var threading: AdapterThreading { common.threading }
+
+    /// Judges `watch` when the scenario ends.
+    func watch(_ watch: any FixtureWatch) {
+        watches.withLock { $0.append(watch) }
+    }
+
+    /// Calls `release` when the scenario ends, whatever happened (a hanging call's release).
+    func releaseAtEnd(_ release: @escaping @Sendable () -> Void) {
+        releases.withLock { $0.append(release) }
+    }
+
+    /// Calls every registered release now (and again at the end).
+    func releaseHangs() {
+        for release in releases.withLock({ $0 }) { release() }
+    }
+
+    /// The SDK's live resources now, noting a count below the baseline.
+    var live: Int? {
+        guard let value = common.liveResources?() else { return nil }
+        if let liveBaseline, value < liveBaseline {
+            if tolerateDrops {
+                baseline.withLock { $0 = min($0 ?? value, value) }
+            } else {
+                belowBaseline.withLock { $0 = min($0 ?? value, value) }
+            }
+        }
+        return value
+    }
+
+    /// Whether the SDK holds more resources than when the scenario started (`nil`: not counted).
+    var liveAboveBaseline: Bool? {
+        guard let live, let liveBaseline else { return nil }
+        return live > liveBaseline
+    }
+
+    /// Waits until the SDK's live resources are back to their baseline; `nil` when they are (or are
+    /// not counted), the problem otherwise. `after` says when, for the message.
+    func resourcesBack(after: String, within bound: Duration? = nil) async -> Check? {
+        guard common.liveResources != nil, liveBaseline != nil else { return nil }
+        let back = await eventually(within: bound) { (self.live ?? 0) <= (self.liveBaseline ?? 0) }
+        let liveBaseline = self.liveBaseline ?? 0
+        if let usage = baselineProblem() { return usage }
+        guard back else {
+            let now = live ?? liveBaseline
+            return .fail(
+                "\(after), the SDK still held \(now - liveBaseline) resource(s) more than when the scenario started (liveResources \(liveBaseline) → \(now))"
+            )
+        }
+        return nil
+    }
+
+    /// A usage error when `liveResources` fell below its baseline.
+    func baselineProblem() -> Check? {
+        guard let lowest = belowBaseline.withLock({ $0 }), let liveBaseline else { return nil }
+        return .usageError(
+            "liveResources fell to \(lowest), below the \(liveBaseline) it counted when the scenario started: something else uses this SDK at the same time (another test?). Give the fixture an SDK, or a counter, of its own, or run such tests one at a time"
+        )
+    }
+
+    /// After the scenario, once its hanging calls were released: waits until the SDK's resources
+    /// are back to the baseline, or have stopped falling for a moment (a leak stays), so that the
+    /// next scenario of an in-process run does not count this one's late releases as its own.
+    func settle() async {
+        guard common.liveResources != nil, let liveBaseline else { return }
+        let clock = ContinuousClock()
+        let deadline = clock.now + patience
+        let quiet = patience / 20
+        var last = live ?? liveBaseline
+        var changed = clock.now
+        while clock.now < deadline {
+            let now = live ?? liveBaseline
+            if now <= liveBaseline { return }
+            if now != last {
+                last = now
+                changed = clock.now
+            } else if clock.now - changed > quiet {
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    /// SDK calls made off the SDK's thread since the scenario started.
+    var offThreadGrowth: Int {
+        guard let offThreadBaseline, let now = common.offThreadCalls?() else { return 0 }
+        return now - offThreadBaseline
+    }
+
+    /// The checks every scenario ends with, after it released its hanging calls: each watched
+    /// call's verdict, the SDK's resources back to their baseline, no SDK call off its thread.
+    func finalCheck() async -> Check {
+        releaseHangs()
+        let resources = await resourcesBack(after: "after every call of the scenario ended")
+        if let usage = baselineProblem() { return usage }
+        for watch in watches.withLock({ $0 }) {
+            if let problem = watch.problem() { return .fail(problem) }
+        }
+        if case .fail(let observed)? = resources {
+            return .fail(
+                "\(observed): what the adapter allocated, or asked the SDK for, per call was not all freed (a context retained for the SDK and never released, a handle never closed, a request never finished or cancelled)"
+            )
+        }
+        if let resources { return resources }
+        let off = offThreadGrowth
+        if off > 0 {
+            return .fail(
+                "the SDK counted \(off) call(s) made off its own thread during the scenario (offThreadCalls): post every SDK call to the SDK's thread, cancel included"
+            )
+        }
+        return .pass
+    }
+}
+
+/// Runs `scenario` against `fixture`, bounded by the watchdog, then makes the checks every
+/// fixture scenario ends with.
+func executeFixture<Fixture: Sendable>(
+    _ scenario: FixtureScenario<Fixture>, on fixture: Fixture, common: FixtureCommon, options: ConformanceOptions,
+    afterFailure: Bool = false
+) async -> ScenarioResult {
+    let patience = options.watchdog * 0.6
+    let context = LockedBox<FixtureContext?>(nil)
+    let check = await runBounded(scenario.name, options: options, patience: patience) { () -> Check in
+        let scenarioContext = FixtureContext(
+            options: options, common: common, patience: patience, tolerateDrops: afterFailure)
+        context.withLock { $0 = scenarioContext }
+        let check = await scenario.body(fixture, scenarioContext)
+        switch check {
+        case .pass, .passWithNote:
+            let final = await scenarioContext.finalCheck()
+            guard case .pass = final else { return final }
+            return check
+        case .fail, .notChecked, .usageError:
+            // A usage error explains a failure the fixture caused; say so first.
+            if let usage = scenarioContext.baselineProblem() { return usage }
+            return check
+        }
+    }
+    // Whatever happened, hanging calls are let go, so that nothing of this scenario hangs on.
+    if let context = context.withLock({ $0 }) {
+        context.releaseHangs()
+        await context.settle()
+    }
+    return result(for: check, name: scenario.name, summary: scenario.summary, watchdog: options.watchdog)
+}
+
+/// Runs each scenario `options.only` selects, in order.
+func runFixtureScenarios<Fixture: Sendable>(
+    _ scenarios: [FixtureScenario<Fixture>], on fixture: Fixture, common: FixtureCommon, options: ConformanceOptions,
+    onResult: (@Sendable (ScenarioResult) -> Void)?
+) async -> [ScenarioResult] {
+    var results: [ScenarioResult] = []
+    for scenario in scenarios where options.only?.contains(scenario.name) ?? true {
+        let afterFailure = results.contains { !$0.passed }
+        let result = await executeFixture(
+            scenario, on: fixture, common: common, options: options, afterFailure: afterFailure)
+        onResult?(result)
+        results.append(result)
+    }
+    return results
+}
+
+/// The value of `task`, or `nil` when it did not come within `bound` (the task then runs on).
+func value<Value: Sendable>(of task: Task<Value, Never>, within bound: Duration) async -> Value? {
+    let latch = FirstResultLatch<Value?>()
+    let arrived = DispatchSemaphore(value: 0)
+    _ = ScenarioThreads.task {
+        latch.offer(await task.value)
+        arrived.signal()
+    }
+    onDedicatedThread("conformance timer") {
+        if arrived.wait(timeout: .now() + .nanoseconds(Int(bound.nanosecondsClamped))) == .timedOut {
+            latch.offer(nil)
+        }
+    }
+    return await latch.value()
+}
+
+/// The error the probe injects where a scenario needs the SDK to report a failure it would not.
+struct ProbeInjectedError: Error, CustomStringConvertible, Sendable {
+    var description: String { "an error injected by the conformance probe" }
+}
+
+/// The outcome of one call, for messages.
+func describeOutcome<Value>(_ result: Result<Value, any Error>) -> String {
+    switch result {
+    case .success: return "a value"
+    case .failure(let error as ProbeInjectedError): return "the error the probe injected (\(error))"
+    case .failure(let error): return "error \(type(of: error)): \(error)"
+    }
+}

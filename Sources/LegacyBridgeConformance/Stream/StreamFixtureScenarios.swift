@@ -1,0 +1,519 @@
+import LegacyBridge
+
+/// The stream contract on a real adapter over its SDK, through a ``StreamFixture``.
+///
+/// Each scenario needs some of what a fixture can give and is reported as not checked, with the
+/// reason, when the fixture does not give it. Every scenario ends with the checks of
+/// ``FixtureContext/finalCheck()``: endless subscriptions released, the SDK's resources back to
+/// where they were, no SDK call off its thread, and on each subscription no second SDK cancel and
+/// no cancel after the SDK had ended it.
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+enum StreamFixtureScenarios<Element: Sendable> {
+    typealias Fixture = StreamFixture<Element>
+
+    static var all: [FixtureScenario<Fixture>] {
+        [
+            finite, failure, consumerCancel, breakEarly, stalledConsumer, eventsAfterEnd, endInsideCancel,
+            foreignThreadEnd, threadAffinity,
+        ]
+    }
+
+    // MARK: - Helpers
+
+    /// What a consumer saw.
+    struct Consumed: Sendable {
+        var elements: [Element] = []
+        var error: (any Error)?
+        /// The loop ended by itself (end of sequence or a thrown error), not by the consumer leaving.
+        var ended = false
+        /// What one more `next()` after the end did: `nil` when it returned `nil`, as it must.
+        var afterEnd: String?
+    }
+
+    static func recorder(_ context: FixtureContext, _ hostility: StreamHostility = .init()) -> StreamRecorder<Element> {
+        let recorder = StreamRecorder<Element>(hostility, threading: context.threading)
+        context.watch(recorder)
+        return recorder
+    }
+
+    /// Subscribes through `recorder`'s probe and takes events until the sequence ends, `limit`
+    /// events were taken, or `carryOn` (asked after each event) says to leave. The iterator is
+    /// dropped before this returns.
+    static func consume(
+        _ subscribe: Fixture.Subscribe, _ recorder: StreamRecorder<Element>, limit: Int = .max,
+        carryOn: (@Sendable (Int) async -> Bool)? = nil
+    ) async -> Consumed {
+        var consumed = Consumed()
+        let sequence: any AsyncSequence<Element, any Error>
+        do {
+            sequence = try await subscribe(recorder.probe)
+        } catch {
+            consumed.error = error
+            consumed.ended = true
+            return consumed
+        }
+        var iterator = sequence.makeAsyncIterator()
+        do {
+            while consumed.elements.count < limit {
+                guard let element = try await iterator.next() else {
+                    consumed.ended = true
+                    break
+                }
+                recorder.noteConsumed()
+                consumed.elements.append(element)
+                if let carryOn, await !carryOn(consumed.elements.count) { break }
+            }
+        } catch {
+            consumed.error = error
+            consumed.ended = true
+        }
+        if consumed.ended {
+            do {
+                if try await iterator.next() != nil { consumed.afterEnd = "returned another event" }
+            } catch {
+                consumed.afterEnd = "threw again (\(error))"
+            }
+        }
+        return consumed
+    }
+
+    /// Events out of sequence in `elements`, in words, or `nil` (only with `ordered`).
+    static func orderProblem(_ elements: [Element], _ fixture: Fixture) -> String? {
+        guard let ordered = fixture.ordered, let first = elements.first.map(ordered) else { return nil }
+        for (index, element) in elements.enumerated() {
+            let sequence = ordered(element)
+            let expected = first &+ UInt64(index)
+            if sequence != expected {
+                return
+                    "event #\(index) had sequence number \(sequence), expected \(expected): \(sequence < expected ? "an event came twice or out of order" : "events were lost or reordered")"
+            }
+        }
+        return nil
+    }
+
+    /// After the consumer left an endless subscription: the SDK's cancel was made and the
+    /// subscription's resources came back. One wait, bounded by the patience.
+    static func sdkStopped(_ recorder: StreamRecorder<Element>, _ context: FixtureContext, how: String) async -> Check?
+    {
+        let counts = context.common.liveResources != nil
+        let baseline = context.liveBaseline ?? 0
+        _ = await eventually {
+            counts ? (context.live ?? baseline) <= baseline : recorder.snapshot.cancels > 0
+        }
+        let snapshot = recorder.snapshot
+        if counts, let problem = await context.resourcesBack(after: how, within: .zero) {
+            guard case .fail(let why) = problem else { return problem }
+            if snapshot.cancels == 0 {
+                return .fail(
+                    "\(why). The adapter never called the SDK's cancel: wire the consumer's leaving (task cancelled, loop left, iterator dropped) to the SDK's cancel"
+                )
+            }
+            return .fail("\(why). The SDK's cancel was called, yet what the subscription allocated was not freed")
+        }
+        if !counts && snapshot.cancels == 0 {
+            return .passWithNote(
+                "whether the SDK was told to stop is not checked: the adapter passes no cancel through the probe and the fixture counts no liveResources"
+            )
+        }
+        return nil
+    }
+
+    /// The finite subscription did not end normally: the fixture's fault unless the SDK ended it
+    /// normally (the probe saw it).
+    static func finiteProblem(_ consumed: Consumed, _ recorder: StreamRecorder<Element>) -> Check {
+        let snapshot = recorder.snapshot
+        if let error = consumed.error {
+            if snapshot.sdkEnds > 0 && snapshot.sdkEndError == nil {
+                return .fail(
+                    "the SDK ended the subscription normally, yet the consumer's loop threw \(type(of: error)): \(error)"
+                )
+            }
+            return .usageError(
+                "the fixture's finite subscription ended with \(type(of: error)): \(error). It must end normally: is the SDK, or its test server, reachable?"
+            )
+        }
+        return .fail("the finite subscription did not end")
+    }
+
+    // MARK: - Scenarios
+
+    static var finite: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "stream-finite",
+            summary:
+                "a finite subscription: every event arrives (in sequence, when ordered), the sequence ends once, no SDK cancel"
+        ) { fixture, context in
+            guard let finite = fixture.finite else { return .notChecked("the fixture gives no finite subscription") }
+            let expected = fixture.finiteCount
+            let recorder = recorder(context)
+            let consumed = await consume(finite, recorder)
+            guard consumed.ended, consumed.error == nil else { return finiteProblem(consumed, recorder) }
+            if let afterEnd = consumed.afterEnd {
+                return .fail("after the end, one more next() \(afterEnd): the end must come once, then nil")
+            }
+            if let expected, consumed.elements.count != expected, fixture.bound.isLossless {
+                let delivered = recorder.snapshot.deliveredBeforeEnd.map { ", the SDK delivered \($0)" } ?? ""
+                return .fail(
+                    "the consumer received \(consumed.elements.count) events, expected \(expected)\(delivered): events were lost or repeated"
+                )
+            }
+            if let problem = orderProblem(consumed.elements, fixture) { return .fail(problem) }
+            if let delivered = recorder.snapshot.deliveredBeforeEnd, consumed.elements.count != delivered,
+                fixture.bound.isLossless
+            {
+                return .fail(
+                    "the consumer received \(consumed.elements.count) events; the SDK delivered \(delivered) before its end: events were lost or repeated"
+                )
+            }
+            if expected == nil && recorder.snapshot.eventsWrapped == 0 {
+                return .passWithNote(
+                    "the sequence ended once; how many events arrived is not checked: the fixture gives no finiteCount and the adapter passes no event callback through the probe"
+                )
+            }
+            return .pass
+        }
+    }
+
+    static var failure: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "stream-failure",
+            summary: "a failing subscription: the consumer's loop throws the error once, then next() returns nil"
+        ) { fixture, context in
+            guard let failing = fixture.failing else { return .notChecked("the fixture gives no failing subscription") }
+            let recorder = recorder(context)
+            let consumed = await consume(failing, recorder)
+            guard consumed.ended else { return .fail("the failing subscription did not end") }
+            guard let error = consumed.error else {
+                if recorder.snapshot.sdkEndError != nil {
+                    return .fail(
+                        "the SDK ended the subscription with an error, but the consumer's loop ended normally: the error was lost"
+                    )
+                }
+                return .usageError(
+                    "the fixture's failing subscription ended normally: it cannot fail. Fix the fixture: subscribe to something the SDK refuses"
+                )
+            }
+            if error is CancellationError {
+                return .fail("the SDK ended the subscription with an error, but the consumer got CancellationError")
+            }
+            if let afterEnd = consumed.afterEnd {
+                return .fail("after the error, one more next() \(afterEnd): the error must come once, then nil")
+            }
+            return .pass
+        }
+    }
+
+    static var consumerCancel: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "stream-consumer-cancel",
+            summary:
+                "the consuming task is cancelled: its loop ends, the SDK's cancel is made once, the subscription's resources come back"
+        ) { fixture, context in
+            guard let endless = fixture.endless else {
+                return .notChecked("the fixture gives no endless subscription for the consumer to leave")
+            }
+            context.releaseAtEnd(endless.release)
+            let recorder = recorder(context)
+            let firstEvent = LockedBox(false)
+            let consumer = ScenarioThreads.task {
+                await consume(endless.start, recorder) { _ in
+                    firstEvent.withLock { $0 = true }
+                    return true
+                }
+            }
+            guard await eventually({ firstEvent.withLock { $0 } }) else {
+                consumer.cancel()
+                return .fail("the endless subscription delivered no event within \(context.patience)")
+            }
+            consumer.cancel()
+            guard await value(of: consumer, within: context.patience) != nil else {
+                return .fail(
+                    "the consuming task was cancelled, and its loop did not end within \(context.patience): the adapter's next() does not end when its task is cancelled"
+                )
+            }
+            return all(await sdkStopped(recorder, context, how: "after the consuming task was cancelled"))
+        }
+    }
+
+    static var breakEarly: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "stream-break",
+            summary:
+                "the consumer leaves its loop after one event: the SDK's cancel is made once, the subscription's resources come back"
+        ) { fixture, context in
+            guard let endless = fixture.endless else {
+                return .notChecked("the fixture gives no endless subscription for the consumer to leave")
+            }
+            context.releaseAtEnd(endless.release)
+            let recorder = recorder(context)
+            let consumed = await consume(endless.start, recorder, limit: 1)
+            if consumed.ended {
+                return consumed.error == nil
+                    ? .usageError("the fixture's endless subscription ended by itself before it was released")
+                    : .fail("the endless subscription failed: \(consumed.error!)")
+            }
+            return all(await sdkStopped(recorder, context, how: "after the consumer left its loop"))
+        }
+    }
+
+    static var stalledConsumer: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "stream-stalled-consumer",
+            summary:
+                "the consumer stalls: every SDK callback returns promptly, the events held stay within the declared bound, and events flow again once it takes more"
+        ) { fixture, context in
+            guard let endless = fixture.endless else {
+                return .notChecked("the fixture gives no endless subscription to outrun a stalled consumer")
+            }
+            context.releaseAtEnd(endless.release)
+            let promptly = context.patience / 3
+            let quiet = context.patience / 20
+            let limit = fixture.bound.heldLimit
+            let recorder = recorder(context)
+            let stallEnded = LockedBox(false)
+            // After the stall the consumer takes what was held and a few more: only a resumed
+            // SDK delivers those.
+            let wanted = LockedBox(Int.max)
+            let after = LockedBox(0)
+            let consumed = await consume(endless.start, recorder) { count in
+                if count == 1 {
+                    // Stall until the adapter holds more than the limit, or the SDK has been quiet
+                    // for a while with events waiting (it stopped), or a callback is held too long.
+                    _ = await eventually {
+                        let snapshot = recorder.snapshot
+                        let rested =
+                            snapshot.outstanding > 0 && recorder.callbacksInFlight == 0
+                            && (snapshot.lastDelivery.map { ContinuousClock.now - $0 > quiet } ?? false)
+                        return snapshot.outstanding > limit || rested || recorder.longestCallback > promptly
+                    }
+                    stallEnded.withLock { $0 = true }
+                    let held = recorder.snapshot.outstanding
+                    wanted.withLock { $0 = held + 8 }
+                    return true
+                }
+                // Then take events again, enough to need the SDK resumed, and leave.
+                let wanted = wanted.withLock { $0 }
+                return after.withLock {
+                    $0 += 1
+                    return $0 < wanted
+                }
+            }
+            let snapshot = recorder.snapshot
+            guard snapshot.eventsWrapped > 0 else {
+                return .notChecked(
+                    "the adapter does not pass its event callback through the probe (probe.event), so what the SDK delivered cannot be counted"
+                )
+            }
+            let longest = recorder.longestCallback
+            if longest > promptly {
+                return .fail(
+                    "an SDK event callback did not return for \(milliseconds(longest)) while the consumer stalled (bound \(milliseconds(promptly))): the adapter holds the SDK's thread until the consumer takes an event; buffer it and stop the SDK instead"
+                )
+            }
+            if consumed.ended {
+                return consumed.error == nil
+                    ? .usageError("the fixture's endless subscription ended by itself before it was released")
+                    : .fail("the endless subscription failed: \(consumed.error!)")
+            }
+            if case .backpressure(let high) = fixture.bound.kind, snapshot.maxOutstanding > limit {
+                let stop =
+                    snapshot.pauses + snapshot.stopAnswers > 0
+                    ? "it was asked to stop (\(snapshot.pauses) pause(s), \(snapshot.stopAnswers) stop answer(s)) but kept delivering"
+                    : "the SDK was never paused and no yield answered stop"
+                return .fail(
+                    "\(snapshot.maxOutstanding) events were held for a stalled consumer, more than \(limit) (the declared backpressure(high: \(high)), with room for what the SDK delivers while a pause is on its way): \(stop)"
+                )
+            }
+            let resumedEvents = consumed.elements.count - 1
+            guard resumedEvents >= wanted.withLock({ $0 }) - 1 else {
+                return .fail(
+                    "after the consumer came back, it received \(resumedEvents) more events and then none within \(context.patience): the SDK was stopped and never resumed"
+                )
+            }
+            if fixture.bound.isLossless, let problem = orderProblem(consumed.elements, fixture) {
+                return .fail(problem)
+            }
+            return all(await sdkStopped(recorder, context, how: "after the consumer left its loop"))
+        }
+    }
+
+    static var eventsAfterEnd: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "stream-events-after-end",
+            summary:
+                "after its end the SDK delivers the last event again and a second end with an error: the consumer sees exactly the events before the end, and one clean end"
+        ) { fixture, context in
+            guard let finite = fixture.finite else { return .notChecked("the fixture gives no finite subscription") }
+            let recorder = recorder(context, StreamHostility(eventsAfterEnd: true))
+            let consumed = await consume(finite, recorder)
+            let snapshot = recorder.snapshot
+            guard snapshot.endsWrapped > 0, snapshot.eventsWrapped > 0 else {
+                return .notChecked(
+                    "the adapter does not pass its event and end callbacks through the probe (probe.event, probe.end), so nothing can be delivered after the end"
+                )
+            }
+            guard consumed.ended else { return .fail("the subscription did not end") }
+            if let error = consumed.error {
+                if error is ProbeInjectedError {
+                    return .fail(
+                        "the consumer's loop threw the error of a second end, which came after the first: the first end decides, later ones are ignored"
+                    )
+                }
+                return finiteProblem(consumed, recorder)
+            }
+            if let afterEnd = consumed.afterEnd {
+                return .fail("after the end, one more next() \(afterEnd): the end must come once, then nil")
+            }
+            if let before = snapshot.deliveredBeforeEnd, consumed.elements.count != before, fixture.bound.isLossless {
+                return .fail(
+                    "the consumer received \(consumed.elements.count) events; the SDK delivered \(before) before its end and one more after it: an event delivered after the end must be ignored"
+                )
+            }
+            return .pass
+        }
+    }
+
+    static var endInsideCancel: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "stream-end-inside-cancel",
+            summary:
+                "the consumer leaves and the SDK's cancel reports an end synchronously, inside the cancel: no deadlock, the resources come back"
+        ) { fixture, context in
+            guard let endless = fixture.endless else {
+                return .notChecked("the fixture gives no endless subscription to cancel")
+            }
+            context.releaseAtEnd(endless.release)
+            let recorder = recorder(context, StreamHostility(endInsideCancel: true))
+            let consumed = await consume(endless.start, recorder, limit: 1)
+            if consumed.ended, consumed.error == nil {
+                return .usageError("the fixture's endless subscription ended by itself before it was released")
+            }
+            let stopped = await sdkStopped(recorder, context, how: "after the consumer left its loop")
+            let snapshot = recorder.snapshot
+            if snapshot.cancels == 0 {
+                return all(
+                    stopped,
+                    .notChecked(
+                        "the adapter does not pass the SDK's cancel through the probe (probe.cancel), so nothing could end the stream inside it"
+                    ))
+            }
+            if snapshot.endsWrapped == 0 {
+                return all(
+                    stopped, .notChecked("the adapter does not pass its end callback through the probe (probe.end)"))
+            }
+            return all(stopped)
+        }
+    }
+
+    static var foreignThreadEnd: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "stream-foreign-thread-end",
+            summary: "the end comes on a thread the SDK never uses, after the last event: every event still arrives"
+        ) { fixture, context in
+            guard let finite = fixture.finite else { return .notChecked("the fixture gives no finite subscription") }
+            let recorder = recorder(context, StreamHostility(foreignThreadEnd: true))
+            let consumed = await consume(finite, recorder)
+            let snapshot = recorder.snapshot
+            guard snapshot.endsWrapped > 0 else {
+                return .notChecked("the adapter does not pass its end callback through the probe (probe.end)")
+            }
+            guard consumed.ended, consumed.error == nil else { return finiteProblem(consumed, recorder) }
+            if let before = snapshot.deliveredBeforeEnd, consumed.elements.count != before, fixture.bound.isLossless {
+                return .fail(
+                    "the consumer received \(consumed.elements.count) of the \(before) events the SDK delivered before its end: an end reported on another thread overtook events already handed to the adapter"
+                )
+            }
+            return .pass
+        }
+    }
+
+    static var threadAffinity: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "stream-thread-affinity",
+            summary:
+                "an SDK that must be called on its own thread: start, pause, resume and cancel ran there, and the SDK counted no call off it"
+        ) { fixture, context in
+            guard case .sdkThread = context.threading.kind else {
+                return .notChecked("the fixture declares threading .anyThread: its SDK may be called from any thread")
+            }
+            let counts = fixture.offThreadCalls != nil
+            guard context.threading.knowsSDKThread || counts else {
+                return .notChecked(
+                    "the scheduler given to .sdkThread was made without isCurrent and the fixture counts no offThreadCalls, so where the SDK was called cannot be seen"
+                )
+            }
+            var recorders: [StreamRecorder<Element>] = []
+            if let finite = fixture.finite {
+                let recorder = recorder(context)
+                _ = await consume(finite, recorder)
+                recorders.append(recorder)
+            }
+            if let endless = fixture.endless {
+                context.releaseAtEnd(endless.release)
+                let recorder = recorder(context)
+                // A stall long enough for a pause, then what was held and a few more for a
+                // resume, then leave.
+                let quiet = context.patience / 20
+                let wanted = LockedBox(Int.max)
+                _ = await consume(endless.start, recorder) { count in
+                    if count == 1 {
+                        _ = await eventually {
+                            let snapshot = recorder.snapshot
+                            return snapshot.pauses > 0 || snapshot.stopAnswers > 0
+                                || (snapshot.lastDelivery.map { ContinuousClock.now - $0 > quiet } ?? false)
+                        }
+                        let held = recorder.snapshot.outstanding
+                        wanted.withLock { $0 = held + 8 }
+                    }
+                    return count < wanted.withLock { $0 }
+                }
+                _ = await eventually { recorder.snapshot.cancels > 0 }
+                recorders.append(recorder)
+            }
+            guard !recorders.isEmpty else {
+                return .notChecked("the fixture gives neither a finite nor an endless subscription")
+            }
+            if !counts && recorders.allSatisfy({ $0.snapshot.spots.isEmpty }) {
+                return .notChecked(
+                    "the adapter passes neither its start nor its controls through the probe, and the fixture counts no offThreadCalls"
+                )
+            }
+            // Each recorder reports an SDK call off the SDK's thread in the final check.
+            return .pass
+        }
+    }
+
+    /// The first problem among `checks`, or the last note, or `.pass`.
+    static func all(_ checks: Check?...) -> Check {
+        var note: Check = .pass
+        for check in checks {
+            switch check {
+            case .fail?, .notChecked?, .usageError?: return check!
+            case .passWithNote?: note = check!
+            case .pass?, nil: continue
+            }
+        }
+        return note
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension StreamFixture.Bound {
+    /// Whether the declared buffering keeps every event.
+    var isLossless: Bool {
+        if case .dropping = kind { return false }
+        return true
+    }
+
+    /// How many events may be held for a stalled consumer: for backpressure, 64 times the high
+    /// mark plus 256, room for what a fast SDK delivers while its pause is on its way to it (a
+    /// job posted to its loop thread, say). Buffering without limit passes any such bound, since
+    /// the stall lasts until it does. Otherwise a count past which holding more proves nothing.
+    var heldLimit: Int {
+        switch kind {
+        case .backpressure(let high): return 64 * high + 256
+        case .dropping(let limit): return 4 * limit + 64
+        case .unbounded: return 256
+        }
+    }
+}

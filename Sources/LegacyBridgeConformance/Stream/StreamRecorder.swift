@@ -1,0 +1,202 @@
+import LegacyBridge
+
+// What the suite puts behind a `StreamProbe`: it records the SDK's events and end, how long each
+// event callback took, the controls and where they ran; and, as the scenario asks, makes the SDK
+// hostile (events and a second end after the end, the end on a fresh thread, an end reported
+// inside the SDK's cancel).
+
+/// How a scenario makes the SDK misbehave through one subscription's probe.
+struct StreamHostility: Sendable {
+    /// After the SDK's end, the last event is delivered again, then a second end with an error.
+    var eventsAfterEnd = false
+    /// The SDK's end is reported on a new thread of the suite's own.
+    var foreignThreadEnd = false
+    /// The SDK's cancel reports an end, with an error, synchronously inside the cancel.
+    var endInsideCancel = false
+}
+
+/// Records one subscription made through a ``StreamProbe`` and makes it misbehave as told.
+final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, Sendable {
+    struct Snapshot {
+        var startsBegun = 0
+        var startsEnded = 0
+        var spots: [(StreamProbeControl?, ThreadSpot)] = []
+        var eventsWrapped = 0
+        var endsWrapped = 0
+        /// Events the SDK delivered to the adapter.
+        var delivered = 0
+        /// Events the SDK delivered before its first end.
+        var deliveredBeforeEnd: Int?
+        /// Events the consumer took.
+        var consumed = 0
+        var maxOutstanding = 0
+        /// Ends the SDK reported (not counting what the probe injected).
+        var sdkEnds = 0
+        var sdkEndError: (any Error)?
+        var cancels = 0
+        var cancelsAfterSDKEnd = 0
+        var pauses = 0
+        var resumes = 0
+        /// A yield answered that the stream wants the SDK to stop (`YieldOutcome.stopProducing`).
+        var stopAnswers = 0
+        var lastDelivery: ContinuousClock.Instant?
+
+        var outstanding: Int { delivered - consumed }
+        var usesProbe: Bool { startsBegun > 0 || eventsWrapped > 0 }
+    }
+
+    private struct State {
+        var snapshot = Snapshot()
+        var replays: [@Sendable (Element) -> Void] = []
+        var finishes: [@Sendable ((any Error)?) -> Void] = []
+        var lastElement: Element?
+        var inFlight: [Int: ContinuousClock.Instant] = [:]
+        var nextToken = 0
+        var longestReturned: Duration = .zero
+    }
+
+    let hostility: StreamHostility
+    let threading: AdapterThreading
+    private let state = LockedBox(State())
+
+    init(_ hostility: StreamHostility = .init(), threading: AdapterThreading) {
+        self.hostility = hostility
+        self.threading = threading
+    }
+
+    var probe: StreamProbe<Element> { StreamProbe(hooks: self) }
+    var snapshot: Snapshot { state.withLock { $0.snapshot } }
+
+    /// The consumer took an event.
+    func noteConsumed() {
+        state.withLock { $0.snapshot.consumed += 1 }
+    }
+
+    /// The longest time an event callback took, or has been running so far.
+    var longestCallback: Duration {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            state.inFlight.values.reduce(state.longestReturned) { max($0, now - $1) }
+        }
+    }
+
+    /// Event callbacks running right now.
+    var callbacksInFlight: Int { state.withLock { $0.inFlight.count } }
+
+    // MARK: StreamProbeHooks
+
+    func startBegins() {
+        let spot = threading.spot()
+        state.withLock {
+            $0.snapshot.startsBegun += 1
+            $0.snapshot.spots.append((nil, spot))
+        }
+    }
+
+    func startEnded(threw: Bool) {
+        state.withLock { $0.snapshot.startsEnded += 1 }
+    }
+
+    func wrapEvent<Outcome>(_ yield: @escaping @Sendable (Element) -> Outcome) -> @Sendable (Element) -> Outcome {
+        state.withLock {
+            $0.snapshot.eventsWrapped += 1
+            $0.replays.append { element in _ = yield(element) }
+        }
+        return { [self] element in
+            let now = ContinuousClock.now
+            let token = state.withLock { state -> Int in
+                state.snapshot.delivered += 1
+                state.snapshot.maxOutstanding = max(state.snapshot.maxOutstanding, state.snapshot.outstanding)
+                state.snapshot.lastDelivery = now
+                state.lastElement = element
+                state.nextToken += 1
+                state.inFlight[state.nextToken] = now
+                return state.nextToken
+            }
+            let outcome = yield(element)
+            let stop = (outcome as? YieldOutcome)?.shouldStop == true
+            let returned = ContinuousClock.now
+            state.withLock { state in
+                if let entered = state.inFlight.removeValue(forKey: token) {
+                    state.longestReturned = max(state.longestReturned, returned - entered)
+                }
+                if stop { state.snapshot.stopAnswers += 1 }
+            }
+            return outcome
+        }
+    }
+
+    func wrapEnd(_ finish: @escaping @Sendable ((any Error)?) -> Void) -> @Sendable ((any Error)?) -> Void {
+        state.withLock {
+            $0.snapshot.endsWrapped += 1
+            $0.finishes.append(finish)
+        }
+        return { [self] error in
+            let (first, replays, last) = state.withLock { state in
+                state.snapshot.sdkEnds += 1
+                let first = state.snapshot.sdkEnds == 1
+                if first {
+                    state.snapshot.deliveredBeforeEnd = state.snapshot.delivered
+                    state.snapshot.sdkEndError = error
+                }
+                return (first, state.replays, state.lastElement)
+            }
+            let hostility = self.hostility
+            let report: @Sendable () -> Void = {
+                finish(error)
+                guard first, hostility.eventsAfterEnd else { return }
+                if let last { for replay in replays { replay(last) } }
+                finish(ProbeInjectedError())
+            }
+            if hostility.foreignThreadEnd {
+                onDedicatedThread("conformance end", report)
+            } else {
+                report()
+            }
+        }
+    }
+
+    func controlBegins(_ control: StreamProbeControl) {
+        let spot = threading.spot()
+        state.withLock { state in
+            state.snapshot.spots.append((control, spot))
+            switch control {
+            case .cancel:
+                state.snapshot.cancels += 1
+                if state.snapshot.sdkEnds > 0 { state.snapshot.cancelsAfterSDKEnd += 1 }
+            case .pause:
+                state.snapshot.pauses += 1
+            case .resume:
+                state.snapshot.resumes += 1
+            }
+        }
+    }
+
+    func controlEnded(_ control: StreamProbeControl) {
+        // Inside the adapter's cancel, right after the SDK's: as an SDK whose cancel reports the end.
+        guard control == .cancel, hostility.endInsideCancel else { return }
+        for finish in state.withLock({ $0.finishes }) { finish(ProbeInjectedError()) }
+    }
+
+    // MARK: FixtureWatch
+
+    /// Rules broken on this subscription: a second SDK cancel, a cancel after the SDK had ended the
+    /// subscription by itself, an SDK call off the SDK's thread.
+    func problem() -> String? {
+        let snapshot = self.snapshot
+        if snapshot.cancels > 1 {
+            return
+                "the adapter called the SDK's cancel \(snapshot.cancels) times for one subscription: cancel once. A second cancel reaches an SDK that may have reused the handle"
+        }
+        if snapshot.cancelsAfterSDKEnd > 0 {
+            return
+                "the subscription had ended by itself (the SDK reported its end), yet the adapter called the SDK's cancel: never cancel a subscription whose end came (cancel is not close; the handle may belong to another subscription by then)"
+        }
+        if let (control, spot) = snapshot.spots.first(where: { $0.1.onSDKThread == false }) {
+            let what = control.map { "the SDK's \($0)" } ?? "the subscription's start"
+            return
+                "the adapter made \(what) off the SDK's thread\(spot.onMainActor ? " (on the main actor)" : ""), though it declares threading .sdkThread: post every SDK call to the SDK's thread (StreamControl(scheduler:) does it for cancel, pause and resume)"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import LegacyBridge
+import LegacyBridgeConformance
+import LegacyBridgeGallery
+import Testing
+
+/// The real-adapter path: fixtures over `LoopSDK`, a C-like SDK on a loop thread of its own
+/// (an `SDKLoop`) whose adapters retain their contexts with `SDKContext`. Each test gets an SDK of
+/// its own, so that its resource counts are its own while other tests run.
+@Suite("Real-adapter path: fixtures over a C-like SDK on its own loop")
+struct FixtureConformanceTests {
+    static let patient = ConformanceOptions(watchdog: testWatchdog)
+
+    /// For scenarios that must fail: a failing path waits the patience once, so a shorter bound
+    /// keeps these quick; it still leaves a loaded machine room (and ThreadSanitizer more).
+    static let failingWatchdog: Duration = threadSanitizerIsActive ? .seconds(60) : .seconds(10)
+
+    static func client(_ name: String = "fixture-test") throws -> LoopSDKClient {
+        LoopSDKClient(sdk: try LoopSDK(name: name))
+    }
+
+    @Test("the correct one-shot adapter passes every one-shot scenario, none left unchecked")
+    func correctOneShotPasses() async throws {
+        let client = try Self.client()
+        let report = await ConformanceSuite.run(
+            LoopSDKFixtures.correctOneShot(client: { client }), options: Self.patient)
+        #expect(report.results.map(\.name) == ConformanceSuite.fixtureScenarios(for: .oneShot).map(\.name))
+        #expect(report.results.allSatisfy { $0.passed }, "\(report.rendered)")
+    }
+
+    @Test("the correct stream adapter passes every stream scenario, none left unchecked")
+    func correctStreamPasses() async throws {
+        let client = try Self.client()
+        let report = await ConformanceSuite.run(
+            LoopSDKFixtures.correctStream(client: { client }), options: Self.patient)
+        #expect(report.results.map(\.name) == ConformanceSuite.fixtureScenarios(for: .stream).map(\.name))
+        #expect(report.results.allSatisfy { $0.passed }, "\(report.rendered)")
+    }
+
+    @Test("the correct blocking adapter passes; thread affinity is not checked for an adapter declared .anyThread")
+    func correctBlockingPasses() async throws {
+        let client = try Self.client()
+        let report = await ConformanceSuite.run(
+            LoopSDKFixtures.correctBlocking(client: { client }), options: Self.patient)
+        #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
+        #expect(report.notChecked.map(\.name) == ["blocking-thread-affinity"], "\(report.rendered)")
+        #expect(report.notChecked.first?.detail.contains("declares threading .anyThread") == true)
+    }
+
+    @Test("a fixture with only a succeeding call: the scenarios that need more are not checked, each with its reason")
+    func missingCallsAreNotChecked() async throws {
+        let client = try Self.client()
+        let fixture = OneShotFixture<Int64>(
+            name: "succeeding-only", threading: client.threading,
+            succeeding: { probe in try await client.fetch(.value(1), probe: probe) },
+            liveResources: { client.liveResources })
+        let report = await ConformanceSuite.run(fixture, options: Self.patient)
+        #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
+        let reasons = Dictionary(uniqueKeysWithValues: report.notChecked.map { ($0.name, $0.detail) })
+        #expect(
+            Set(reasons.keys) == [
+                "failure-throws", "cancel-in-flight", "cancel-before-handle", "timeout", "late-callback-after-cancel",
+                "error-then-success", "callback-inside-cancel", "caller-not-blocked",
+            ], "\(report.rendered)")
+        #expect(reasons["cancel-in-flight"]?.contains("no hanging call") == true)
+        #expect(reasons["failure-throws"]?.contains("no failing call") == true)
+        #expect(reasons["timeout"]?.contains("no timed call") == true)
+        #expect(report.notChecked.allSatisfy { $0.detail.hasPrefix("not checked: ") })
+    }
+
+    @Test("an adapter that ignores the probe: the hostile scenarios are not checked, and say the probe is missing")
+    func withoutTheProbeNotChecked() async throws {
+        let client = try Self.client()
+        let fixture = LoopSDKFixtures.oneShot(
+            name: "no-probe", client: { client },
+            fetch: { client, behavior, timeout, _ in try await client.fetch(behavior, timeout: timeout, probe: .off) })
+        let report = await ConformanceSuite.run(fixture, options: .init(watchdog: Self.failingWatchdog))
+        #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
+        let skipped = Set(report.notChecked.map(\.name))
+        #expect(
+            skipped == [
+                "cancel-before-handle", "duplicate-callback", "success-then-error", "error-then-success",
+                "synchronous-callback", "foreign-thread-callback", "callback-inside-cancel",
+            ], "\(report.rendered)")
+        #expect(report.notChecked.allSatisfy { $0.detail.contains("through the probe") }, "\(report.rendered)")
+    }
+
+    @Test("a fixture that contradicts its declaration gets usage errors, not failures of the adapter")
+    func contradictoryFixtureIsAUsageError() async throws {
+        let client = try Self.client()
+        // "Hangs" and "fails" with requests that succeed at once.
+        let fixture = OneShotFixture<Int64>(
+            name: "contradictory", threading: client.threading,
+            succeeding: { probe in try await client.fetch(.value(1), probe: probe) },
+            failing: { probe in try await client.fetch(.value(2), probe: probe) },
+            hanging: .init(start: { probe in try await client.fetch(.value(3), probe: probe) }, release: {}),
+            liveResources: { client.liveResources })
+        let report = await ConformanceSuite.run(
+            fixture,
+            options: .init(watchdog: testWatchdog, only: ["failure-throws", "cancel-in-flight", "caller-not-blocked"]))
+        #expect(report.failures.isEmpty, "\(report.rendered)")
+        let usage = Dictionary(uniqueKeysWithValues: report.usageErrors.map { ($0.name, $0.detail) })
+        #expect(usage["failure-throws"]?.contains("failing call returned a value: it cannot fail") == true, "\(usage)")
+        #expect(usage["cancel-in-flight"]?.contains("returned a value before it was released: it cannot hang") == true)
+    }
+
+    @Test("a value the SDK reported as a failure is the adapter's fault, not a usage error: the probe tells them apart")
+    func failureTurnedIntoValueIsTheAdapters() async throws {
+        let client = try Self.client()
+        let fixture = LoopSDKFixtures.oneShot(
+            name: "failure-as-zero", client: { client },
+            fetch: { client, behavior, timeout, probe in
+                (try? await client.fetch(behavior, timeout: timeout, probe: probe)) ?? 0
+            })
+        let report = await ConformanceSuite.run(
+            fixture, options: .init(watchdog: testWatchdog, only: ["failure-throws"]))
+        #expect(report.failures.map(\.name) == ["failure-throws"], "\(report.rendered)")
+        #expect(
+            report.failures.first?.detail.contains("the SDK reported a failure, but the caller got a value") == true)
+    }
+
+    /// What each mistake's documented scenarios must say.
+    static let evidence: [LoopSDKMistake: String] = [
+        .noSDKCancel: "The adapter never called the SDK's cancel",
+        .cancelAfterValue: "the call ended with the SDK's own outcome, yet the adapter called the SDK's cancel",
+        .retryCancel: "called the SDK's cancel 2 times for one call",
+        .semaphoreCaller: "the caller's actor could not run anything",
+        .offThreadStart: "started the SDK call off the SDK's thread",
+        .leaksContext: "the SDK still held 1 resource(s) more",
+    ]
+
+    @Test(
+        "each one-shot mistake over the real SDK is failed by its documented scenarios, for its reason",
+        arguments: LoopSDKMistake.allCases.filter { $0 != .resumeEveryCallback })
+    func oneShotMistakeIsFlagged(_ mistake: LoopSDKMistake) async throws {
+        let client = try Self.client(mistake.rawValue)
+        let fixture = try #require(LoopSDKGallery.fixtures(client: { client }).first { $0.0 == mistake }?.1)
+        let report = await ConformanceSuite.run(
+            fixture, options: .init(watchdog: Self.failingWatchdog, only: Set(mistake.flaggedBy)))
+        let evidence = try #require(Self.evidence[mistake])
+        #expect(Set(report.failures.map(\.name)) == Set(mistake.flaggedBy), "\(report.rendered)")
+        for failure in report.failures {
+            #expect(failure.verdict == .failed, "\(failure.name): \(failure.detail)")
+            #expect(failure.detail.contains(evidence), "\(failure.name): \(failure.detail)")
+        }
+    }
+
+    @Test("a stream that buffers without bound though it declares backpressure is failed by the stalled consumer")
+    func unboundedStreamIsFlagged() async throws {
+        let client = try Self.client()
+        let fixture = try #require(LoopSDKStreamMistake.fixtures(client: { client }).first { $0.0 == .unbounded }?.1)
+        let report = await ConformanceSuite.run(
+            fixture, options: .init(watchdog: Self.failingWatchdog, only: ["stream-stalled-consumer"]))
+        #expect(report.failures.map(\.name) == ["stream-stalled-consumer"], "\(report.rendered)")
+        #expect(
+            report.failures.first?.detail.contains("were held for a stalled consumer") == true, "\(report.rendered)")
+    }
+
+    @Test("a stream that never unsubscribes is failed when its consumer leaves: the SDK was never told to stop")
+    func noUnsubscribeIsFlagged() async throws {
+        let client = try Self.client()
+        let fixture = try #require(
+            LoopSDKStreamMistake.fixtures(client: { client }).first { $0.0 == .noUnsubscribe }?.1)
+        let report = await ConformanceSuite.run(
+            fixture, options: .init(watchdog: Self.failingWatchdog, only: ["stream-break", "stream-consumer-cancel"]))
+        #expect(Set(report.failures.map(\.name)) == ["stream-break", "stream-consumer-cancel"], "\(report.rendered)")
+        #expect(
+            report.failures.allSatisfy { $0.detail.contains("never called the SDK's cancel") }, "\(report.rendered)")
+    }
+
+    @Test("a blocking query made on the cooperative pool is failed: the pool is held, and a cancelled caller waits")
+    func queryOnPoolIsFlagged() async throws {
+        let client = try Self.client()
+        let fixture = try #require(LoopSDKBlockingMistake.fixtures(client: { client }).first?.1)
+        let report = await ConformanceSuite.run(
+            fixture,
+            options: .init(watchdog: Self.failingWatchdog, only: Set(LoopSDKBlockingMistake.queryOnPool.flaggedBy)))
+        #expect(
+            Set(report.failures.map(\.name)) == ["blocking-leaves-pool-free", "blocking-cancel-interrupts"],
+            "\(report.rendered)")
+        let details = Dictionary(uniqueKeysWithValues: report.failures.map { ($0.name, $0.detail) })
+        #expect(details["blocking-leaves-pool-free"]?.contains("an unrelated task did not start") == true)
+        #expect(details["blocking-cancel-interrupts"]?.contains("was not resumed within") == true)
+    }
+
+    @Test("not checked and usage errors are shown apart, in the text and the JSON, and do not fail a run")
+    func verdictsRenderAndExit() throws {
+        let report = ConformanceReport(
+            adapter: "shown", kind: .oneShot,
+            results: [
+                ScenarioResult(name: "success", summary: "s", verdict: .passed, detail: ""),
+                ScenarioResult(
+                    name: "timeout", summary: "t", verdict: .notChecked, detail: "not checked: no timed call"),
+                ScenarioResult(name: "cancel-in-flight", summary: "c", verdict: .usageError, detail: "usage error: x"),
+            ])
+        #expect(report.failures.isEmpty)
+        #expect(report.counts == "1/3 passed, 1 not checked, 1 usage error")
+        #expect(
+            report.rendered.contains("  SKIP timeout: t\n        -> not checked: no timed call"), "\(report.rendered)")
+        #expect(
+            report.rendered.contains("  USAGE cancel-in-flight: c\n        -> usage error: x"), "\(report.rendered)")
+        let subject = ConformanceSubject.oneShot(
+            OneShotFixture<Int>(name: "shown", succeeding: { _ in 1 }))
+        let evaluation = ConformanceEvaluation([(subject, report)])
+        #expect(evaluation.clean)
+        #expect(evaluation.summaryLine.contains("USAGE ERRORS"), "\(evaluation.summaryLine)")
+        let adapter = try #require(evaluation.json.adapters.first)
+        #expect(adapter.notChecked == 1 && adapter.usageErrors == 1 && adapter.failed == 0)
+        #expect(adapter.scenarios.map(\.verdict) == ["passed", "notChecked", "usageError"])
+    }
+
+    @Test("crash-isolated: the correct fixtures pass, exit 0, and their JSON counts what was not checked")
+    func cliRunsFixtures() async throws {
+        let run = try await CLI.run([
+            "conformance", "--adapter", "loop-sdk-client,loop-sdk-client-query", "--json", "--watchdog",
+            "\(testWatchdog.components.seconds)",
+        ])
+        #expect(run.status == 0, "\(run.output)\n\(run.errors)")
+        let adapters = try #require(run.json?["adapters"] as? [[String: Any]], "\(run.output)")
+        #expect(adapters.compactMap { $0["name"] as? String } == ["loop-sdk-client", "loop-sdk-client-query"])
+        #expect(adapters.map { $0["failed"] as? Int } == [0, 0])
+        #expect(adapters.map { $0["notChecked"] as? Int } == [0, 1])
+    }
+}
