@@ -51,16 +51,16 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     ///   - scheduler: Where the SDK's `cancel` must run, for an SDK that must be called from its
     ///     own thread. Nil runs it where the request's gate calls its cancel handle. A cancel the
     ///     scheduler refuses is not made.
-    ///   - onDiscard: Receives each success value that reached no caller, exactly once: a reply
-    ///     that lost against a timeout, a cancellation or ``failAll(_:)``, and a reply that found no
-    ///     request. Never receives a value a caller returned.
     ///   - cancel: Asks the SDK to stop the request with this id. Called at most once per request,
     ///     only when its timeout or its caller's cancellation decided its outcome. Nil if the SDK
     ///     cannot cancel a request.
+    ///   - onDiscard: Receives each success value that reached no caller, exactly once: a reply
+    ///     that lost against a timeout, a cancellation or ``failAll(_:)``, and a reply that found no
+    ///     request. Never receives a value a caller returned.
     public init(
         scheduler: SDKScheduler? = nil,
-        onDiscard: (@Sendable (Value) -> Void)? = nil,
-        cancel: (@Sendable (ID) -> Void)? = nil
+        cancel: (@Sendable (ID) -> Void)? = nil,
+        onDiscard: (@Sendable (Value) -> Void)? = nil
     ) {
         self.storage = PendingRequestsStorage(scheduler: scheduler, onDiscard: onDiscard, cancel: cancel)
     }
