@@ -31,9 +31,9 @@
 ///   task's cancellation and ``failAll(_:)``, as with ``withCallback(isolation:timeout:onDiscard:_:)``.
 ///   A timeout or a cancellation calls the SDK's `cancel` with the request's id, outside every
 ///   lock, and on the scheduler if one is given.
-/// - An id is free again once its request's outcome has reached the table: when a reply or
-///   ``failAll(_:)`` decided it, or when its caller returned or threw. Nothing of a request stays
-///   in the table after that.
+/// - An id is free again as soon as a reply or ``failAll(_:)`` takes its request from the table,
+///   or its caller returns or throws. Nothing of a request stays in the table after its caller
+///   is back, whatever ended it.
 /// - A reply that finds no request never crashes. It is counted in ``statistics`` as unknown,
 ///   duplicate or late, and a success value goes to `onDiscard`. The table remembers how its last
 ///   128 ended ids ended to tell these apart; an id older than that counts as unknown.
