@@ -1,0 +1,96 @@
+// The shared state of a `CoalescedCalls`: its table behind one lock, the scheduler for the calls'
+// cancel handles and `onDiscard`.
+//
+// Every method locks, asks the machine, unlocks, and only then acts: starts the SDK call, cancels
+// it, hands its result to the waiters' gates. Each of those may call the SDK or resume a caller,
+// so none runs under the lock.
+//
+// A shared call has a one-shot gate of its own: the SDK's completion against the cancellation
+// that the last leaving caller asks for. The gate's outcome reaches the table at once when the
+// call completes inside `start`; otherwise a task waits for it and hands it on. A gate can only
+// resume a continuation, so that task is the one way to hear its outcome without the SDK's help.
+
+/// The lock, the machine and the configuration; `CoalescedCalls` is its public face.
+final class CoalescedCallsStorage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    typealias Gate = CompletionGateStorage<Value>
+    typealias Machine = CoalescedCallsStateMachine<Key, Completion<Value>, Gate>
+
+    let box = LockedBox(Machine())
+    let scheduler: SDKScheduler?
+    let onDiscard: (@Sendable (Value) -> Void)?
+
+    init(scheduler: SDKScheduler?, onDiscard: (@Sendable (Value) -> Void)?) {
+        self.scheduler = scheduler
+        self.onDiscard = onDiscard
+    }
+
+    func join(_ key: Key, waiter: Completion<Value>) -> Machine.JoinAction {
+        box.withLock { $0.join(key, waiter: waiter) }
+    }
+
+    /// The caller `waiter` left: if it was the last, its call is cancelled.
+    func leave(_ key: Key, waiter: UInt64) {
+        let action = box.withLock { $0.leave(key, waiter: waiter) }
+        // The lock is released: cancelling may call the SDK's cancel handle.
+        action.cancel?.cancel()
+        _ = action.removed
+    }
+
+    /// The leader starts call `token` for `key`: runs `start` with the call's completion, then
+    /// hands the outcome on at once if `start` produced it, or else through a relay task.
+    func startCall(_ key: Key, token: UInt64, _ start: (Completion<Value>) throws -> CancelHandle?) {
+        let gate = Gate(onDiscard: onDiscard)
+        box.withLock { $0.callCreated(key, token: token, call: gate) }
+        let handle: CancelHandle?
+        do {
+            handle = try start(Completion(storage: gate))
+        } catch {
+            _ = gate.finish(.failure(error))
+            handle = nil
+        }
+        var owner = gate
+        if let outcome = owner.startReturned(handle?.posted(through: scheduler)).outcome {
+            finish(key, token: token, outcome)
+        } else {
+            Task { await self.relay(key, token: token, gate: gate) }
+        }
+    }
+
+    /// Waits for the outcome of a call that did not complete inside `start`, then hands it on.
+    private func relay(_ key: Key, token: UInt64, gate: Gate) async {
+        let outcome: Result<Value, any Error>
+        do {
+            outcome = .success(try await withUnsafeThrowingContinuation { gate.install($0) })
+        } catch {
+            outcome = .failure(error)
+        }
+        finish(key, token: token, outcome)
+    }
+
+    /// Hands call `token`'s outcome to its waiters. A value that reaches none of them (every
+    /// caller left meanwhile) goes to `onDiscard`.
+    private func finish(_ key: Key, token: UInt64, _ outcome: Result<Value, any Error>) {
+        let waiters = box.withLock { $0.finished(key, token: token) }
+        var reached = 0
+        for waiter in waiters where waiter(outcome) {
+            reached += 1
+        }
+        if reached == 0, case .success(let value) = outcome {
+            onDiscard?(value)
+        }
+    }
+
+    var statistics: CoalescedCalls<Key, Value>.Statistics {
+        box.withLock { machine in
+            CoalescedCalls<Key, Value>.Statistics(
+                calls: machine.counters.calls,
+                joined: machine.counters.joined,
+                abandoned: machine.counters.abandoned,
+                inFlight: machine.inFlightCount
+            )
+        }
+    }
+
+    /// A snapshot of the machine (tests).
+    var machine: Machine { box.withLock { $0 } }
+}

@@ -1,0 +1,411 @@
+// The pure bookkeeping behind `PendingRequests`: which id belongs to which waiting request, which
+// replies wait for a request still starting, and how recently ended ids ended.
+//
+// It owns no lock, calls no closure and resumes nothing: each event returns what the storage must
+// do once it has released its lock (complete a request, fail some, hand values to `onDiscard`).
+// Each request's own outcome (first wins, timeout, cancellation) is its one-shot gate's business;
+// this table only decides which gate a reply or a failure goes to, so it never hands one request
+// out twice and never keeps one after its caller has returned.
+
+/// The table of one `PendingRequests`: pending requests by id, the starts of requests whose SDK
+/// assigns the id, replies parked for them, and a bounded memory of ended ids.
+///
+/// Rules:
+/// - An id is pending from its registration until a reply takes it, `failAll` takes it, or its
+///   caller ends. A registration is handed out (to a reply, to `failAll`, to a takeover) at
+///   most once, and nothing is kept for a caller that ended.
+/// - A caller-assigned registration of a pending id is refused.
+/// - An SDK-assigned start that returns a pending id takes the id over: the older registration
+///   is handed back to be failed.
+/// - While a start runs, a reply for an id that is not pending is parked: the first one per id,
+///   a later one for the same id is a duplicate. A start that returns the id claims its parked
+///   reply if it began before that reply arrived. A parked reply no running start can claim any
+///   more is dropped and classified, so nothing stays parked once no start that could claim it
+///   is running.
+/// - `failAll` takes every pending registration and marks every running start failed; such a
+///   start fails when it returns, unless a reply parked before the `failAll` claims it.
+/// - A reply that finds no request is classified by the memory of ended ids: after a reply it is
+///   a duplicate, after any other ending it is late, otherwise unknown. Its value is dropped.
+/// - Tokens only grow, so a registration is told from a newer one with the same id.
+struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
+    typealias Reply = Result<Value, any Error>
+
+    /// How a request ended, from its caller's point of view.
+    enum Outcome: Hashable {
+        case succeeded
+        case failed
+        case timedOut
+        case cancelled
+    }
+
+    /// How a remembered id last ended, to classify replies that find no request.
+    enum Ending: Hashable {
+        /// A reply took its request: a further reply is a duplicate.
+        case replied
+        /// Its request ended another way (timeout, cancellation, `failAll`, a failed start): a
+        /// reply is late.
+        case abandoned
+    }
+
+    /// What a reply that found no request was.
+    enum Unmatched: Hashable {
+        case unknown
+        case duplicate
+        case late
+    }
+
+    struct Registration {
+        let token: UInt64
+        let entry: Entry
+    }
+
+    struct Starting {
+        let token: UInt64
+        /// Set by `failAll` while the start ran, with the clock of that `failAll`.
+        var failure: (error: any Error, clock: UInt64)?
+    }
+
+    struct Parked {
+        let reply: Reply
+        /// When the reply arrived, on the machine's clock.
+        let clock: UInt64
+        /// The newest token issued when it arrived: only starts up to it may claim it.
+        let newestToken: UInt64
+        /// Tells this parked reply from a later one for the same id in `parkedOrder`.
+        let serial: UInt64
+    }
+
+    /// Counters kept by the machine.
+    struct Counters: Hashable {
+        var succeeded = 0
+        var failed = 0
+        var timedOut = 0
+        var cancelled = 0
+        var refused = 0
+        var unknownReplies = 0
+        var duplicateReplies = 0
+        var lateReplies = 0
+    }
+
+    // MARK: Actions
+
+    /// Result of `register`.
+    enum RegisterAction {
+        /// The id is now pending under `token`.
+        case registered(token: UInt64)
+        /// The id is pending already: refuse the request without starting it.
+        case refused
+    }
+
+    /// What a start that returned its id gets.
+    enum StartOutcome {
+        /// The id is pending: wait for its reply.
+        case registered
+        /// A reply parked while the start ran: complete the request with it now.
+        case claimed(Reply)
+        /// `failAll` ran while the start ran: fail the request with its error now.
+        case failed(any Error)
+    }
+
+    /// Result of `startReturned`.
+    struct StartReturnedAction {
+        var outcome: StartOutcome
+        /// An older registration of the same id, taken over: fail it (the SDK reassigned its id).
+        var takenOver: Entry?
+        /// Success values of parked replies that were dropped: to `onDiscard`.
+        var discarded: [Value]
+    }
+
+    /// Result of `complete`.
+    enum CompleteAction {
+        /// Complete this request with the reply.
+        case deliver(Entry)
+        /// Kept for a start that may return this id.
+        case parked
+        /// Dropped and counted; a success value goes to `onDiscard`.
+        case dropped(Unmatched, discard: Value?)
+    }
+
+    // MARK: State
+
+    private var pending: [ID: Registration] = [:]
+    /// Running starts in token order (tokens only grow, so appending keeps the order).
+    private var starting: [Starting] = []
+    private var parked: [ID: Parked] = [:]
+    /// Parked replies in arrival order (by `newestToken`, which never decreases); entries whose
+    /// reply was claimed or replaced are skipped by their serial.
+    private var parkedOrder: [(id: ID, serial: UInt64)] = []
+    private var parkedOrderHead = 0
+    private var endings: RecentEndings<ID, Ending>
+    private var newestToken: UInt64 = 0
+    private var clock: UInt64 = 0
+    private(set) var counters = Counters()
+
+    /// A table that remembers how the last `rememberedEndings` ids ended.
+    init(rememberedEndings: Int) {
+        self.endings = RecentEndings(capacity: rememberedEndings)
+    }
+
+    // MARK: Events
+
+    /// A caller-assigned request registers `id` before its SDK call.
+    mutating func register(_ id: ID, entry: Entry) -> RegisterAction {
+        if pending[id] != nil {
+            counters.refused += 1
+            return .refused
+        }
+        let token = issueToken()
+        pending[id] = Registration(token: token, entry: entry)
+        endings.forget(id)
+        return .registered(token: token)
+    }
+
+    /// An SDK-assigned request begins its start; the returned token names it.
+    mutating func beginStart() -> UInt64 {
+        let token = issueToken()
+        starting.append(Starting(token: token))
+        return token
+    }
+
+    /// The start `token` returned `id`.
+    mutating func startReturned(_ token: UInt64, id: ID, entry: Entry) -> StartReturnedAction {
+        let failure = removeStarting(token)
+        var action = StartReturnedAction(outcome: .registered, takenOver: nil, discarded: [])
+        let parkedReply = takeParked(id)
+        let claimable = parkedReply.map { $0.newestToken >= token } ?? false
+
+        if let parkedReply, claimable, failure.map({ $0.clock > parkedReply.clock }) ?? true {
+            // The reply arrived while this start ran, before any failAll it saw: it is this
+            // request's reply.
+            action.outcome = .claimed(parkedReply.reply)
+            endings.record(id, .replied)
+        } else {
+            if let parkedReply {
+                // Arrived before this start began, or after a failAll that fails this start.
+                drop(parkedReply.reply, id: id, into: &action.discarded)
+            }
+            if let failure {
+                action.outcome = .failed(failure.error)
+                endings.record(id, .abandoned)
+            } else {
+                let registration = Registration(token: token, entry: entry)
+                action.takenOver = pending.updateValue(registration, forKey: id)?.entry
+                endings.forget(id)
+            }
+        }
+        evictUnclaimable(into: &action.discarded)
+        return action
+    }
+
+    /// The start `token` threw: no id, no request. Returns the success values of parked replies
+    /// that nobody can claim any more.
+    mutating func startThrew(_ token: UInt64) -> [Value] {
+        _ = removeStarting(token)
+        var discarded: [Value] = []
+        evictUnclaimable(into: &discarded)
+        return discarded
+    }
+
+    /// A reply for `id` arrived.
+    mutating func complete(_ id: ID, with reply: Reply) -> CompleteAction {
+        if let registration = pending.removeValue(forKey: id) {
+            endings.record(id, .replied)
+            return .deliver(registration.entry)
+        }
+        if !starting.isEmpty {
+            if parked[id] != nil {
+                counters.duplicateReplies += 1
+                return .dropped(.duplicate, discard: Self.value(of: reply))
+            }
+            clock += 1
+            parked[id] = Parked(reply: reply, clock: clock, newestToken: newestToken, serial: clock)
+            parkedOrder.append((id, clock))
+            return .parked
+        }
+        let kind = classify(id)
+        return .dropped(kind, discard: Self.value(of: reply))
+    }
+
+    /// A reply delivered by `complete` lost: its request's outcome had been decided already
+    /// (timeout or cancellation, its caller not yet back). It was a late reply.
+    mutating func deliveredReplyLost() {
+        counters.lateReplies += 1
+    }
+
+    /// Every pending request and every running start fails. Returns the pending registrations.
+    mutating func failAll(_ error: any Error) -> [Entry] {
+        clock += 1
+        for index in starting.indices where starting[index].failure == nil {
+            starting[index].failure = (error, clock)
+        }
+        let taken = pending
+        pending.removeAll()
+        var entries: [Entry] = []
+        entries.reserveCapacity(taken.count)
+        for (id, registration) in taken {
+            endings.record(id, .abandoned)
+            entries.append(registration.entry)
+        }
+        return entries
+    }
+
+    /// The caller of a request returned or threw with `outcome`. `registration` is its id and
+    /// token if it was registered; if it is still pending (its outcome was decided by its
+    /// timeout, its cancellation or its start's error), it is removed and returned, to be
+    /// released outside the lock.
+    mutating func requestEnded(_ registration: (id: ID, token: UInt64)?, outcome: Outcome) -> Entry? {
+        switch outcome {
+        case .succeeded: counters.succeeded += 1
+        case .failed: counters.failed += 1
+        case .timedOut: counters.timedOut += 1
+        case .cancelled: counters.cancelled += 1
+        }
+        guard let registration, let current = pending[registration.id], current.token == registration.token else {
+            return nil
+        }
+        pending[registration.id] = nil
+        endings.record(registration.id, .abandoned)
+        return current.entry
+    }
+
+    // MARK: Helpers
+
+    private mutating func issueToken() -> UInt64 {
+        newestToken += 1
+        return newestToken
+    }
+
+    private mutating func removeStarting(_ token: UInt64) -> (error: any Error, clock: UInt64)? {
+        guard let index = binarySearch(token) else {
+            preconditionFailure("PendingRequests: a start ended that was not running (token \(token))")
+        }
+        return starting.remove(at: index).failure
+    }
+
+    private func binarySearch(_ token: UInt64) -> Int? {
+        var low = 0
+        var high = starting.count
+        while low < high {
+            let middle = (low + high) / 2
+            if starting[middle].token < token { low = middle + 1 } else { high = middle }
+        }
+        return low < starting.count && starting[low].token == token ? low : nil
+    }
+
+    private mutating func takeParked(_ id: ID) -> Parked? {
+        parked.removeValue(forKey: id)
+    }
+
+    /// Drops parked replies that no running start can claim: those that arrived before the
+    /// oldest running start began (all of them once no start runs).
+    private mutating func evictUnclaimable(into discarded: inout [Value]) {
+        let oldestRunning = starting.first?.token ?? .max
+        while parkedOrderHead < parkedOrder.count {
+            let (id, serial) = parkedOrder[parkedOrderHead]
+            if let entry = parked[id], entry.serial == serial {
+                guard entry.newestToken < oldestRunning else { break }
+                parked[id] = nil
+                drop(entry.reply, id: id, into: &discarded)
+            }
+            parkedOrderHead += 1
+        }
+        if parkedOrderHead == parkedOrder.count {
+            parkedOrder.removeAll(keepingCapacity: parkedOrder.count <= 64)
+            parkedOrderHead = 0
+        } else if parkedOrderHead > 64 && parkedOrderHead * 2 > parkedOrder.count {
+            parkedOrder.removeFirst(parkedOrderHead)
+            parkedOrderHead = 0
+        }
+    }
+
+    private mutating func drop(_ reply: Reply, id: ID, into discarded: inout [Value]) {
+        _ = classify(id)
+        if let value = Self.value(of: reply) { discarded.append(value) }
+    }
+
+    /// Counts a reply that found no request, by the memory of how its id last ended.
+    private mutating func classify(_ id: ID) -> Unmatched {
+        switch endings.ending(of: id) {
+        case .replied:
+            counters.duplicateReplies += 1
+            return .duplicate
+        case .abandoned:
+            counters.lateReplies += 1
+            return .late
+        case nil:
+            counters.unknownReplies += 1
+            return .unknown
+        }
+    }
+
+    private static func value(of reply: Reply) -> Value? {
+        switch reply {
+        case .success(let value): return value
+        case .failure: return nil
+        }
+    }
+
+    // MARK: Introspection (statistics, tests)
+
+    /// Requests waiting for a reply.
+    var pendingCount: Int { pending.count }
+    /// SDK-assigned starts running.
+    var startingCount: Int { starting.count }
+    /// Replies parked for running starts.
+    var parkedCount: Int { parked.count }
+    /// Whether `id` is pending.
+    func isPending(_ id: ID) -> Bool { pending[id] != nil }
+    /// The token `id` is pending under.
+    func token(of id: ID) -> UInt64? { pending[id]?.token }
+    /// Whether a reply for `id` is parked.
+    func isParked(_ id: ID) -> Bool { parked[id] != nil }
+    /// How `id` last ended, if it is remembered.
+    func ending(of id: ID) -> Ending? { endings.ending(of: id) }
+    /// Entries in the parked-order queue, stale ones included (tests check it stays bounded).
+    var parkedOrderBacklog: Int { parkedOrder.count - parkedOrderHead }
+}
+
+/// A bounded memory of how ids ended: the most recent `capacity` records, older ones forgotten.
+struct RecentEndings<ID: Hashable, Ending> {
+    private let capacity: Int
+    private var byID: [ID: (ending: Ending, serial: UInt64)] = [:]
+    /// The last `capacity` records in a ring; a slot whose serial no longer matches `byID` is stale.
+    private var ring: [(id: ID, serial: UInt64)] = []
+    private var next = 0
+    private var serial: UInt64 = 0
+
+    init(capacity: Int) {
+        precondition(capacity > 0, "RecentEndings needs a positive capacity")
+        self.capacity = capacity
+    }
+
+    mutating func record(_ id: ID, _ ending: Ending) {
+        serial += 1
+        byID[id] = (ending, serial)
+        if ring.count < capacity {
+            ring.append((id, serial))
+            return
+        }
+        let oldest = ring[next]
+        if byID[oldest.id]?.serial == oldest.serial { byID[oldest.id] = nil }
+        ring[next] = (id, serial)
+        next = (next + 1) % capacity
+    }
+
+    mutating func forget(_ id: ID) {
+        byID[id] = nil
+    }
+
+    func ending(of id: ID) -> Ending? {
+        byID[id]?.ending
+    }
+
+    /// Ids remembered now (at most `capacity`).
+    var count: Int { byID.count }
+}
+
+extension PendingRequestsStateMachine: Sendable where ID: Sendable, Value: Sendable, Entry: Sendable {}
+extension PendingRequestsStateMachine.Registration: Sendable where ID: Sendable, Value: Sendable, Entry: Sendable {}
+extension PendingRequestsStateMachine.Parked: Sendable where ID: Sendable, Value: Sendable, Entry: Sendable {}
+extension PendingRequestsStateMachine.Starting: Sendable where ID: Sendable, Value: Sendable, Entry: Sendable {}
+extension RecentEndings: Sendable where ID: Sendable, Ending: Sendable {}

@@ -1,0 +1,143 @@
+// The shared state of a `PendingRequests` table: its state machine behind one lock, the
+// SDK's cancel-by-id, its scheduler and `onDiscard`.
+//
+// Every method locks, asks the machine, unlocks, and only then acts: completes or fails a
+// request's gate, hands a value to `onDiscard`, releases what was removed. A gate's completion
+// may resume a caller and `onDiscard` is user code, so neither runs under the lock; the SDK's
+// global reply callback can therefore call `complete` from inside any of them.
+
+/// The lock, the machine and the table's configuration; `PendingRequests` is its public face.
+final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Sendable {
+    typealias Machine = PendingRequestsStateMachine<ID, Value, Completion<Value>>
+
+    /// How many ended ids the table remembers to tell late and duplicate replies from unknown ones.
+    static var rememberedEndings: Int { 128 }
+
+    let box: LockedBox<Machine>
+    let scheduler: SDKScheduler?
+    let cancel: (@Sendable (ID) -> Void)?
+    let onDiscard: (@Sendable (Value) -> Void)?
+
+    init(scheduler: SDKScheduler?, onDiscard: (@Sendable (Value) -> Void)?, cancel: (@Sendable (ID) -> Void)?) {
+        self.box = LockedBox(Machine(rememberedEndings: Self.rememberedEndings))
+        self.scheduler = scheduler
+        self.cancel = cancel
+        self.onDiscard = onDiscard
+    }
+
+    // MARK: Requests
+
+    /// Registers a caller-assigned `id`; nil if it is in use.
+    func register(_ id: ID, completion: Completion<Value>) -> UInt64? {
+        switch box.withLock({ $0.register(id, entry: completion) }) {
+        case .registered(let token): return token
+        case .refused: return nil
+        }
+    }
+
+    func beginStart() -> UInt64 {
+        box.withLock { $0.beginStart() }
+    }
+
+    /// The start `token` returned `id`: registers it, or settles the request at once with a
+    /// parked reply or a `failAll` error. Returns whether the request is now pending.
+    func startReturned(_ token: UInt64, id: ID, completion: Completion<Value>) -> Bool {
+        let action = box.withLock { $0.startReturned(token, id: id, entry: completion) }
+        // The lock is released: resume, fail and discard from here.
+        if let older = action.takenOver {
+            older.fail(RequestIDError(.reassigned, id: String(describing: id)))
+        }
+        discard(action.discarded)
+        switch action.outcome {
+        case .registered:
+            return true
+        case .claimed(let reply):
+            completion(reply)
+            return false
+        case .failed(let error):
+            completion.fail(error)
+            return false
+        }
+    }
+
+    func startThrew(_ token: UInt64) {
+        discard(box.withLock { $0.startThrew(token) })
+    }
+
+    /// The caller of a request ended; removes what is left of it.
+    func requestEnded(_ registration: (id: ID, token: UInt64)?, outcome: Machine.Outcome) {
+        let removed = box.withLock { $0.requestEnded(registration, outcome: outcome) }
+        _ = removed  // released here, after unlocking
+    }
+
+    /// The handle that cancels request `id` through the SDK, on the scheduler if there is one.
+    func cancelHandle(for id: ID) -> CancelHandle? {
+        guard let cancel else { return nil }
+        return CancelHandle { cancel(id) }.posted(through: scheduler)
+    }
+
+    // MARK: Replies
+
+    func complete(_ id: ID, with reply: Result<Value, any Error>) -> Bool {
+        switch box.withLock({ $0.complete(id, with: reply) }) {
+        case .deliver(let completion):
+            // A losing success value goes to the gate's onDiscard, which is this table's.
+            if completion(reply) { return true }
+            box.withLock { $0.deliveredReplyLost() }
+            return false
+        case .parked:
+            return false
+        case .dropped(_, let value):
+            if let value { onDiscard?(value) }
+            return false
+        }
+    }
+
+    func failAll(_ error: any Error) -> Int {
+        let completions = box.withLock { $0.failAll(error) }
+        var failed = 0
+        for completion in completions where completion.fail(error) {
+            failed += 1
+        }
+        return failed
+    }
+
+    private func discard(_ values: [Value]) {
+        guard let onDiscard else { return }
+        for value in values { onDiscard(value) }
+    }
+
+    // MARK: Introspection
+
+    var statistics: PendingRequests<ID, Value>.Statistics {
+        box.withLock { machine in
+            let counters = machine.counters
+            return PendingRequests<ID, Value>.Statistics(
+                pending: machine.pendingCount,
+                succeeded: counters.succeeded,
+                failed: counters.failed,
+                timedOut: counters.timedOut,
+                cancelled: counters.cancelled,
+                refused: counters.refused,
+                unknownReplies: counters.unknownReplies,
+                duplicateReplies: counters.duplicateReplies,
+                lateReplies: counters.lateReplies
+            )
+        }
+    }
+
+    /// A snapshot of the machine (tests).
+    var machine: Machine { box.withLock { $0 } }
+}
+
+extension PendingRequestsStateMachine.Outcome {
+    /// The outcome a caller saw, from what its request returned or threw.
+    init(_ result: Result<some Any, any Error>) {
+        switch result {
+        case .success: self = .succeeded
+        case .failure(is BridgeTimeoutError): self = .timedOut
+        case .failure(is CancellationError): self = .cancelled
+        case .failure: self = .failed
+        }
+    }
+}
