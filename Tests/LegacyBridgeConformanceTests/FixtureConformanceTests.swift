@@ -13,7 +13,7 @@ struct FixtureConformanceTests {
 
     /// For scenarios that must fail: a failing path waits the patience once, so a shorter bound
     /// keeps these quick; it still leaves a loaded machine room (and ThreadSanitizer more).
-    static let failingWatchdog: Duration = threadSanitizerIsActive ? .seconds(60) : .seconds(10)
+    static let failingWatchdog: Duration = threadSanitizerIsActive ? .seconds(60) : .seconds(20)
 
     static func client(_ name: String = "fixture-test") throws -> LoopSDKClient {
         LoopSDKClient(sdk: try LoopSDK(name: name))
@@ -179,7 +179,7 @@ struct FixtureConformanceTests {
             Set(report.failures.map(\.name)) == ["blocking-leaves-pool-free", "blocking-cancel-interrupts"],
             "\(report.rendered)")
         let details = Dictionary(uniqueKeysWithValues: report.failures.map { ($0.name, $0.detail) })
-        #expect(details["blocking-leaves-pool-free"]?.contains("an unrelated task did not start") == true)
+        #expect(details["blocking-leaves-pool-free"]?.contains("an unrelated task did not start") == true, "\(report.rendered)")
         #expect(details["blocking-cancel-interrupts"]?.contains("was not resumed within") == true)
     }
 

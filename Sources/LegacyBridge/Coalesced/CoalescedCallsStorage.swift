@@ -49,7 +49,7 @@ final class CoalescedCallsStorage<Key: Hashable & Sendable, Value: Sendable>: Se
             handle = nil
         }
         var owner = gate
-        if let outcome = owner.startReturned(handle?.posted(through: scheduler)).outcome {
+        if let outcome = owner.startReturned(handle?.posted(through: scheduler)) {
             finish(key, token: token, outcome)
         } else {
             Task { await self.relay(key, token: token, gate: gate) }
