@@ -1061,7 +1061,7 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
         op->total_bytes = endless || listen->event_count > UINT64_MAX / chunk ? UINT64_MAX
                                                                                : listen->event_count * chunk;
         if (!topic_bind(op)) {
-            free(op->producer_buffer);
+            free(buffer); /* not yet the operation's */
             lsdk_mutex_destroy(&op->mutex);
             free(op);
             lsdk_count(client, LSDK_COUNTER_listener_busy, 1);
