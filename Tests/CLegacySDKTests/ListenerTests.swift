@@ -71,7 +71,9 @@ struct ListenerTests {
         withClient { client in
             let (status, handle) = startListener(client, pacedEndless(), recorder: first, topic: 1, count: 0)
             #expect(status == Status.ok)
-            #expect(startListener(client, pacedEndless(), recorder: refused, topic: 1, count: 0).status == Status.alreadyListening)
+            #expect(
+                startListener(client, pacedEndless(), recorder: refused, topic: 1, count: 0).status
+                    == Status.alreadyListening)
             let (otherStatus, otherHandle) = startListener(client, pacedEndless(), recorder: other, topic: 2, count: 0)
             #expect(otherStatus == Status.ok)
             let counted = counters(client)
@@ -128,10 +130,14 @@ struct ListenerTests {
         }
         let second = Recorder()
         withClient { client in
-            #expect(startListener(client, .defaults(), recorder: first, topic: 4, count: 2, keepHandle: false).status == Status.ok)
+            #expect(
+                startListener(client, .defaults(), recorder: first, topic: 4, count: 2, keepHandle: false).status
+                    == Status.ok)
             #expect(entered.wait())
             #expect(first.releases == 0)
-            #expect(startListener(client, .defaults(), recorder: second, topic: 4, count: 1, keepHandle: false).status == Status.ok)
+            #expect(
+                startListener(client, .defaults(), recorder: second, topic: 4, count: 1, keepHandle: false).status
+                    == Status.ok)
             proceed.open()
             #expect(first.waitReleased() && second.waitReleased())
             #expect(counters(client).listener_ends == 2)
@@ -146,7 +152,9 @@ struct ListenerTests {
             behavior.set(cancelMode: LSDK_CANCEL_IGNORED)
             let (_, handle) = startListener(client, behavior, recorder: recorder, topic: 5, count: 0)
             #expect(lsdk_cancel(handle) == Status.ok)
-            #expect(startListener(client, .defaults(), recorder: Recorder(), topic: 5, count: 1).status == Status.alreadyListening)
+            #expect(
+                startListener(client, .defaults(), recorder: Recorder(), topic: 5, count: 1).status
+                    == Status.alreadyListening)
             #expect(counters(client).listener_stops == 0)
             #expect(lsdk_handle_release(handle) == Status.ok)
         }
@@ -209,11 +217,15 @@ struct ListenerTests {
         withClient { client in
             var behavior = lsdk_behavior_t.defaults()
             behavior.stream_end = Int32(LSDK_STREAM_END_ERROR)
-            #expect(startListener(client, behavior, recorder: recorder, topic: 9, count: 2, keepHandle: false).status == Status.ok)
+            #expect(
+                startListener(client, behavior, recorder: recorder, topic: 9, count: 2, keepHandle: false).status
+                    == Status.ok)
             #expect(recorder.waitReleased())
             #expect(recorder.entries.last?.status == Status.remote)
             #expect(counters(client).listener_ends == 1)
-            #expect(startListener(client, .defaults(), recorder: Recorder(), topic: 9, count: 1, keepHandle: false).status == Status.ok)
+            #expect(
+                startListener(client, .defaults(), recorder: Recorder(), topic: 9, count: 1, keepHandle: false).status
+                    == Status.ok)
         }
     }
 
@@ -224,7 +236,8 @@ struct ListenerTests {
         var client: OpaquePointer?
         #expect(lsdk_client_create(nil, &client) == Status.ok)
         for (topic, recorder) in recorders.enumerated() {
-            handles.append(startListener(client, pacedEndless(), recorder: recorder, topic: UInt64(topic), count: 0).handle)
+            handles.append(
+                startListener(client, pacedEndless(), recorder: recorder, topic: UInt64(topic), count: 0).handle)
         }
         #expect(lsdk_client_destroy(client) == Status.ok)
         #expect(recorders.allSatisfy { $0.releases == 1 })

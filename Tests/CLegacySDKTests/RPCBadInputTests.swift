@@ -4,7 +4,9 @@ import Testing
 
 @Suite("Bad input to connections and listeners: documented status, no callback, counted")
 struct RPCBadInputTests {
-    @Test("An invalid behaviour field is refused by lsdk_rpc_send and lsdk_listen_start", arguments: BadInputTests.behaviourCases)
+    @Test(
+        "An invalid behaviour field is refused by lsdk_rpc_send and lsdk_listen_start",
+        arguments: BadInputTests.behaviourCases)
     func invalidBehaviour(_ testCase: BadInputTests.Case) {
         let replies = ReplyRecorder()
         let events = Recorder()
@@ -14,7 +16,8 @@ struct RPCBadInputTests {
                 testCase.change(&behavior)
                 #expect(send(rpc, id: 1, behavior: behavior).status == testCase.expected)
                 #expect(send(rpc, behavior: behavior).status == testCase.expected)
-                #expect(startListener(client, behavior, recorder: events, topic: 1, count: 1).status == testCase.expected)
+                #expect(
+                    startListener(client, behavior, recorder: events, topic: 1, count: 1).status == testCase.expected)
                 let counted = counters(client)
                 #expect(counted.bad_calls == 3)
                 #expect(counted.rpc_requests_sent == 0 && counted.listener_starts == 0)
@@ -127,7 +130,8 @@ struct RPCBadInputTests {
     func listenArguments() {
         let recorder = Recorder()
         withClient { client in
-            #expect(startListener(nil, .defaults(), recorder: recorder, topic: 1, count: 1).status == Status.nullArgument)
+            #expect(
+                startListener(nil, .defaults(), recorder: recorder, topic: 1, count: 1).status == Status.nullArgument)
             var request = lsdk_listen_request_t(topic: 1, event_count: 1)
             var behavior = lsdk_behavior_t.defaults()
             var handle: lsdk_handle_t = 0
@@ -154,7 +158,8 @@ struct RPCBadInputTests {
         var out: OpaquePointer?
         #expect(lsdk_rpc_create(client, &config, nil, &out) == Status.clientDestroyed)
         let recorder = Recorder()
-        #expect(startListener(client, .defaults(), recorder: recorder, topic: 1, count: 1).status == Status.clientDestroyed)
+        #expect(
+            startListener(client, .defaults(), recorder: recorder, topic: 1, count: 1).status == Status.clientDestroyed)
         #expect(recorder.entries.isEmpty)
         #expect(counters(client!).bad_calls == 6)
     }

@@ -118,7 +118,8 @@ struct RPCTests {
                 #expect(recorder.waitReplies(8))
                 let unknown = recorder.replies.filter { $0.requestID == 0 }
                 #expect(unknown.count == 4)
-                #expect(unknown.allSatisfy { $0.id != 0 && $0.status == Status.ok && $0.message == "unsolicited reply" })
+                #expect(
+                    unknown.allSatisfy { $0.id != 0 && $0.status == Status.ok && $0.message == "unsolicited reply" })
                 #expect(counters(client).rpc_replies_unknown_id == 4)
                 #expect(counters(client).rpc_replies == 8)
             }
@@ -393,7 +394,9 @@ struct RPCTests {
         #expect(first.releases == 1 && second.releases == 1)
     }
 
-    @Test("Destroy reports the pending requests, refuses every later call, and late replies still come before the release")
+    @Test(
+        "Destroy reports the pending requests, refuses every later call, and late replies still come before the release"
+    )
     func destroyConnection() {
         let recorder = ReplyRecorder()
         withClient { client in
