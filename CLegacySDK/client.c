@@ -457,6 +457,7 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
     client->affinity = config->affinity;
     client->creator_id = lsdk_thread_id();
     lsdk_mutex_init(&client->mutex);
+    lsdk_mutex_init(&client->listen_mutex);
     lsdk_cond_init(&client->cond);
     lsdk_cond_init(&client->wait_cond);
     lsdk_cond_init(&client->blocking_cond);
@@ -496,6 +497,7 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
         runtime_stop(runtime, started, timer_started, loop_started);
         runtime_free(runtime);
         lsdk_mutex_destroy(&client->mutex);
+        lsdk_mutex_destroy(&client->listen_mutex);
         lsdk_cond_destroy(&client->cond);
         lsdk_cond_destroy(&client->wait_cond);
         lsdk_cond_destroy(&client->blocking_cond);
@@ -555,6 +557,15 @@ lsdk_status_t lsdk_client_destroy(lsdk_client_t *client) {
             lsdk_unlock(&client->mutex);
             lsdk_op_cancel(op, true);
             lsdk_op_unref(op);
+            lsdk_lock(&client->mutex);
+            continue;
+        }
+        /* RPC connections: each is destroyed here (its disconnect reports run on this thread) and
+           counts in live_count until its last callback returned. */
+        struct lsdk_rpc *rpc = lsdk_rpc_take_open(client);
+        if (rpc != NULL) {
+            lsdk_unlock(&client->mutex);
+            lsdk_rpc_close(rpc);
             lsdk_lock(&client->mutex);
             continue;
         }
@@ -627,6 +638,25 @@ void lsdk_client_live_add(struct lsdk_client *client, struct lsdk_op *op) {
     client->live = op;
     client->live_count++;
     if (atomic_load(&client->state) != LSDK_CLIENT_ALIVE) {
+        LSDK_CHECK(pthread_cond_broadcast(&client->cond));
+    }
+    lsdk_unlock(&client->mutex);
+}
+
+void lsdk_client_live_hold(struct lsdk_client *client) {
+    lsdk_lock(&client->mutex);
+    client->live_count++;
+    if (atomic_load(&client->state) != LSDK_CLIENT_ALIVE) {
+        LSDK_CHECK(pthread_cond_broadcast(&client->cond));
+    }
+    lsdk_unlock(&client->mutex);
+}
+
+void lsdk_client_live_release(struct lsdk_client *client) {
+    lsdk_lock(&client->mutex);
+    LSDK_ASSERT(client->live_count > 0);
+    client->live_count--;
+    if (client->live_count == 0 && atomic_load(&client->state) != LSDK_CLIENT_ALIVE) {
         LSDK_CHECK(pthread_cond_broadcast(&client->cond));
     }
     lsdk_unlock(&client->mutex);

@@ -9,9 +9,10 @@
  *     open, and its finish is reached through the queues' mutexes); so the cause's increment
  *     happens-before the effect's;
  *  2. every increment is a release operation and every read an acquire one, and a read loads the
- *     effect before the cause. A reader that sees an effect's increment synchronizes with it
- *     (release sequences cover the other threads' later increments), so everything that happened
- *     before it, the cause's increment included, is visible to the cause's later load.
+ *     effect before the cause (LSDK_COUNTER_EFFECTS before LSDK_COUNTER_CAUSES). A reader that
+ *     sees an effect's increment synchronizes with it (release sequences cover the other threads'
+ *     later increments), so everything that happened before it, the cause's increment included,
+ *     is visible to the cause's later load.
  * With relaxed operations (as before) step 2 does not hold: on a weakly ordered CPU (arm64) the
  * effect can be seen without its cause, and handles_outstanding (created - released) underflows.
  * x86 orders these anyway, so no test on this machine can show it; the order of step 1 is what
@@ -54,31 +55,46 @@ static uint64_t load(const lsdk_atomic_counters_t *counters, lsdk_counter_id_t i
     return atomic_load_explicit(&counters->value[id], memory_order_acquire);
 }
 
+/* Counters that are the effect of another one (read first) and their causes (read after). */
+#define LSDK_COUNTER_EFFECTS(X)                                                                    \
+    X(handles_released)                                                                            \
+    X(contexts_released)                                                                           \
+    X(operations_finished)                                                                         \
+    X(blocking_calls_interrupted)                                                                  \
+    X(rpc_connections_finished)                                                                    \
+    X(rpc_requests_settled)                                                                        \
+    X(rpc_requests_finished)                                                                       \
+    X(listener_finished)
+#define LSDK_COUNTER_CAUSES(X)                                                                     \
+    X(handles_created)                                                                             \
+    X(contexts_created)                                                                            \
+    X(operations_started)                                                                          \
+    X(blocking_calls)                                                                              \
+    X(rpc_connections_created)                                                                     \
+    X(rpc_requests_sent)                                                                           \
+    X(listener_starts)
+
+static bool is_ordered(lsdk_counter_id_t id) {
+#define LSDK_COUNTER_MATCH(name) || id == LSDK_COUNTER_##name
+    return false LSDK_COUNTER_EFFECTS(LSDK_COUNTER_MATCH) LSDK_COUNTER_CAUSES(LSDK_COUNTER_MATCH);
+#undef LSDK_COUNTER_MATCH
+}
+
 void lsdk_counters_read(const lsdk_atomic_counters_t *counters, lsdk_counters_t *out) {
     /* Effects first (acquire), then their causes: see the comment at the top. */
-    out->handles_released = load(counters, LSDK_COUNTER_handles_released);
-    out->contexts_released = load(counters, LSDK_COUNTER_contexts_released);
-    out->operations_finished = load(counters, LSDK_COUNTER_operations_finished);
-    out->blocking_calls_interrupted = load(counters, LSDK_COUNTER_blocking_calls_interrupted);
-    out->handles_created = load(counters, LSDK_COUNTER_handles_created);
-    out->contexts_created = load(counters, LSDK_COUNTER_contexts_created);
-    out->operations_started = load(counters, LSDK_COUNTER_operations_started);
-    out->blocking_calls = load(counters, LSDK_COUNTER_blocking_calls);
+#define LSDK_COUNTER_READ(name) out->name = load(counters, LSDK_COUNTER_##name);
+    LSDK_COUNTER_EFFECTS(LSDK_COUNTER_READ)
+    LSDK_COUNTER_CAUSES(LSDK_COUNTER_READ)
+#undef LSDK_COUNTER_READ
     /* The rest in any order. */
 #define LSDK_COUNTER_READ(name)                                                                    \
-    if (LSDK_COUNTER_##name != LSDK_COUNTER_handles_released &&                                    \
-        LSDK_COUNTER_##name != LSDK_COUNTER_contexts_released &&                                   \
-        LSDK_COUNTER_##name != LSDK_COUNTER_operations_finished &&                                 \
-        LSDK_COUNTER_##name != LSDK_COUNTER_blocking_calls_interrupted &&                          \
-        LSDK_COUNTER_##name != LSDK_COUNTER_handles_created &&                                     \
-        LSDK_COUNTER_##name != LSDK_COUNTER_contexts_created &&                                    \
-        LSDK_COUNTER_##name != LSDK_COUNTER_operations_started &&                                  \
-        LSDK_COUNTER_##name != LSDK_COUNTER_blocking_calls) {                                      \
-        out->name = load(counters, LSDK_COUNTER_##name);                                           \
-    }
+    if (!is_ordered(LSDK_COUNTER_##name)) out->name = load(counters, LSDK_COUNTER_##name);
     LSDK_COUNTER_LIST(LSDK_COUNTER_READ)
 #undef LSDK_COUNTER_READ
     out->handles_outstanding = out->handles_created - out->handles_released;
+    out->rpc_requests_pending = out->rpc_requests_sent - out->rpc_requests_settled;
+    out->rpc_requests_live = out->rpc_requests_sent - out->rpc_requests_finished;
+    out->listener_live = out->listener_starts - out->listener_finished;
 }
 
 lsdk_status_t lsdk_client_counters(const lsdk_client_t *client, lsdk_counters_t *out) {

@@ -8,7 +8,8 @@
  *   handles.c   process-wide handle table (slot + generation)
  *   client.c    client shell, worker pool, timer thread, fresh threads, loop thread and posted
  *               jobs, affinity, destroy, session token
- *   ops.c       operations: start, delivery, cancel, pause/resume, context release
+ *   ops.c       operations: start, delivery, cancel, pause/resume, context release; listeners
+ *   rpc.c       RPC connections: one reply callback per connection, requests matched by id
  *
  * Lifetime rules (the heart of the SDK):
  *  - An operation (lsdk_op) is "in flight" while op->inflight > 0. Every task that can still make a
@@ -104,7 +105,8 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior, bool has_l
 /* Counters (counters.c)                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Every stored counter (handles_outstanding is derived when read). */
+/* Every stored counter (handles_outstanding, rpc_requests_pending, rpc_requests_live and
+   listener_live are derived when read). */
 #define LSDK_COUNTER_LIST(X)                                                                       \
     X(operations_started)                                                                          \
     X(operations_finished)                                                                         \
@@ -135,7 +137,32 @@ lsdk_status_t lsdk_behavior_validate(const lsdk_behavior_t *behavior, bool has_l
     X(blocking_calls)                                                                              \
     X(blocking_calls_interrupted)                                                                  \
     X(blocking_in_flight)                                                                          \
-    X(blocking_in_flight_peak)
+    X(blocking_in_flight_peak)                                                                     \
+    X(rpc_connections_created)                                                                     \
+    X(rpc_connections_finished)                                                                    \
+    X(rpc_requests_sent)                                                                           \
+    X(rpc_requests_settled)                                                                        \
+    X(rpc_requests_finished)                                                                       \
+    X(rpc_replies)                                                                                 \
+    X(rpc_replies_out_of_order)                                                                    \
+    X(rpc_replies_duplicate)                                                                       \
+    X(rpc_replies_unknown_id)                                                                      \
+    X(rpc_replies_after_disconnect)                                                                \
+    X(rpc_replies_after_cancel)                                                                    \
+    X(rpc_replies_discarded)                                                                       \
+    X(rpc_cancels)                                                                                 \
+    X(rpc_disconnects)                                                                             \
+    X(rpc_disconnects_spontaneous)                                                                 \
+    X(rpc_dropped_at_disconnect)                                                                   \
+    X(listener_starts)                                                                             \
+    X(listener_finished)                                                                           \
+    X(listener_stops)                                                                              \
+    X(listener_ends)                                                                               \
+    X(listener_busy)                                                                               \
+    X(listener_events)                                                                             \
+    X(listener_events_while_paused)                                                                \
+    X(listener_pauses)                                                                             \
+    X(listener_resumes)
 
 typedef enum lsdk_counter_id {
 #define LSDK_COUNTER_ENUM(name) LSDK_COUNTER_##name,
@@ -187,6 +214,11 @@ typedef enum lsdk_task_kind {
     LSDK_TASK_PRODUCE,     /* run a stream's producer */
     LSDK_TASK_EVENT,       /* deliver one already produced event of a concurrent stream */
     LSDK_TASK_JOB,         /* a job posted with lsdk_client_post (allocated; op is NULL) */
+    /* RPC connections (rpc.c; op is NULL, owner names the request or the connection). */
+    LSDK_TASK_RPC_REPLY,      /* deliver the next normal reply of a request */
+    LSDK_TASK_RPC_REPORT,     /* deliver an asynchronous cancellation or disconnect report */
+    LSDK_TASK_RPC_LATE,       /* deliver the late reply after a cancel or a disconnect */
+    LSDK_TASK_RPC_DISCONNECT, /* a spontaneous disconnect (allocated; owner is the connection) */
 } lsdk_task_kind_t;
 
 /* Flags of an event or completion, decided when it is claimed. */
@@ -222,10 +254,15 @@ typedef struct lsdk_task {
     lsdk_ev_t ev;     /* LSDK_TASK_EVENT only */
     void (*job)(void *); /* LSDK_TASK_JOB only */
     void *job_context;
+    void *owner;      /* LSDK_TASK_RPC_* only */
 } lsdk_task_t;
 
 /** Runs a task on the current thread (ops.c). */
 void lsdk_task_run(lsdk_task_t *task, lsdk_where_t where);
+/** Runs an LSDK_TASK_RPC_* task (rpc.c). */
+void lsdk_rpc_task_run(lsdk_task_t *task, lsdk_where_t where);
+/** Counts a callback about to be made where `where` says (the thread-kind counters). */
+void lsdk_count_where(struct lsdk_client *client, lsdk_where_t where);
 
 /* ------------------------------------------------------------------------ */
 /* Client (client.c)                                                        */
@@ -274,7 +311,14 @@ struct lsdk_client {
     /** Unfinished operations not yet cancelled by destroy / already cancelled by destroy. */
     struct lsdk_op *live;
     struct lsdk_op *swept;
+    /** Unfinished operations and RPC connections (destroy waits for 0). */
     size_t live_count;
+    /** RPC connections not yet destroyed (rpc.c; linked under mutex). */
+    struct lsdk_rpc *rpcs;
+    /** Guards `listeners` only: a leaf lock, taken under an operation's mutex. Never destroyed. */
+    pthread_mutex_t listen_mutex;
+    /** Listeners holding their topic (ops.c). */
+    struct lsdk_op *listeners;
     /** Set by destroy (under mutex) once every operation finished and no call is inside: from then
         on lsdk_client_post refuses jobs, and the runtime may be freed. */
     bool closed;
@@ -294,6 +338,16 @@ void lsdk_client_leave(struct lsdk_client *client);
 
 void lsdk_client_live_add(struct lsdk_client *client, struct lsdk_op *op);
 void lsdk_client_live_remove(struct lsdk_client *client, struct lsdk_op *op);
+/** One more / one less unfinished thing that is not an operation (an RPC connection), under the
+    client's mutex, waking destroy as live_add / live_remove do. */
+void lsdk_client_live_hold(struct lsdk_client *client);
+void lsdk_client_live_release(struct lsdk_client *client);
+
+/** Takes one RPC connection of `client` not yet destroyed off its list (client->mutex held), or
+    returns NULL; the caller must then close it with lsdk_rpc_close (rpc.c). */
+struct lsdk_rpc *lsdk_rpc_take_open(struct lsdk_client *client);
+/** Destroys a connection taken off its client's list, on the destroying thread. */
+void lsdk_rpc_close(struct lsdk_rpc *rpc);
 
 /** Sends a task to a worker or a fresh thread, after `delay_us` unless the client is being
     destroyed (then delays are skipped). The task's inflight reference travels with it. */

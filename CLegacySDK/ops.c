@@ -1,6 +1,9 @@
 /* Operations: start, delivery of completions and stream events, cancel, pause/resume and the
- * context-release contract. See lsdk_internal.h for the lifetime rules. */
+ * context-release contract; listeners (streams that hold a topic). See lsdk_internal.h for the
+ * lifetime rules. */
 #include "lsdk_internal.h"
+
+#include <stdio.h>
 
 /** Events a worker delivers per scheduling turn before it lets other work run. */
 #define LSDK_PRODUCER_QUOTA 4096u
@@ -26,6 +29,9 @@ struct lsdk_op {
 
     /* Immutable after start. */
     bool is_stream;
+    /** A listener (lsdk_listen_start): a stream that holds its topic while bound. */
+    bool is_listener;
+    uint64_t topic;
     uint64_t request_id;
     lsdk_behavior_t behavior;
     char path[256];
@@ -74,6 +80,10 @@ struct lsdk_op {
     lsdk_ev_t pending[LSDK_MAX_STREAM_CONCURRENCY];
     uint32_t pending_count;
 
+    /* Listeners: guarded by client->listen_mutex. */
+    bool topic_bound;
+    struct lsdk_op *listen_next;
+
     lsdk_task_t request_task;
     lsdk_task_t produce_task;
     lsdk_task_t cancel_task;
@@ -100,11 +110,53 @@ void lsdk_op_unref(struct lsdk_op *op) {
 /* Inflight references and the release of the context                       */
 /* ------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------ */
+/* Listener topics                                                          */
+/* ------------------------------------------------------------------------ */
+
+/** Claims `topic` for `op` (a listener): false when another listener holds it. */
+static bool topic_bind(struct lsdk_op *op) {
+    struct lsdk_client *client = op->client;
+    lsdk_lock(&client->listen_mutex);
+    bool taken = false;
+    for (struct lsdk_op *other = client->listeners; other != NULL; other = other->listen_next) {
+        if (other->topic == op->topic) {
+            taken = true;
+            break;
+        }
+    }
+    if (!taken) {
+        op->listen_next = client->listeners;
+        client->listeners = op;
+        op->topic_bound = true;
+    }
+    lsdk_unlock(&client->listen_mutex);
+    return !taken;
+}
+
+/** Frees the listener's topic, if it still holds it. Idempotent; callable with op->mutex held
+    (listen_mutex is a leaf lock). */
+static void topic_unbind(struct lsdk_op *op) {
+    if (!op->is_listener) return;
+    struct lsdk_client *client = op->client;
+    lsdk_lock(&client->listen_mutex);
+    if (op->topic_bound) {
+        struct lsdk_op **link = &client->listeners;
+        while (*link != op) link = &(*link)->listen_next;
+        *link = op->listen_next;
+        op->listen_next = NULL;
+        op->topic_bound = false;
+    }
+    lsdk_unlock(&client->listen_mutex);
+}
+
 static void op_finish(struct lsdk_op *op) {
     struct lsdk_client *client = op->client;
+    topic_unbind(op);
     /* Counted before the release callback so a test woken by it sees the count. */
     lsdk_count(client, LSDK_COUNTER_operations_finished, 1);
     lsdk_count(client, LSDK_COUNTER_contexts_released, 1);
+    if (op->is_listener) lsdk_count(client, LSDK_COUNTER_listener_finished, 1);
     if (op->release_context != NULL) {
         lsdk_frame_t frame;
         lsdk_frame_push(&frame, client, NULL);
@@ -212,6 +264,10 @@ static const lsdk_counter_id_t where_counter[] = {
     [LSDK_WHERE_LOOP] = LSDK_COUNTER_callbacks_loop,
 };
 
+void lsdk_count_where(struct lsdk_client *client, lsdk_where_t where) {
+    lsdk_count(client, where_counter[where], 1);
+}
+
 static void deliver_completion(struct lsdk_op *op, lsdk_where_t where, lsdk_status_t status,
                                uint32_t attempt, uint32_t flags) {
     if (!callback_begin(op)) return;
@@ -301,6 +357,13 @@ static void deliver_event(struct lsdk_op *op, lsdk_where_t where, const lsdk_ev_
     }
     lsdk_count(client, where_counter[where], 1);
     lsdk_count(client, LSDK_COUNTER_stream_events, 1);
+    if (op->is_listener) {
+        lsdk_lock(&op->mutex);
+        bool paused = op->paused;
+        lsdk_unlock(&op->mutex);
+        lsdk_count(client, LSDK_COUNTER_listener_events, 1);
+        if (paused) lsdk_count(client, LSDK_COUNTER_listener_events_while_paused, 1);
+    }
     if (ev->flags & LSDK_EV_AFTER_CANCEL) lsdk_count(client, LSDK_COUNTER_callbacks_after_cancel, 1);
     if (ev->flags & LSDK_EV_AFTER_TERMINAL) {
         lsdk_count(client, LSDK_COUNTER_stream_events_after_terminal, 1);
@@ -360,6 +423,11 @@ static void claim_end(struct lsdk_op *op, lsdk_ev_t *ev) {
     ev->status = b->stream_end == LSDK_STREAM_END_SUCCESS ? LSDK_OK : b->error_status;
     ev->bytes_done = op->bytes_produced;
     if (op->ended) ev->flags |= LSDK_EV_AFTER_TERMINAL;
+    if (!op->ended && op->is_listener) {
+        /* A listener's own terminal frees its topic (the events after it may still come). */
+        lsdk_count(op->client, LSDK_COUNTER_listener_ends, 1);
+        topic_unbind(op);
+    }
     op->ended = true;
 }
 
@@ -851,6 +919,7 @@ lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
     }
 
     op->cancelled = true;
+    topic_unbind(op);
     op->inflight++; /* this call's own reference while it works */
     if (op->hold != LSDK_HOLD_NONE) {
         op->hold = LSDK_HOLD_NONE;
@@ -875,6 +944,7 @@ lsdk_status_t lsdk_op_cancel(struct lsdk_op *op, bool from_destroy) {
     lsdk_unlock(&op->mutex);
 
     if (count) lsdk_count(op->client, LSDK_COUNTER_cancels, 1);
+    if (count && op->is_listener && !from_destroy) lsdk_count(op->client, LSDK_COUNTER_listener_stops, 1);
     switch (mode) {
     case LSDK_CANCEL_CALLBACK_SYNC:
         deliver_cancellation(op, LSDK_WHERE_CANCEL, &claimed);
@@ -906,6 +976,10 @@ void lsdk_task_run(lsdk_task_t *task, lsdk_where_t where) {
         }
         break;
     case LSDK_TASK_EVENT: run_event(task, where); break;
+    case LSDK_TASK_RPC_REPLY:
+    case LSDK_TASK_RPC_REPORT:
+    case LSDK_TASK_RPC_LATE:
+    case LSDK_TASK_RPC_DISCONNECT: lsdk_rpc_task_run(task, where); break;
     default: lsdk_fatal("unknown task kind", (int)task->kind);
     }
 }
@@ -920,8 +994,10 @@ static void init_task(lsdk_task_t *task, struct lsdk_op *op, lsdk_task_kind_t ki
     task->kind = kind;
 }
 
+/** `listen` is NULL except for lsdk_listen_start (then is_stream is true and total_bytes unused). */
 static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream, const char *path,
                                      uint32_t response_size, uint64_t total_bytes,
+                                     const lsdk_listen_request_t *listen,
                                      const lsdk_behavior_t *behavior, lsdk_completion_fn completion,
                                      lsdk_event_fn on_event, lsdk_pull_event_fn pull_event,
                                      void *context, lsdk_release_fn release_context,
@@ -944,7 +1020,9 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     if (status == LSDK_OK && !is_stream && response_size > LSDK_MAX_CHUNK_SIZE) {
         status = LSDK_ERR_OUT_OF_RANGE;
     }
-    if (status == LSDK_OK && is_stream && total_bytes > (1ull << 40)) status = LSDK_ERR_OUT_OF_RANGE;
+    if (status == LSDK_OK && is_stream && listen == NULL && total_bytes > (1ull << 40)) {
+        status = LSDK_ERR_OUT_OF_RANGE;
+    }
     if (status != LSDK_OK) {
         lsdk_client_leave(client);
         return lsdk_bad_call(client, status);
@@ -972,13 +1050,32 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     op->response_size = response_size;
     op->total_bytes = total_bytes;
     op->data_count = is_stream ? (total_bytes + behavior->chunk_size - 1) / behavior->chunk_size : 0;
+    if (listen != NULL) {
+        /* Data events only, each chunk_size bytes; endless streams never reach their data_count. */
+        op->is_listener = true;
+        op->topic = listen->topic;
+        op->behavior.progress_every = 0;
+        uint64_t chunk = behavior->chunk_size;
+        bool endless = listen->event_count == 0;
+        op->data_count = endless ? UINT64_MAX : listen->event_count;
+        op->total_bytes = endless || listen->event_count > UINT64_MAX / chunk ? UINT64_MAX
+                                                                               : listen->event_count * chunk;
+        if (!topic_bind(op)) {
+            free(buffer); /* not yet the operation's */
+            lsdk_mutex_destroy(&op->mutex);
+            free(op);
+            lsdk_count(client, LSDK_COUNTER_listener_busy, 1);
+            lsdk_client_leave(client);
+            return lsdk_bad_call(client, LSDK_ERR_ALREADY_LISTENING);
+        }
+    }
     op->completion = completion;
     op->on_event = on_event;
     op->pull_event = pull_event;
     op->context = context;
     op->release_context = release_context;
     op->producer_buffer = buffer;
-    op->after_offset = total_bytes;
+    op->after_offset = op->total_bytes;
     op->after_left = behavior->events_after_terminal;
     op->phase = LSDK_PHASE_DATA;
     init_task(&op->request_task, op, LSDK_TASK_REQUEST);
@@ -1015,6 +1112,7 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
     /* handles_created is counted by lsdk_handle_create before it publishes the slot. */
     lsdk_handle_t handle = LSDK_INVALID_HANDLE;
     if (lsdk_handle_create(op, &handle) != LSDK_OK) {
+        topic_unbind(op);
         lsdk_op_unref(op);
         lsdk_client_leave(client);
         return LSDK_ERR_RESOURCES;
@@ -1024,6 +1122,7 @@ static lsdk_status_t start_operation(struct lsdk_client *client, bool is_stream,
        contexts_created, nor operations_finished operations_started. */
     lsdk_count(client, LSDK_COUNTER_operations_started, 1);
     lsdk_count(client, LSDK_COUNTER_contexts_created, 1);
+    if (op->is_listener) lsdk_count(client, LSDK_COUNTER_listener_starts, 1);
     if (client->handle_probe != NULL) {
         lsdk_frame_t frame;
         lsdk_frame_push(&frame, client, NULL);
@@ -1063,7 +1162,7 @@ lsdk_status_t lsdk_request_start(lsdk_client_t *client, const lsdk_request_t *re
                                  lsdk_handle_t *out_handle) {
     lsdk_request_t defaults = {.path = NULL, .response_size = 0};
     if (request == NULL) request = &defaults;
-    return start_operation(client, false, request->path, request->response_size, 0, behavior,
+    return start_operation(client, false, request->path, request->response_size, 0, NULL, behavior,
                            completion, NULL, NULL, context, release_context, out_handle);
 }
 
@@ -1073,8 +1172,19 @@ lsdk_status_t lsdk_download_start(lsdk_client_t *client, const lsdk_download_req
                                   lsdk_handle_t *out_handle) {
     lsdk_download_request_t defaults = {.path = NULL, .total_bytes = 0};
     if (request == NULL) request = &defaults;
-    return start_operation(client, true, request->path, 0, request->total_bytes, behavior, NULL,
+    return start_operation(client, true, request->path, 0, request->total_bytes, NULL, behavior, NULL,
                            on_event, NULL, context, release_context, out_handle);
+}
+
+lsdk_status_t lsdk_listen_start(lsdk_client_t *client, const lsdk_listen_request_t *request,
+                                const lsdk_behavior_t *behavior, lsdk_event_fn on_event, void *context,
+                                lsdk_release_fn release_context, lsdk_handle_t *out_handle) {
+    lsdk_listen_request_t defaults = {.topic = 0, .event_count = 0};
+    if (request == NULL) request = &defaults;
+    char path[32];
+    snprintf(path, sizeof path, "/topic/%llu", (unsigned long long)request->topic);
+    return start_operation(client, true, path, 0, 0, request, behavior, NULL, on_event, NULL, context,
+                           release_context, out_handle);
 }
 
 lsdk_status_t lsdk_download_start_pull(lsdk_client_t *client, const lsdk_download_request_t *request,
@@ -1083,7 +1193,7 @@ lsdk_status_t lsdk_download_start_pull(lsdk_client_t *client, const lsdk_downloa
                                        lsdk_handle_t *out_handle) {
     lsdk_download_request_t defaults = {.path = NULL, .total_bytes = 0};
     if (request == NULL) request = &defaults;
-    return start_operation(client, true, request->path, 0, request->total_bytes, behavior, NULL,
+    return start_operation(client, true, request->path, 0, request->total_bytes, NULL, behavior, NULL,
                            NULL, on_event, context, release_context, out_handle);
 }
 
@@ -1118,6 +1228,7 @@ lsdk_status_t lsdk_pause(lsdk_handle_t handle) {
         if (changed) op->paused = true;
         lsdk_unlock(&op->mutex);
         if (changed) lsdk_count(client, LSDK_COUNTER_stream_pauses, 1);
+        if (changed && op->is_listener) lsdk_count(client, LSDK_COUNTER_listener_pauses, 1);
     }
     lsdk_op_unref(op);
     return status;
@@ -1150,6 +1261,7 @@ lsdk_status_t lsdk_resume(lsdk_handle_t handle) {
         }
         lsdk_unlock(&op->mutex);
         if (changed) lsdk_count(client, LSDK_COUNTER_stream_resumes, 1);
+        if (changed && op->is_listener) lsdk_count(client, LSDK_COUNTER_listener_resumes, 1);
         if (restart) lsdk_dispatch(client, &op->produce_task, mode, 0);
         lsdk_client_leave(client);
     }

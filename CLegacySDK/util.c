@@ -114,6 +114,10 @@ const char *lsdk_status_string(lsdk_status_t status) {
     case LSDK_ERR_NO_LOOP_THREAD: return "the client has no loop thread";
     case LSDK_ERR_INTERRUPTED: return "the blocking call was interrupted";
     case LSDK_ERR_NOT_BLOCKED: return "no call is blocked with that key";
+    case LSDK_ERR_DISCONNECTED: return "the connection was lost";
+    case LSDK_ERR_DUPLICATE_ID: return "a request with that id is still pending";
+    case LSDK_ERR_UNKNOWN_ID: return "no request with that id is pending";
+    case LSDK_ERR_ALREADY_LISTENING: return "the topic already has a listener";
     default: return "unknown status";
     }
 }

@@ -9,13 +9,17 @@
  * read the session token, read counters, and spawn helper threads that do the same from foreign
  * threads (affinity violations, concurrent token setters, interrupts racing the call). Callbacks
  * themselves call back into the SDK (cancel, pause, resume, post, blocking calls, destroy of their
- * own client) as the input says.
+ * own client) as the input says. RPC connections are created (any config), sent to (caller-chosen,
+ * assigned and out-of-range ids, any behaviour), cancelled by id, disconnected, given new callback
+ * sets and destroyed, from the harness, helpers and their own reply callbacks; listeners are
+ * started on a few topics, taken ones included.
  *
  * Invariants, checked after every step (and inside every callback), abort() on violation:
  *  - a call's status is the one the header documents for its arguments (an independent model of
  *    the validation rules here); a failed start never calls back nor releases its context;
  *  - no callback of a context after its release, and none after its client's destroy returned;
- *  - every context is released at most once, and exactly once by the end of the input;
+ *  - every context is released at most once, and exactly once by the end of the input; every RPC
+ *    callback set likewise (never while one of its callbacks runs, and by its client's destroy);
  *  - counters are consistent at every read (nothing finished/released/run beyond what was
  *    started/created/accepted), and exact once every client is destroyed (contexts, operations,
  *    callbacks by thread kind, stream events, loop jobs, handles outstanding 0).
@@ -32,6 +36,9 @@
 #include <string.h>
 
 #define FZ_CLIENTS 3
+#define FZ_RPCS 4
+#define FZ_SETS 32
+#define FZ_TOPICS 4
 #define FZ_OPS 48
 #define FZ_HELPERS 6
 #define FZ_STEPS 96
@@ -82,7 +89,10 @@ typedef struct fz_client {
     _Atomic bool destroy_returned;
     /* Expected totals (exact once destroyed). */
     uint64_t started;            /* successful starts */
+    uint64_t sets;               /* RPC callback sets installed (contexts too) */
+    bool topic_used[FZ_TOPICS];  /* a listener was ever started on the topic */
     _Atomic uint64_t jobs_posted; /* incremented before posting, decremented on refusal */
+    _Atomic uint64_t jobs_accepted; /* incremented once a post returned LSDK_OK */
     _Atomic uint64_t jobs_run;
 } fz_client_t;
 
@@ -153,6 +163,7 @@ static void post_job(fz_client_t *c) {
         FZ_CHECK(status == LSDK_ERR_NO_LOOP_THREAD || status == LSDK_ERR_CLIENT_DESTROYED);
         FZ_CHECK(status != LSDK_ERR_NO_LOOP_THREAD || !c->loop);
     } else {
+        atomic_fetch_add(&c->jobs_accepted, 1);
         FZ_CHECK(c->loop);
     }
 }
@@ -263,17 +274,159 @@ static void fz_release(void *context) {
     FZ_CHECK(!atomic_load_explicit(&clients[ctx->client_index].destroy_returned, memory_order_acquire));
 }
 
+/* RPC connections. A slot's connection pointer stays valid for good (destroyed connections are
+   tombstones), so helpers and callbacks may use whatever the slot holds. */
+enum { FZ_RPC_NONE = 0, FZ_RPC_OPEN, FZ_RPC_DESTROYED };
+
+enum {
+    FZ_RACT_NONE = 0,
+    FZ_RACT_CANCEL_SELF, /* cancel the id just answered (usually UNKNOWN_ID by then) */
+    FZ_RACT_CANCEL_RECENT,
+    FZ_RACT_DISCONNECT,
+    FZ_RACT_SEND, /* a new request, within a budget */
+    FZ_RACT_DESTROY_RPC,
+    FZ_RACT_COUNTERS,
+    FZ_RACT_DESTROY_CLIENT,
+    FZ_RACT_COUNT
+};
+
+typedef struct fz_rpc {
+    _Atomic(lsdk_rpc_t *) rpc;
+    int client_index;
+    int state;
+    uint64_t id_mask;
+    /* Set by a callback that destroyed the connection: the harness then accepts CLIENT_DESTROYED. */
+    _Atomic bool maybe_destroyed;
+    _Atomic uint64_t recent[8];
+    _Atomic uint32_t recent_at;
+} fz_rpc_t;
+
+typedef struct fz_set {
+    int rpc_index;
+    bool installed; /* the SDK took it: released exactly once by the end */
+    uint8_t action;
+    uint8_t action_every;
+    _Atomic int budget;
+    _Atomic int replies;
+    _Atomic int disconnects;
+    _Atomic int releases;
+    _Atomic int running;
+} fz_set_t;
+
+static fz_rpc_t rpcs[FZ_RPCS];
+static fz_set_t *sets[FZ_SETS];
+static int set_count;
+
+static void remember_id(fz_rpc_t *r, uint64_t id) {
+    uint32_t at = atomic_fetch_add(&r->recent_at, 1);
+    atomic_store(&r->recent[at % 8], id);
+}
+
+static void on_rpc_callback_begin(fz_set_t *set) {
+    fz_rpc_t *r = &rpcs[set->rpc_index];
+    FZ_CHECK(atomic_load(&set->releases) == 0);
+    FZ_CHECK(!atomic_load_explicit(&clients[r->client_index].destroy_returned, memory_order_acquire));
+    atomic_fetch_add(&set->running, 1);
+}
+
+static void fz_reply(void *context, uint64_t id, lsdk_status_t status, const lsdk_response_t *response) {
+    fz_set_t *set = context;
+    fz_rpc_t *r = &rpcs[set->rpc_index];
+    fz_client_t *c = &clients[r->client_index];
+    on_rpc_callback_begin(set);
+    FZ_CHECK(response != NULL && response->message != NULL);
+    FZ_CHECK(id != 0 && id <= r->id_mask);
+    FZ_CHECK(response->attempt >= 1);
+    FZ_CHECK(status != LSDK_OK || response->body_length == 0 || response->body != NULL);
+    for (size_t i = 0; status == LSDK_OK && i < response->body_length; i += 1 + i / 64) {
+        FZ_CHECK(response->body[i] == lsdk_content_byte(response->request_id, i));
+    }
+    int n = atomic_fetch_add(&set->replies, 1) + 1;
+    lsdk_rpc_t *rpc = atomic_load(&r->rpc);
+    if (set->action != FZ_RACT_NONE && n % set->action_every == 0) {
+        lsdk_status_t result;
+        switch (set->action) {
+        case FZ_RACT_CANCEL_SELF:
+        case FZ_RACT_CANCEL_RECENT:
+            result = lsdk_rpc_cancel(rpc, set->action == FZ_RACT_CANCEL_SELF ? id : atomic_load(&r->recent[n % 8]));
+            FZ_CHECK(result == LSDK_OK || result == LSDK_ERR_UNKNOWN_ID || result == LSDK_ERR_CLIENT_DESTROYED);
+            break;
+        case FZ_RACT_DISCONNECT:
+            result = lsdk_rpc_disconnect(rpc);
+            FZ_CHECK(result == LSDK_OK || result == LSDK_ERR_CLIENT_DESTROYED);
+            break;
+        case FZ_RACT_SEND:
+            if (atomic_fetch_sub(&set->budget, 1) > 0) {
+                uint64_t out = 0;
+                result = lsdk_rpc_send(rpc, NULL, NULL, 0, &out);
+                FZ_CHECK(result == LSDK_OK || result == LSDK_ERR_CLIENT_DESTROYED || result == LSDK_ERR_RESOURCES);
+                if (result == LSDK_OK) remember_id(r, out);
+            }
+            break;
+        case FZ_RACT_DESTROY_RPC:
+            atomic_store(&r->maybe_destroyed, true);
+            result = lsdk_rpc_destroy(rpc);
+            FZ_CHECK(result == LSDK_OK || result == LSDK_ERR_CLIENT_DESTROYED);
+            break;
+        case FZ_RACT_COUNTERS: {
+            lsdk_counters_t k;
+            FZ_CHECK(lsdk_client_counters(c->client, &k) == LSDK_OK);
+            FZ_CHECK(k.rpc_requests_settled <= k.rpc_requests_sent);
+            break;
+        }
+        default:
+            result = lsdk_client_destroy(c->client);
+            FZ_CHECK(result == LSDK_ERR_WRONG_THREAD || result == LSDK_ERR_CLIENT_DESTROYED);
+            break;
+        }
+    }
+    atomic_fetch_sub(&set->running, 1);
+}
+
+static void fz_disconnected(void *context, bool spontaneous, uint64_t dropped) {
+    fz_set_t *set = context;
+    (void)spontaneous;
+    on_rpc_callback_begin(set);
+    FZ_CHECK(dropped <= rpcs[set->rpc_index].id_mask);
+    atomic_fetch_add(&set->disconnects, 1);
+    atomic_fetch_sub(&set->running, 1);
+}
+
+static void fz_set_release(void *context) {
+    fz_set_t *set = context;
+    FZ_CHECK(atomic_load(&set->running) == 0);
+    FZ_CHECK(atomic_fetch_add(&set->releases, 1) == 0);
+    FZ_CHECK(set->installed);
+    FZ_CHECK(!atomic_load_explicit(&clients[rpcs[set->rpc_index].client_index].destroy_returned,
+                                   memory_order_acquire));
+}
+
+/** A new callback set from `shape` (0: none, 1: no callbacks at all, 2: no on_reply, else full),
+    or NULL (no set) when there is no room. */
+static fz_set_t *make_set(int rpc_index, uint8_t shape, uint8_t action, uint8_t every, lsdk_rpc_callbacks_t *out) {
+    if (shape % 4 == 0 || set_count == FZ_SETS) return NULL;
+    fz_set_t *set = calloc(1, sizeof *set);
+    FZ_CHECK(set != NULL);
+    set->rpc_index = rpc_index;
+    set->action = action % FZ_RACT_COUNT;
+    set->action_every = 1 + every % 8;
+    atomic_init(&set->budget, 8);
+    sets[set_count++] = set;
+    out->on_reply = shape % 4 == 1 ? NULL : shape % 4 == 2 ? NULL : fz_reply;
+    out->on_disconnect = shape % 4 == 1 ? NULL : fz_disconnected;
+    out->context = set;
+    out->release_context = fz_set_release;
+    return set;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The documented rules, modelled independently                             */
 /* ------------------------------------------------------------------------ */
 
 static uint64_t mask_for(uint32_t bits) { return bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1; }
 
-/** What the header says a start returns for these arguments (RESOURCES aside). */
-static lsdk_status_t expected_start(const fz_client_t *c, bool callback_null, const lsdk_behavior_t *b,
-                                    bool is_stream, uint32_t response_size, uint64_t total_bytes) {
-    if (c->state != FZ_ALIVE) return LSDK_ERR_CLIENT_DESTROYED;
-    if (callback_null) return LSDK_ERR_NULL_ARGUMENT;
+/** What the header says the behaviour fields make a start return (NULL: the defaults). */
+static lsdk_status_t expected_behavior(const fz_client_t *c, const lsdk_behavior_t *b) {
     if (b != NULL) {
         if (b->delivery < LSDK_DELIVERY_SYNC || b->delivery > LSDK_DELIVERY_LOOP) return LSDK_ERR_UNKNOWN_ENUM;
         if (b->delivery == LSDK_DELIVERY_LOOP && !c->loop) return LSDK_ERR_NO_LOOP_THREAD;
@@ -301,6 +454,16 @@ static lsdk_status_t expected_start(const fz_client_t *c, bool callback_null, co
         if (b->sequence_bits < 8 || b->sequence_bits > 64) return LSDK_ERR_OUT_OF_RANGE;
         if (b->first_sequence > mask_for(b->sequence_bits)) return LSDK_ERR_OUT_OF_RANGE;
     }
+    return LSDK_OK;
+}
+
+/** What the header says a start returns for these arguments (RESOURCES aside). */
+static lsdk_status_t expected_start(const fz_client_t *c, bool callback_null, const lsdk_behavior_t *b,
+                                    bool is_stream, uint32_t response_size, uint64_t total_bytes) {
+    if (c->state != FZ_ALIVE) return LSDK_ERR_CLIENT_DESTROYED;
+    if (callback_null) return LSDK_ERR_NULL_ARGUMENT;
+    lsdk_status_t status = expected_behavior(c, b);
+    if (status != LSDK_OK) return status;
     if (!is_stream && response_size > LSDK_MAX_CHUNK_SIZE) return LSDK_ERR_OUT_OF_RANGE;
     if (is_stream && total_bytes > (1ull << 40)) return LSDK_ERR_OUT_OF_RANGE;
     return LSDK_OK;
@@ -565,6 +728,276 @@ static void step_handle_call(fz_input_t *in) {
     }
 }
 
+/* ------------------------------------------------------------------------ */
+/* RPC connections and listeners                                            */
+/* ------------------------------------------------------------------------ */
+
+static uint16_t take16(fz_input_t *in) {
+    uint16_t high = take8(in);
+    return (uint16_t)((high << 8) | take8(in));
+}
+
+/** The harness's model of "the connection is gone": CLIENT_DESTROYED is then the answer. */
+static bool rpc_gone(const fz_rpc_t *r) {
+    return r->state == FZ_RPC_DESTROYED || clients[r->client_index].state != FZ_ALIVE;
+}
+
+/** Checks `status` against `expected`; a connection a callback may have destroyed may also answer
+    CLIENT_DESTROYED (that check comes first in every call). */
+static void check_rpc_status(const fz_rpc_t *r, lsdk_status_t status, lsdk_status_t expected) {
+    if (status == LSDK_ERR_CLIENT_DESTROYED && atomic_load(&r->maybe_destroyed)) return;
+    FZ_CHECK(status == expected);
+}
+
+static void step_rpc_create(fz_input_t *in) {
+    fz_client_t *c = pick_client(in);
+    int index = take8(in) % FZ_RPCS;
+    fz_rpc_t *r = &rpcs[index];
+    uint8_t bits = take8(in);
+    uint8_t report = take8(in);
+    uint16_t unknown = take16(in);
+    uint16_t disconnect = take16(in);
+    uint8_t shape = take8(in);
+    uint8_t action = take8(in);
+    uint8_t every = take8(in);
+    uint8_t flags = take8(in);
+    if (c->state == FZ_NONE) {
+        FZ_CHECK(lsdk_rpc_create(NULL, NULL, NULL, NULL) == LSDK_ERR_NULL_ARGUMENT);
+        return;
+    }
+    /* One connection per slot and input: callbacks and helpers keep pointing at the slot. */
+    if (r->state != FZ_RPC_NONE) return;
+    static const uint32_t widths[] = {8, 12, 16, 32, 64, 0, 7, 9, 63, 65};
+    lsdk_rpc_config_t config;
+    lsdk_rpc_config_init(&config);
+    config.id_bits = widths[bits % (sizeof widths / sizeof widths[0])];
+    config.disconnect_report = (int32_t)(report % 5) - 1; /* -1 and 3 are unknown */
+    config.unknown_reply_per_mille = unknown % 1100;
+    config.disconnect_per_mille = disconnect % 8 == 0 ? disconnect % 1100 : disconnect % 40;
+    config.seed = unknown ^ ((uint64_t)disconnect << 16);
+    bool null_out = flags % 8 == 1;
+
+    lsdk_status_t expected = LSDK_OK;
+    if (c->state != FZ_ALIVE) {
+        expected = LSDK_ERR_CLIENT_DESTROYED;
+    } else if (null_out) {
+        expected = LSDK_ERR_NULL_ARGUMENT;
+    } else if (config.id_bits < 8 || config.id_bits > 64) {
+        expected = LSDK_ERR_OUT_OF_RANGE;
+    } else if (config.disconnect_report < 0 || config.disconnect_report > LSDK_DISCONNECT_SILENT) {
+        expected = LSDK_ERR_UNKNOWN_ENUM;
+    } else if (config.unknown_reply_per_mille > LSDK_MAX_PER_MILLE || config.disconnect_per_mille > LSDK_MAX_PER_MILLE) {
+        expected = LSDK_ERR_OUT_OF_RANGE;
+    }
+    /* Callbacks read these; no callback comes before the first send. */
+    r->client_index = (int)(c - clients);
+    r->id_mask = mask_for(config.id_bits > 64 ? 64 : config.id_bits);
+    lsdk_rpc_callbacks_t callbacks;
+    fz_set_t *set = make_set(index, shape, action, every, &callbacks);
+    if (set != NULL) set->installed = true;
+    lsdk_rpc_t *made = NULL;
+    lsdk_status_t status = lsdk_rpc_create(c->client, &config, set != NULL ? &callbacks : NULL, null_out ? NULL : &made);
+    FZ_CHECK(status == expected);
+    if (status != LSDK_OK) {
+        FZ_CHECK(made == NULL);
+        if (set != NULL) set->installed = false; /* refused: never called, never released */
+        return;
+    }
+    if (set != NULL) c->sets++;
+    atomic_store(&r->rpc, made);
+    r->state = FZ_RPC_OPEN;
+}
+
+static void step_rpc_send(fz_input_t *in) {
+    fz_rpc_t *r = &rpcs[take8(in) % FZ_RPCS];
+    uint8_t shape = take8(in);
+    uint64_t id_raw = take64(in);
+    lsdk_behavior_t behavior;
+    fill_behavior(in, &behavior);
+    uint32_t response_raw = take32(in);
+    if (r->state == FZ_RPC_NONE) return;
+    fz_client_t *c = &clients[r->client_index];
+    lsdk_rpc_t *rpc = atomic_load(&r->rpc);
+    bool null_behavior = (shape & 0x10) != 0;
+    bool null_request = (shape & 0x20) != 0;
+    uint64_t id;
+    bool want_out = true;
+    switch (shape % 4) {
+    case 0: id = 0; break;
+    case 1: id = 1 + id_raw % 16; break;
+    case 2: id = edge64(id_raw, r->id_mask); break;
+    default:
+        id = 0;
+        want_out = false;
+        break;
+    }
+    uint32_t response_size = response_raw % 8 == 0 ? response_raw : (response_raw & 0xFF) * 4u;
+    const lsdk_behavior_t *b = null_behavior ? NULL : &behavior;
+
+    lsdk_status_t expected = rpc_gone(r) ? LSDK_ERR_CLIENT_DESTROYED : expected_behavior(c, b);
+    if (expected != LSDK_OK) {
+        /* decided */
+    } else if (b != NULL && b->cancel_mode == LSDK_CANCEL_WAITS) {
+        expected = LSDK_ERR_OUT_OF_RANGE;
+    } else if (!null_request && response_size > LSDK_MAX_CHUNK_SIZE) {
+        expected = LSDK_ERR_OUT_OF_RANGE;
+    } else if (id == 0 && !want_out) {
+        expected = LSDK_ERR_NULL_ARGUMENT;
+    } else if (id > r->id_mask) {
+        expected = LSDK_ERR_OUT_OF_RANGE;
+    }
+    lsdk_request_t request = {.path = "/fuzz/rpc", .response_size = response_size};
+    uint64_t out = 0;
+    lsdk_status_t status = lsdk_rpc_send(rpc, null_request ? NULL : &request, b, id, want_out ? &out : NULL);
+    if (expected == LSDK_OK && status != LSDK_OK) {
+        /* What the harness cannot model: which ids are pending right now. */
+        bool pending_state = id != 0 ? status == LSDK_ERR_DUPLICATE_ID : status == LSDK_ERR_RESOURCES;
+        if (!pending_state) check_rpc_status(r, status, expected);
+    } else {
+        check_rpc_status(r, status, expected);
+    }
+    if (status == LSDK_OK) {
+        FZ_CHECK(out != 0 || !want_out);
+        FZ_CHECK(id == 0 ? out <= r->id_mask : (!want_out || out == id));
+        remember_id(r, id != 0 ? id : out);
+    } else {
+        FZ_CHECK(out == 0);
+    }
+}
+
+static void step_rpc_call(fz_input_t *in) {
+    int index = take8(in) % FZ_RPCS;
+    fz_rpc_t *r = &rpcs[index];
+    uint8_t which = take8(in);
+    uint64_t id_raw = take64(in);
+    uint8_t shape = take8(in);
+    uint8_t action = take8(in);
+    uint8_t every = take8(in);
+    if (which % 5 == 4 || r->state == FZ_RPC_NONE) {
+        /* NULL and foreign pointers (a client is not a connection). */
+        FZ_CHECK(lsdk_rpc_cancel(NULL, id_raw) == LSDK_ERR_NULL_ARGUMENT);
+        FZ_CHECK(lsdk_rpc_disconnect(NULL) == LSDK_ERR_NULL_ARGUMENT);
+        FZ_CHECK(lsdk_rpc_destroy(NULL) == LSDK_ERR_NULL_ARGUMENT);
+        FZ_CHECK(lsdk_rpc_set_callbacks(NULL, NULL) == LSDK_ERR_NULL_ARGUMENT);
+        FZ_CHECK(lsdk_rpc_send(NULL, NULL, NULL, 1, NULL) == LSDK_ERR_NULL_ARGUMENT);
+        fz_client_t *c = &clients[index % FZ_CLIENTS];
+        if (c->state != FZ_NONE) FZ_CHECK(lsdk_rpc_disconnect((lsdk_rpc_t *)c->client) == LSDK_ERR_NULL_ARGUMENT);
+        return;
+    }
+    fz_client_t *c = &clients[r->client_index];
+    lsdk_rpc_t *rpc = atomic_load(&r->rpc);
+    lsdk_status_t status;
+    switch (which % 5) {
+    case 0: {
+        uint64_t id = id_raw % 2 ? atomic_load(&r->recent[id_raw % 8]) : id_raw % 32;
+        status = lsdk_rpc_cancel(rpc, id);
+        if (rpc_gone(r)) {
+            FZ_CHECK(status == LSDK_ERR_CLIENT_DESTROYED);
+        } else if (status != LSDK_ERR_UNKNOWN_ID) {
+            check_rpc_status(r, status, LSDK_OK);
+        }
+        break;
+    }
+    case 1:
+        status = lsdk_rpc_disconnect(rpc);
+        check_rpc_status(r, status, rpc_gone(r) ? LSDK_ERR_CLIENT_DESTROYED : LSDK_OK);
+        break;
+    case 2:
+        status = lsdk_rpc_destroy(rpc);
+        check_rpc_status(r, status, rpc_gone(r) ? LSDK_ERR_CLIENT_DESTROYED : LSDK_OK);
+        if (r->state == FZ_RPC_OPEN) r->state = FZ_RPC_DESTROYED;
+        break;
+    default: {
+        lsdk_rpc_callbacks_t callbacks;
+        fz_set_t *set = make_set(index, shape, action, every, &callbacks);
+        if (set != NULL) set->installed = true;
+        status = lsdk_rpc_set_callbacks(rpc, set != NULL ? &callbacks : NULL);
+        check_rpc_status(r, status, rpc_gone(r) ? LSDK_ERR_CLIENT_DESTROYED : LSDK_OK);
+        if (status != LSDK_OK) {
+            if (set != NULL) set->installed = false;
+        } else if (set != NULL) {
+            c->sets++;
+        }
+        break;
+    }
+    }
+}
+
+static void step_listen(fz_input_t *in) {
+    if (op_count == FZ_OPS) return;
+    fz_client_t *c = pick_client(in);
+    uint8_t topic = take8(in) % FZ_TOPICS;
+    uint64_t count_raw = take64(in);
+    uint8_t shape = take8(in);
+    lsdk_behavior_t behavior;
+    fill_behavior(in, &behavior);
+    uint8_t action = take8(in);
+    uint8_t every = take8(in);
+    if (c->state == FZ_NONE) return;
+    bool null_callback = (shape & 0xF0) == 0xF0;
+    bool null_behavior = (shape & 0x0C) == 0x0C;
+    const lsdk_behavior_t *b = null_behavior ? NULL : &behavior;
+    /* Delivered inside start, an endless listener would never return: bounded there. */
+    bool inline_possible = b == NULL ? false
+                                     : behavior.delivery == LSDK_DELIVERY_SYNC || behavior.delivery == LSDK_DELIVERY_MIXED;
+    uint64_t count = inline_possible ? 1 + count_raw % 64 : (count_raw % 4 == 0 ? 0 : count_raw % 64);
+    fz_ctx_t *ctx = calloc(1, sizeof *ctx);
+    FZ_CHECK(ctx != NULL);
+    ctx->client_index = (int)(c - clients);
+    ctx->is_stream = true;
+    ctx->cancel_mode = b == NULL ? LSDK_CANCEL_CALLBACK_ASYNC : behavior.cancel_mode;
+    ctx->action = action % FZ_ACT_COUNT;
+    ctx->action_every = 1 + every % 8;
+
+    lsdk_status_t expected = expected_start(c, null_callback, b, true, 0, 0);
+    lsdk_listen_request_t request = {.topic = topic, .event_count = count};
+    lsdk_handle_t handle = 0;
+    /* A NULL request is topic 0, endless: never where events may come inside start. */
+    bool null_request = (shape & 2) != 0 && !inline_possible;
+    if (null_request) topic = 0;
+    lsdk_status_t status = lsdk_listen_start(c->client, null_request ? NULL : &request, b,
+                                             null_callback ? NULL : fz_event, ctx, fz_release, &handle);
+    bool topic_used = c->topic_used[topic];
+    if (expected == LSDK_OK && status == LSDK_ERR_ALREADY_LISTENING) {
+        FZ_CHECK(topic_used); /* the topic is taken only by an earlier listener */
+    } else {
+        FZ_CHECK(status == expected);
+    }
+    if (status == LSDK_OK) {
+        c->topic_used[topic] = true;
+        ctx->started = true;
+        c->started++;
+        atomic_store(&ctx->handle, handle);
+    } else {
+        FZ_CHECK(atomic_load(&ctx->callbacks) == 0 && atomic_load(&ctx->releases) == 0 && handle == 0);
+    }
+    ops[op_count].ctx = ctx;
+    ops[op_count].handle = status == LSDK_OK ? handle : 0;
+    ops[op_count].handle_released = false;
+    op_count++;
+}
+
+/** After a client's destroy returned: every job whose post returned LSDK_OK before now has run. A
+    helper may be inside a post right now (counted in jobs_posted, refused in a moment), so the
+    exact count (posted == run) is checked once helpers are joined, in check_end. */
+static void check_jobs_ran(fz_client_t *c) {
+    uint64_t accepted = atomic_load(&c->jobs_accepted);
+    FZ_CHECK(atomic_load(&c->jobs_run) >= accepted);
+}
+
+/** After a client's destroy returned: its connections are destroyed and every set they were
+    given is released. */
+static void check_rpcs_closed(const fz_client_t *c) {
+    for (int i = 0; i < FZ_RPCS; i++) {
+        fz_rpc_t *r = &rpcs[i];
+        if (r->state == FZ_RPC_NONE || &clients[r->client_index] != c) continue;
+        r->state = FZ_RPC_DESTROYED;
+        for (int j = 0; j < set_count; j++) {
+            if (sets[j]->rpc_index == i && sets[j]->installed) FZ_CHECK(atomic_load(&sets[j]->releases) == 1);
+        }
+    }
+}
+
 static void step_destroy(fz_input_t *in) {
     fz_client_t *c = pick_client(in);
     if (c->state == FZ_NONE) {
@@ -579,8 +1012,8 @@ static void step_destroy(fz_input_t *in) {
     FZ_CHECK(status == LSDK_OK);
     atomic_store_explicit(&c->destroy_returned, true, memory_order_release);
     c->state = FZ_DESTROYED;
-    /* Every accepted job ran before destroy returned. */
-    FZ_CHECK(atomic_load(&c->jobs_posted) == atomic_load(&c->jobs_run));
+    check_jobs_ran(c);
+    check_rpcs_closed(c);
 }
 
 static void step_post(fz_input_t *in) {
@@ -601,7 +1034,11 @@ static void step_post(fz_input_t *in) {
                              : !c->loop              ? LSDK_ERR_NO_LOOP_THREAD
                                                      : LSDK_OK;
     FZ_CHECK(status == expected);
-    if (status != LSDK_OK) atomic_fetch_sub(&c->jobs_posted, 1);
+    if (status != LSDK_OK) {
+        atomic_fetch_sub(&c->jobs_posted, 1);
+    } else {
+        atomic_fetch_add(&c->jobs_accepted, 1);
+    }
     FZ_CHECK(!lsdk_client_is_loop_thread(c->client));
 }
 
@@ -678,7 +1115,7 @@ typedef struct fz_helper_job {
 static void *helper_main(void *argument) {
     fz_helper_job_t *job = argument;
     fz_client_t *c = job->c;
-    switch (job->what % 5) {
+    switch (job->what % 6) {
     case 0: {
         /* A long blocking call: ended by an interrupt from the harness, or by destroy. */
         uint64_t result = 0;
@@ -702,6 +1139,21 @@ static void *helper_main(void *argument) {
         break;
     }
     case 3: post_job(c); break;
+    case 5: {
+        /* A connection used from a foreign thread; the slot may be destroyed meanwhile. */
+        fz_rpc_t *r = &rpcs[job->key % FZ_RPCS];
+        lsdk_rpc_t *rpc = atomic_load(&r->rpc);
+        if (rpc == NULL) break;
+        uint64_t out = 0;
+        lsdk_status_t status = lsdk_rpc_send(rpc, NULL, NULL, 0, &out);
+        FZ_CHECK(status == LSDK_OK || status == LSDK_ERR_CLIENT_DESTROYED || status == LSDK_ERR_RESOURCES);
+        if (status == LSDK_OK) remember_id(r, out);
+        status = lsdk_rpc_cancel(rpc, atomic_load(&r->recent[job->key % 8]));
+        FZ_CHECK(status == LSDK_OK || status == LSDK_ERR_UNKNOWN_ID || status == LSDK_ERR_CLIENT_DESTROYED);
+        status = lsdk_rpc_disconnect(rpc);
+        FZ_CHECK(status == LSDK_OK || status == LSDK_ERR_CLIENT_DESTROYED);
+        break;
+    }
     default: {
         lsdk_status_t status = lsdk_interrupt(c->client, job->key);
         FZ_CHECK(status == LSDK_OK || status == LSDK_ERR_NOT_BLOCKED || status == LSDK_ERR_CLIENT_DESTROYED);
@@ -760,6 +1212,12 @@ static void check_consistent(const lsdk_counters_t *k) {
     FZ_CHECK(k->handles_outstanding == k->handles_created - k->handles_released);
     FZ_CHECK(k->blocking_calls_interrupted <= k->blocking_calls);
     FZ_CHECK(k->blocking_in_flight < (1ull << 32)); /* never "negative" */
+    FZ_CHECK(k->rpc_requests_settled <= k->rpc_requests_sent);
+    FZ_CHECK(k->rpc_requests_finished <= k->rpc_requests_sent);
+    FZ_CHECK(k->rpc_connections_finished <= k->rpc_connections_created);
+    FZ_CHECK(k->listener_finished <= k->listener_starts);
+    FZ_CHECK(k->listener_ends + k->listener_stops <= k->listener_starts);
+    FZ_CHECK(k->rpc_replies_out_of_order + k->rpc_replies_duplicate + k->rpc_replies_unknown_id <= k->rpc_replies);
 }
 
 static void check_step(void) {
@@ -771,7 +1229,7 @@ static void check_step(void) {
         if (c->state == FZ_NONE) continue;
         FZ_CHECK(lsdk_client_counters(c->client, &k) == LSDK_OK);
         check_consistent(&k);
-        FZ_CHECK(k.contexts_created == c->started);
+        FZ_CHECK(k.contexts_created == c->started + c->sets);
         FZ_CHECK(k.loop_jobs <= atomic_load(&c->jobs_posted));
         if (c->affinity == LSDK_AFFINITY_ANY) FZ_CHECK(k.affinity_violations == 0);
     }
@@ -787,20 +1245,31 @@ static void check_end(void) {
         FZ_CHECK(c->state == FZ_DESTROYED);
         lsdk_counters_t k;
         FZ_CHECK(lsdk_client_counters(c->client, &k) == LSDK_OK);
-        uint64_t callbacks = 0, events = 0;
+        uint64_t callbacks = 0, events = 0, replies = 0;
         for (int j = 0; j < op_count; j++) {
             fz_ctx_t *ctx = ops[j].ctx;
             if (ctx->client_index != i || !ctx->started) continue;
             callbacks += (uint64_t)atomic_load(&ctx->callbacks);
             events += (uint64_t)atomic_load(&ctx->events);
         }
+        for (int j = 0; j < set_count; j++) {
+            fz_set_t *set = sets[j];
+            if (rpcs[set->rpc_index].client_index != i || !set->installed) continue;
+            replies += (uint64_t)atomic_load(&set->replies);
+            callbacks += (uint64_t)atomic_load(&set->replies) + (uint64_t)atomic_load(&set->disconnects);
+        }
         FZ_CHECK(k.operations_started == c->started && k.operations_finished == c->started);
-        FZ_CHECK(k.contexts_created == c->started && k.contexts_released == c->started);
+        FZ_CHECK(k.contexts_created == c->started + c->sets && k.contexts_released == c->started + c->sets);
+        FZ_CHECK(k.rpc_connections_finished == k.rpc_connections_created);
+        FZ_CHECK(k.rpc_requests_pending == 0 && k.rpc_requests_live == 0);
+        FZ_CHECK(k.rpc_replies == replies);
+        FZ_CHECK(k.listener_live == 0);
         FZ_CHECK(k.handles_created == c->started);
         FZ_CHECK(all_callbacks(&k) == callbacks);
         FZ_CHECK(k.stream_events == events);
         FZ_CHECK(k.loop_jobs == atomic_load(&c->jobs_posted));
         FZ_CHECK(atomic_load(&c->jobs_posted) == atomic_load(&c->jobs_run));
+        FZ_CHECK(atomic_load(&c->jobs_accepted) == atomic_load(&c->jobs_run));
         FZ_CHECK(k.blocking_in_flight == 0);
     }
     for (int j = 0; j < op_count; j++) {
@@ -809,6 +1278,15 @@ static void check_end(void) {
             FZ_CHECK(atomic_load(&ctx->releases) == 1);
         } else {
             FZ_CHECK(atomic_load(&ctx->releases) == 0 && atomic_load(&ctx->callbacks) == 0);
+        }
+    }
+    for (int j = 0; j < set_count; j++) {
+        fz_set_t *set = sets[j];
+        if (set->installed) {
+            FZ_CHECK(atomic_load(&set->releases) == 1);
+        } else {
+            FZ_CHECK(atomic_load(&set->releases) == 0 && atomic_load(&set->replies) == 0 &&
+                     atomic_load(&set->disconnects) == 0);
         }
     }
 }
@@ -822,14 +1300,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(clients, 0, sizeof clients);
     memset(ops, 0, sizeof ops);
     memset(helpers, 0, sizeof helpers);
+    memset(rpcs, 0, sizeof rpcs);
+    set_count = 0;
     op_count = 0;
     stale_count = 0;
 
     /* Each step: one opcode byte, then a record of fixed size (FZ_START_RECORD bytes for a start,
        FZ_RECORD for the others), read as its own input (zeros past the end of the data). */
     for (int step = 0; step < FZ_STEPS && more(&in); step++) {
-        uint8_t opcode = take8(&in) % 10;
-        size_t size = opcode >= 1 && opcode <= 3 ? FZ_START_RECORD : FZ_RECORD;
+        uint8_t opcode = take8(&in) % 14;
+        size_t size = (opcode >= 1 && opcode <= 3) || opcode == 11 || opcode == 13 ? FZ_START_RECORD : FZ_RECORD;
         size_t left = in.size - in.at;
         fz_input_t record = {.data = in.data + in.at, .size = left < size ? left : size, .at = 0};
         in.at += record.size;
@@ -843,7 +1323,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case 6: step_post(&record); break;
         case 7: step_blocking(&record); break;
         case 8: step_token(&record); break;
-        default: step_helper(&record); break;
+        case 9: step_helper(&record); break;
+        case 10: step_rpc_create(&record); break;
+        case 11: step_rpc_send(&record); break;
+        case 12: step_rpc_call(&record); break;
+        default: step_listen(&record); break;
         }
         check_step();
     }
@@ -855,7 +1339,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_CHECK(lsdk_client_destroy(c->client) == LSDK_OK);
         atomic_store_explicit(&c->destroy_returned, true, memory_order_release);
         c->state = FZ_DESTROYED;
-        FZ_CHECK(atomic_load(&c->jobs_posted) == atomic_load(&c->jobs_run));
+        check_jobs_ran(c);
+        check_rpcs_closed(c);
     }
     for (int i = 0; i < FZ_HELPERS; i++) {
         if (helpers[i].used) pthread_join(helpers[i].thread, NULL);
@@ -876,5 +1361,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FZ_CHECK(k.handles_outstanding == 0);
     }
     for (int j = 0; j < op_count; j++) free(ops[j].ctx);
+    for (int j = 0; j < set_count; j++) free(sets[j]);
     return 0;
 }

@@ -96,8 +96,58 @@ def token(client, how=1):
 
 
 def helper(client, what, key=0, how=3, index=0):
-    """what % 5: 0 long blocking call, 1 token setter, 2 cancel/pause/resume a handle, 3 post, 4 interrupt."""
+    """what % 6: 0 long blocking call, 1 token setter, 2 cancel/pause/resume a handle, 3 post, 4 interrupt,
+    5 send, cancel and disconnect on connection slot `key`."""
     return record(9, bytes([client, what, key, how]) + u64(0) + bytes([index]))
+
+
+def u16(value):
+    return struct.pack(">H", value & 0xFFFF)
+
+
+# id_bits as the decoder maps them (index into its table): 8, 12, 16, 32, 64, then invalid 0, 7, 9 (valid), 63, 65.
+BITS_8, BITS_12, BITS_16, BITS_32, BITS_64, BITS_0, BITS_7 = range(7)
+BITS_65 = 9
+# disconnect_report as the decoder maps them (byte % 5 - 1).
+REPORT_UNKNOWN_LOW, REPORT_SYNC, REPORT_ASYNC, REPORT_SILENT, REPORT_UNKNOWN = range(5)
+# What a connection's reply callback does (FZ_RACT_*).
+RACT_NONE, RACT_CANCEL_SELF, RACT_CANCEL_RECENT, RACT_DISCONNECT, RACT_SEND, RACT_DESTROY_RPC, RACT_COUNTERS, \
+    RACT_DESTROY_CLIENT = range(8)
+# Callback sets: 0 none, 1 a set without callbacks, 2 without on_reply, 3 full.
+SET_NONE, SET_EMPTY, SET_NO_REPLY, SET_FULL = range(4)
+
+
+def rpc_create(client, slot, bits=BITS_32, report=REPORT_SYNC, unknown=0, disconnect=0, callbacks=SET_FULL,
+               action=RACT_NONE, every=1, null_out=False):
+    """unknown: per mille (values above 1000 are refused); disconnect: below 40, or a multiple of 8 below 1100."""
+    payload = bytes([client, slot, bits, report]) + u16(unknown) + u16(disconnect)
+    payload += bytes([callbacks, action, (every - 1) & 0xFF, 1 if null_out else 0])
+    return record(10, payload)
+
+
+ID_ASSIGNED, ID_CHOSEN, ID_EDGE, ID_ASSIGNED_NO_OUT = range(4)
+
+
+def rpc_send(slot, b, id_shape=ID_ASSIGNED, id_raw=0, response=4, null_behavior=False, null_request=False):
+    """id_shape: assigned, chosen (1 + raw % 16), an edge value around the id mask (raw & 7 picks it),
+    assigned without out_id. response: raw; raw % 8 != 0 gives (raw & 0xFF) * 4 bytes."""
+    shape = id_shape | (0x10 if null_behavior else 0) | (0x20 if null_request else 0)
+    return record(11, bytes([slot, shape]) + u64(id_raw) + b + u32(response), START_RECORD)
+
+
+CALL_CANCEL, CALL_DISCONNECT, CALL_DESTROY, CALL_SET, CALL_NULL = range(5)
+
+
+def rpc_call(slot, which, id_raw=1, callbacks=SET_FULL, action=RACT_NONE, every=1):
+    """cancel: an odd id_raw picks a recent id, an even one id_raw % 32."""
+    return record(12, bytes([slot, which]) + u64(id_raw) + bytes([callbacks, action, (every - 1) & 0xFF]))
+
+
+def listen(client, topic, b, count=5, shape=0, action=ACT_NONE, every=1):
+    """count: endless when count % 4 == 0 (unless events may come inside start); shape 2: NULL request,
+    0xF0: NULL callback, 0x0C: NULL behaviour."""
+    return record(13, bytes([client, topic]) + u64(count) + bytes([shape]) + b + bytes([action, (every - 1) & 0xFF]),
+                  START_RECORD)
 
 
 SEEDS = {
@@ -203,6 +253,83 @@ SEEDS = {
         handle_call(0, index=0),
         destroy(0),
         destroy(2),
+    ],
+    "rpc_basic": [
+        create(0),
+        rpc_create(0, 0),
+        rpc_send(0, behavior()),
+        rpc_send(0, behavior(delay=1 << 8)),
+        rpc_send(0, behavior(), id_shape=ID_CHOSEN, id_raw=4),
+        rpc_send(0, behavior(delivery=SYNC, count=3)),
+        rpc_send(0, behavior(count=0), id_shape=ID_CHOSEN, id_raw=6),
+        rpc_call(0, CALL_CANCEL, id_raw=7),
+        rpc_call(0, CALL_DISCONNECT),
+        rpc_call(0, CALL_SET),
+        rpc_send(0, behavior(count=2)),
+        rpc_call(0, CALL_DESTROY),
+        rpc_call(0, CALL_DESTROY),
+        rpc_send(0, behavior()),
+        destroy(0),
+    ],
+    "rpc_hostile": [
+        create(0, workers2=True),
+        rpc_create(0, 1, bits=BITS_8, report=REPORT_ASYNC, unknown=500, disconnect=200, action=RACT_SEND),
+        rpc_send(1, behavior(count=0, late=1, cancel=CB_SYNC), id_shape=ID_CHOSEN, id_raw=1),
+        rpc_send(1, behavior(count=0, late=1, cancel=SILENT), id_shape=ID_CHOSEN, id_raw=2),
+        rpc_send(1, behavior(count=4, delivery=MIXED, jitter=0x3000, cancel=IGNORED)),
+        helper(0, 5, key=1),
+        rpc_call(1, CALL_CANCEL, id_raw=2),
+        rpc_call(1, CALL_CANCEL, id_raw=3),
+        rpc_create(0, 2, report=REPORT_SILENT, action=RACT_DESTROY_RPC, every=2),
+        rpc_send(2, behavior(delivery=SYNC, count=3)),
+        rpc_send(2, behavior(delivery=FRESH, count=2)),
+        rpc_create(0, 3, report=REPORT_SYNC, action=RACT_DISCONNECT, callbacks=SET_NO_REPLY),
+        rpc_send(3, behavior(count=0)),
+        rpc_call(3, CALL_SET, callbacks=SET_FULL, action=RACT_DESTROY_CLIENT),
+        rpc_send(3, behavior(delivery=SYNC)),
+        destroy(0),
+        rpc_send(1, behavior()),
+    ],
+    "rpc_bad_input": [
+        create(0),
+        rpc_create(0, 0, bits=BITS_0),
+        rpc_create(0, 0, bits=BITS_65),
+        rpc_create(0, 0, report=REPORT_UNKNOWN),
+        rpc_create(0, 0, unknown=1050),
+        rpc_create(0, 0, null_out=True),
+        rpc_call(0, CALL_NULL),
+        rpc_create(0, 0, bits=BITS_16),
+        rpc_send(0, behavior(cancel=WAITS)),
+        rpc_send(0, behavior(), id_shape=ID_ASSIGNED_NO_OUT),
+        rpc_send(0, behavior(), id_shape=ID_EDGE, id_raw=2),
+        rpc_send(0, behavior(), id_shape=ID_EDGE, id_raw=4),
+        rpc_send(0, behavior(knobs=0xFFFF, delay=20_000_000, error=0)),
+        rpc_send(0, behavior(), response=0x7FFFFFF8),
+        rpc_send(0, behavior(count=0), id_shape=ID_CHOSEN, id_raw=1),
+        rpc_send(0, behavior(), id_shape=ID_CHOSEN, id_raw=1),
+        rpc_send(0, behavior(), null_behavior=True, null_request=True),
+        destroy(0),
+        rpc_call(0, CALL_CANCEL),
+        rpc_call(0, CALL_SET),
+    ],
+    "listeners": [
+        create(0),
+        listen(0, 0, behavior(chunk_units=2), count=5),
+        listen(0, 0, behavior(), count=5),
+        listen(0, 1, behavior(interval=0x800, chunk_units=1), count=4),
+        handle_call(1, index=2),
+        handle_call(2, index=2),
+        handle_call(0, index=2),
+        listen(0, 1, behavior(), count=3),
+        listen(0, 2, behavior(delivery=SYNC, concurrency=4, pause=0), count=8, action=ACT_PAUSE, every=1),
+        handle_call(2, index=4),
+        listen(0, 2, behavior(concurrency=4, interval=0x800), count=41, action=ACT_PAUSE, every=3),
+        handle_call(2, index=5),
+        listen(0, 3, behavior(cancel=IGNORED, interval=0x800), count=4),
+        handle_call(0, index=6),
+        listen(0, 3, behavior(), count=1),
+        listen(0, 1, behavior(), shape=0xF0),
+        destroy(0),
     ],
 }
 

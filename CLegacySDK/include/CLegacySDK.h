@@ -78,6 +78,14 @@ enum {
     LSDK_ERR_INTERRUPTED = 13,
     /** lsdk_interrupt found no call blocked with that key (nothing was changed). */
     LSDK_ERR_NOT_BLOCKED = 14,
+    /** Delivered to the reply callback for every request a disconnect dropped (lsdk_rpc_*). */
+    LSDK_ERR_DISCONNECTED = 15,
+    /** lsdk_rpc_send with a caller-chosen id that is still pending on the connection. */
+    LSDK_ERR_DUPLICATE_ID = 16,
+    /** lsdk_rpc_cancel found no pending request with that id (nothing was changed). */
+    LSDK_ERR_UNKNOWN_ID = 17,
+    /** lsdk_listen_start on a topic that already has a listener on the client. */
+    LSDK_ERR_ALREADY_LISTENING = 18,
 };
 
 /** A readable, static, never-NULL description of any status (unknown ones included). */
@@ -310,9 +318,10 @@ typedef uint64_t lsdk_handle_t;
 
 /** Which threads may call a client (lsdk_client_config_t.affinity).
  *
- * Calls covered: lsdk_request_start, lsdk_download_start, lsdk_download_start_pull, lsdk_cancel,
- * lsdk_pause, lsdk_resume (on handles of the client's operations), lsdk_client_set_session_token,
- * lsdk_client_get_session_token and lsdk_blocking_call. A covered call from another thread is
+ * Calls covered: lsdk_request_start, lsdk_download_start, lsdk_download_start_pull,
+ * lsdk_listen_start, lsdk_cancel, lsdk_pause, lsdk_resume (on handles of the client's operations),
+ * lsdk_client_set_session_token, lsdk_client_get_session_token, lsdk_blocking_call, and every
+ * lsdk_rpc_* call on the client's connections. A covered call from another thread is
  * counted in affinity_violations (per client and process-wide), whatever it then returns, and is
  * still performed as if it came from the right thread.
  *
@@ -381,8 +390,10 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
  * cancel waiting on a thread that is inside one of the client's callbacks returns (the deadlock
  * of a cancel that waits for its own callback ends here; see LSDK_CANCEL_WAITS). Jobs posted to
  * the loop thread and still queued are run before this returns (a job posted while they run is
- * refused with CLIENT_DESTROYED). Threads are joined. A CALLBACK_SYNC cancellation is delivered on
- * the calling thread, inside this function.
+ * refused with CLIENT_DESTROYED). Every RPC connection not yet destroyed is destroyed as by
+ * lsdk_rpc_destroy, and this waits until each finished (its set released). Threads are joined. A
+ * CALLBACK_SYNC cancellation, and a SYNC disconnect report of a connection, is delivered on the
+ * calling thread, inside this function.
  * The pointer stays safe to pass afterwards: every call then returns LSDK_ERR_CLIENT_DESTROYED,
  * except lsdk_client_counters, which keeps working. Handles of its operations stay valid until
  * released (and must still be released); cancel/pause/resume on them are harmless no-ops.
@@ -629,6 +640,210 @@ lsdk_status_t lsdk_download_start_pull(lsdk_client_t *client, const lsdk_downloa
 uint8_t lsdk_content_byte(uint64_t request_id, uint64_t offset);
 
 /* ------------------------------------------------------------------------ */
+/* Requests matched by id: one reply callback per connection                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An RPC connection (lsdk_rpc_t) on a client has the shape of MQTT's message ids and JSON-RPC: ONE
+ * reply callback serves every request of the connection, each request is named by an id (chosen
+ * by the caller or assigned by the SDK), and each reply names the id it answers. Replies come on
+ * the client's threads.
+ *
+ * Per request, the lsdk_behavior_t fields apply as to lsdk_request_start: delivery (SYNC: the first
+ * reply comes inside lsdk_rpc_send, before an SDK-assigned id is written to *out_id), delay_us and
+ * jitter_us (requests are answered out of order), completion_count (0: never answered; 2 or more:
+ * duplicate replies with the same id after the first), outcomes (LSDK_OK or error_status),
+ * cancel_mode (what lsdk_rpc_cancel does; LSDK_CANCEL_WAITS is refused with OUT_OF_RANGE),
+ * late_callback_after_cancel (one more success reply with the request's id after a cancel or a
+ * disconnect dropped it: by then the id may name another request), error_status, error_message
+ * and seed. The stream fields are validated and otherwise unused.
+ *
+ * A request is:
+ *  - pending from a successful lsdk_rpc_send until its first reply is claimed, a cancel takes
+ *    effect, or a disconnect drops it; from then on its id is free and may be sent again;
+ *  - live until the SDK has made its last callback for it (duplicates, a cancellation or
+ *    disconnect report, a late reply).
+ * Replies of one request come one at a time, each after the previous one returned, in attempt
+ * order; replies of different requests may run at the same time on different threads. After a
+ * cancel took effect or a disconnect dropped a request, its normal replies not yet started are
+ * dropped; a reply already running finishes.
+ *
+ * Callbacks (lsdk_rpc_callbacks_t): a set is installed by lsdk_rpc_create or lsdk_rpc_set_callbacks
+ * and replaced by the next lsdk_rpc_set_callbacks. Its release_context (if not NULL) is called
+ * exactly once, after the last callback made with that set: once it was replaced and its running
+ * callbacks returned, or when the connection finished. A reply that arrives while no set, or a set
+ * without on_reply, is installed is discarded (counted in rpc_replies_discarded), as a real SDK
+ * drops a message nobody listens for. Every callback runs with no SDK lock held and may call any
+ * SDK function, lsdk_rpc_destroy of its own connection included.
+ *
+ * A connection is never freed: after lsdk_rpc_destroy (or its client's destroy) every call on it
+ * returns LSDK_ERR_CLIENT_DESTROYED, so a stale pointer stays safe to pass.
+ */
+typedef struct lsdk_rpc lsdk_rpc_t;
+
+/** How a disconnect reports the requests it drops (lsdk_rpc_config_t.disconnect_report). */
+enum {
+    /** Each dropped request gets a reply with LSDK_ERR_DISCONNECTED, in send order, on the thread
+        that disconnects (inside lsdk_rpc_disconnect, lsdk_rpc_destroy or lsdk_client_destroy; the
+        worker of a spontaneous disconnect), before on_disconnect. */
+    LSDK_DISCONNECT_REPORT_SYNC = 0,
+    /** Each dropped request gets its LSDK_ERR_DISCONNECTED reply later, from a worker (the loop
+        thread for LOOP delivery), in any order, possibly after on_disconnect. */
+    LSDK_DISCONNECT_REPORT_ASYNC = 1,
+    /** Dropped requests are never answered: only on_disconnect tells, as some SDKs just go silent. */
+    LSDK_DISCONNECT_SILENT = 2,
+};
+
+#define LSDK_MAX_PER_MILLE 1000u
+
+typedef struct lsdk_rpc_config {
+    /** Width of the ids, 8...64 bits: SDK-assigned ids count up from 1, wrap back to 1 after
+        2^id_bits - 1 and skip ids still pending (MQTT's are 16 bits); a caller-chosen id must be at
+        most 2^id_bits - 1. Default 32. */
+    uint32_t id_bits;
+    /** LSDK_DISCONNECT_*. Default LSDK_DISCONNECT_REPORT_SYNC. */
+    int32_t disconnect_report;
+    /** After each reply it delivers while open, the connection delivers a reply for an id that is
+        not pending with this chance, per mille (0...1000): status LSDK_OK, request_id 0, attempt 1,
+        no body. Default 0. */
+    uint32_t unknown_reply_per_mille;
+    /** Each accepted send schedules a spontaneous disconnect with this chance, per mille
+        (0...1000), after a delay drawn from the request's delay_us and jitter_us, on a worker (the
+        loop thread for LOOP delivery). Default 0. */
+    uint32_t disconnect_per_mille;
+    /** Seed of the connection's own draws (unknown ids, spontaneous disconnects); 0 = derived from
+        the client's seed. Requests draw from their behaviour's seed as operations do. */
+    uint64_t seed;
+} lsdk_rpc_config_t;
+
+/** Fills `config` with the defaults. NULL is ignored. */
+void lsdk_rpc_config_init(lsdk_rpc_config_t *config);
+
+/**
+ * The connection's reply callback. `id` is the id the reply names; `status` is LSDK_OK for a
+ * success, the behaviour's error_status for a failure, LSDK_ERR_CANCELLED for a cancellation report
+ * and LSDK_ERR_DISCONNECTED for a disconnect report. `response` is never NULL and valid only during
+ * the call: request_id is the request's number within its client (0 for a reply to an id that was
+ * not pending), attempt numbers the request's callbacks from 1 (duplicates, reports and the late
+ * reply continue the count), body is filled as for lsdk_request_start on success.
+ */
+typedef void (*lsdk_reply_fn)(void *context, uint64_t id, lsdk_status_t status, const lsdk_response_t *response);
+
+/** Called once per disconnect, after its SYNC reports: `dropped` requests were pending;
+    `spontaneous` is true for a disconnect the SDK made by itself (disconnect_per_mille). */
+typedef void (*lsdk_disconnect_fn)(void *context, bool spontaneous, uint64_t dropped);
+
+typedef struct lsdk_rpc_callbacks {
+    /** May be NULL: replies are then discarded. */
+    lsdk_reply_fn on_reply;
+    /** May be NULL. */
+    lsdk_disconnect_fn on_disconnect;
+    void *context;
+    /** May be NULL. Called once, after the last callback made with this set (see above). */
+    lsdk_release_fn release_context;
+} lsdk_rpc_callbacks_t;
+
+/**
+ * Creates an RPC connection on `client`. `config` may be NULL (defaults). `callbacks` may be NULL
+ * (no set installed yet: replies are discarded until lsdk_rpc_set_callbacks); otherwise it is
+ * copied and installed. Release the connection with lsdk_rpc_destroy; lsdk_client_destroy destroys
+ * the connections of the client still open.
+ * Errors, in this order (nothing is called, the context is still yours): NULL_ARGUMENT (client),
+ * CLIENT_DESTROYED, NULL_ARGUMENT (out_rpc), OUT_OF_RANGE (id_bits), UNKNOWN_ENUM
+ * (disconnect_report), OUT_OF_RANGE (unknown_reply_per_mille, disconnect_per_mille), RESOURCES.
+ */
+lsdk_status_t lsdk_rpc_create(lsdk_client_t *client, const lsdk_rpc_config_t *config,
+                              const lsdk_rpc_callbacks_t *callbacks, lsdk_rpc_t **out_rpc);
+
+/**
+ * Installs `callbacks` (copied; NULL installs none) in place of the current set, whose
+ * release_context is called once its running callbacks have returned (here, if none runs).
+ * Errors (the new set is not installed, its release_context never called): NULL_ARGUMENT (rpc),
+ * CLIENT_DESTROYED, RESOURCES.
+ */
+lsdk_status_t lsdk_rpc_set_callbacks(lsdk_rpc_t *rpc, const lsdk_rpc_callbacks_t *callbacks);
+
+/**
+ * Sends a request. `request` and `behavior` may be NULL (defaults); both are copied.
+ * `id` 0 asks the SDK to assign one: it is written to *out_id when this returns (after any
+ * synchronous reply ran, so that reply names an id the caller does not know yet). A non-zero `id`
+ * is the caller's choice (register it before the call: its reply may come first); it is written
+ * to *out_id too if out_id is not NULL.
+ * Errors, in this order (no callback): NULL_ARGUMENT (rpc), CLIENT_DESTROYED, behaviour fields as
+ * for lsdk_request_start, OUT_OF_RANGE (cancel_mode LSDK_CANCEL_WAITS), OUT_OF_RANGE (response_size),
+ * NULL_ARGUMENT (id 0 with out_id NULL), OUT_OF_RANGE (id above 2^id_bits - 1), DUPLICATE_ID (id
+ * pending), RESOURCES (every id is pending).
+ */
+lsdk_status_t lsdk_rpc_send(lsdk_rpc_t *rpc, const lsdk_request_t *request, const lsdk_behavior_t *behavior,
+                            uint64_t id, uint64_t *out_id);
+
+/**
+ * Cancels the pending request with `id`, as its behaviour's cancel_mode says: CALLBACK_SYNC
+ * replies LSDK_ERR_CANCELLED inside this call, CALLBACK_ASYNC later from a worker, SILENT not at
+ * all, and IGNORED leaves the request pending (it is answered normally; counted once per request in
+ * rpc_cancels like the others). Callable from inside any callback.
+ * Errors: NULL_ARGUMENT, CLIENT_DESTROYED, UNKNOWN_ID (no request with that id is pending: never
+ * sent, answered, cancelled or dropped; not counted as a bad call, it is the ordinary race of a
+ * cancel with a reply).
+ */
+lsdk_status_t lsdk_rpc_cancel(lsdk_rpc_t *rpc, uint64_t id);
+
+/**
+ * The connection drops and comes back at once: every pending request is dropped and reported as
+ * disconnect_report says, then on_disconnect is called, on this thread. Later sends work as before.
+ * Errors: NULL_ARGUMENT, CLIENT_DESTROYED.
+ */
+lsdk_status_t lsdk_rpc_disconnect(lsdk_rpc_t *rpc);
+
+/**
+ * Destroys the connection: it disconnects as lsdk_rpc_disconnect does, then refuses every call
+ * with CLIENT_DESTROYED, and returns without waiting. Replies scheduled and not yet started are
+ * dropped, except ASYNC reports and late replies, which still come. When the last of them has
+ * returned the connection finishes and its installed set is released. Callable from inside the
+ * connection's own callbacks. lsdk_client_destroy destroys every connection of its client still
+ * open and waits until each finished.
+ * Errors: NULL_ARGUMENT, CLIENT_DESTROYED (destroyed already, or its client is being destroyed).
+ */
+lsdk_status_t lsdk_rpc_destroy(lsdk_rpc_t *rpc);
+
+/* ------------------------------------------------------------------------ */
+/* Listeners: one subscription per topic                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lsdk_listen_request {
+    /** Any value. A client has at most one listener per topic at a time (see lsdk_listen_start). */
+    uint64_t topic;
+    /** Data events before the terminal; 0 = endless (until cancelled or the client destroyed). */
+    uint64_t event_count;
+} lsdk_listen_request_t;
+
+/**
+ * Starts a listener: a live source of DATA events on the client's threads, like an MQTT
+ * subscription's on_message, which many consumers have to share because the SDK takes ONE
+ * listener per topic. It is a stream: lsdk_cancel, lsdk_pause, lsdk_resume and lsdk_handle_release
+ * work on its handle, and every behaviour field applies as to a download, except progress_every
+ * (listeners send data events only). Each event carries chunk_size bytes: event i (from 0) has
+ * offset i * chunk_size; bytes_total is event_count * chunk_size, UINT64_MAX when endless.
+ * After event_count events the terminal comes as stream_end says (NONE: silent until cancelled).
+ *
+ * Pause is honoured after the events in flight: with PAUSE_STOPS, events already produced (the one
+ * being delivered, the rest of a batch with stream_concurrency > 1) still arrive after lsdk_pause
+ * returned (counted in listener_events_while_paused), then nothing until lsdk_resume; with
+ * PAUSE_DROPS events keep being generated and are dropped while paused.
+ *
+ * The topic is taken from a successful start until the listener's cancel takes effect (an IGNORED
+ * cancel does not free it), its first terminal is produced, or its client's destroy cancels it.
+ * Events of the old listener may still arrive after that (in flight, duplicates, late callbacks).
+ * Same ownership rules as lsdk_request_start. `request` may be NULL (topic 0, endless).
+ * Errors, in this order: NULL_ARGUMENT (client), CLIENT_DESTROYED, NULL_ARGUMENT (on_event),
+ * behaviour fields as for lsdk_download_start, ALREADY_LISTENING (topic taken; counted in
+ * listener_busy and bad_calls), RESOURCES.
+ */
+lsdk_status_t lsdk_listen_start(lsdk_client_t *client, const lsdk_listen_request_t *request,
+                                const lsdk_behavior_t *behavior, lsdk_event_fn on_event, void *context,
+                                lsdk_release_fn release_context, lsdk_handle_t *out_handle);
+
+/* ------------------------------------------------------------------------ */
 /* Counters                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -646,7 +861,8 @@ typedef struct lsdk_counters {
     uint64_t callbacks_repeated;
     /** Callbacks made after a cancel took effect, other than the cancellation completion itself. */
     uint64_t callbacks_after_cancel;
-    /** Callbacks delivered synchronously inside lsdk_cancel (or lsdk_client_destroy). */
+    /** Callbacks delivered synchronously inside lsdk_cancel (or lsdk_client_destroy, or the RPC
+        calls listed below). */
     uint64_t callbacks_reentrant_cancel;
     /** Cancels that took effect (first call per unfinished operation, any mode). */
     uint64_t cancels;
@@ -655,7 +871,7 @@ typedef struct lsdk_counters {
     uint64_t stream_events_after_terminal; /* delivered, produced after the stream's first END */
     uint64_t stream_pauses;                /* pause calls that changed state */
     uint64_t stream_resumes;               /* resume calls that changed state */
-    uint64_t contexts_created;             /* successful starts */
+    uint64_t contexts_created;             /* successful starts, RPC callback sets installed */
     uint64_t contexts_released;            /* release points reached (callback called if not NULL) */
     uint64_t handles_created;
     uint64_t handles_released;
@@ -687,6 +903,65 @@ typedef struct lsdk_counters {
     uint64_t blocking_in_flight;
     /** The most blocking calls ever blocked at once. */
     uint64_t blocking_in_flight_peak;
+
+    /* RPC connections (lsdk_rpc_*). Their callbacks move the thread-kind counters above like any
+       other callback (callbacks_reentrant_cancel for those inside lsdk_rpc_cancel,
+       lsdk_rpc_disconnect, lsdk_rpc_destroy and lsdk_client_destroy), and each installed callback
+       set counts in contexts_created and, once released, contexts_released. */
+    uint64_t rpc_connections_created;
+    /** Connections destroyed that finished: no callback will come, their set was released. */
+    uint64_t rpc_connections_finished;
+    /** Accepted sends. */
+    uint64_t rpc_requests_sent;
+    /** Requests no longer pending: answered, cancelled or dropped by a disconnect. */
+    uint64_t rpc_requests_settled;
+    /** Requests the SDK is done with: no callback for them will come. */
+    uint64_t rpc_requests_finished;
+    /** rpc_requests_sent - rpc_requests_settled: ids pending now. */
+    uint64_t rpc_requests_pending;
+    /** rpc_requests_sent - rpc_requests_finished: requests the SDK still owes a callback or an id. */
+    uint64_t rpc_requests_live;
+    /** Calls of on_reply, every kind. */
+    uint64_t rpc_replies;
+    /** First replies delivered while a request sent earlier on the same connection was pending. */
+    uint64_t rpc_replies_out_of_order;
+    /** Normal replies after the first one of their request (completion_count > 1). */
+    uint64_t rpc_replies_duplicate;
+    /** Replies for an id that was not pending (unknown_reply_per_mille). */
+    uint64_t rpc_replies_unknown_id;
+    /** Late replies of requests a disconnect dropped. */
+    uint64_t rpc_replies_after_disconnect;
+    /** Late replies of cancelled requests, and replies of requests whose cancel was IGNORED. */
+    uint64_t rpc_replies_after_cancel;
+    /** Replies discarded because no on_reply was installed. */
+    uint64_t rpc_replies_discarded;
+    /** lsdk_rpc_cancel calls that found their id pending (once per request, IGNORED included). */
+    uint64_t rpc_cancels;
+    /** Disconnects: lsdk_rpc_disconnect, spontaneous ones, and those of destroys. */
+    uint64_t rpc_disconnects;
+    uint64_t rpc_disconnects_spontaneous;
+    /** Pending requests dropped by disconnects (reported or not). */
+    uint64_t rpc_dropped_at_disconnect;
+
+    /* Listeners (lsdk_listen_start). They are streams, so the stream counters count them too. */
+    uint64_t listener_starts;
+    /** Listeners the SDK is done with (context released). */
+    uint64_t listener_finished;
+    /** listener_starts - listener_finished. */
+    uint64_t listener_live;
+    /** lsdk_cancel calls that stopped a listener (first per listener, not IGNORED; destroy's not). */
+    uint64_t listener_stops;
+    /** Listeners that produced their own terminal (end or error, not a cancellation). */
+    uint64_t listener_ends;
+    /** Starts refused with LSDK_ERR_ALREADY_LISTENING. */
+    uint64_t listener_busy;
+    /** Listener events delivered, every kind. */
+    uint64_t listener_events;
+    /** Listener events delivered while the listener was paused (in flight when pause was called). */
+    uint64_t listener_events_while_paused;
+    /** Pauses and resumes that changed a listener's state. */
+    uint64_t listener_pauses;
+    uint64_t listener_resumes;
 } lsdk_counters_t;
 
 /** Counters of one client (valid also after destroy). Errors: NULL_ARGUMENT. */

@@ -60,6 +60,14 @@ public struct LegacySDKError: Error, RawRepresentable, Hashable, CustomStringCon
     public static let interrupted = LegacySDKError(rawValue: 13)
     /// An interrupt found no call blocked with its key; nothing was changed.
     public static let notBlocked = LegacySDKError(rawValue: 14)
+    /// The connection was lost before the request was answered.
+    public static let disconnected = LegacySDKError(rawValue: 15)
+    /// A request with that id is still pending on the connection.
+    public static let duplicateID = LegacySDKError(rawValue: 16)
+    /// No request with that id is pending on the connection.
+    public static let unknownID = LegacySDKError(rawValue: 17)
+    /// The topic already has a listener on this client.
+    public static let alreadyListening = LegacySDKError(rawValue: 18)
 
     /// The SDK's description of the status, followed by its message when there is one.
     public var description: String {

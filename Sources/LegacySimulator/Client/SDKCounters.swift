@@ -69,6 +69,64 @@ public struct SDKCounters: Sendable, Hashable {
     /// The most blocking calls ever blocked at once.
     public var blockingInFlightPeak: UInt64 = 0
 
+    /// Reply connections created (``LegacyReplyClient``).
+    public var rpcConnectionsCreated: UInt64 = 0
+    /// Reply connections destroyed whose last callback returned.
+    public var rpcConnectionsFinished: UInt64 = 0
+    /// Requests sent on reply connections.
+    public var rpcRequestsSent: UInt64 = 0
+    /// Requests no longer pending: answered, cancelled or dropped by a disconnect.
+    public var rpcRequestsSettled: UInt64 = 0
+    /// Requests the SDK is done with.
+    public var rpcRequestsFinished: UInt64 = 0
+    /// Ids pending now: sent and not settled.
+    public var rpcRequestsPending: UInt64 = 0
+    /// Requests the SDK still owes a callback or an id: sent and not finished.
+    public var rpcRequestsLive: UInt64 = 0
+    /// Replies delivered, of every kind.
+    public var rpcReplies: UInt64 = 0
+    /// First replies delivered while a request sent earlier on the same connection was pending.
+    public var rpcRepliesOutOfOrder: UInt64 = 0
+    /// Replies after the first one of their request.
+    public var rpcRepliesDuplicate: UInt64 = 0
+    /// Replies for an id that was not pending.
+    public var rpcRepliesUnknownID: UInt64 = 0
+    /// Late replies of requests a disconnect dropped.
+    public var rpcRepliesAfterDisconnect: UInt64 = 0
+    /// Late replies of cancelled requests, and replies of requests whose cancel was ignored.
+    public var rpcRepliesAfterCancel: UInt64 = 0
+    /// Replies discarded because no reply callback was installed.
+    public var rpcRepliesDiscarded: UInt64 = 0
+    /// Cancels by id that found their request pending.
+    public var rpcCancels: UInt64 = 0
+    /// Disconnects of every kind: asked for, spontaneous, and those of destroys.
+    public var rpcDisconnects: UInt64 = 0
+    /// Disconnects the SDK made by itself.
+    public var rpcDisconnectsSpontaneous: UInt64 = 0
+    /// Pending requests dropped by disconnects.
+    public var rpcDroppedAtDisconnect: UInt64 = 0
+
+    /// Listeners started (``LegacySharedListener``).
+    public var listenerStarts: UInt64 = 0
+    /// Listeners the SDK is done with.
+    public var listenerFinished: UInt64 = 0
+    /// Listeners started and not finished.
+    public var listenerLive: UInt64 = 0
+    /// Listeners stopped by a cancel.
+    public var listenerStops: UInt64 = 0
+    /// Listeners that ended by themselves, with an end or an error.
+    public var listenerEnds: UInt64 = 0
+    /// Listener starts refused because the topic already had one.
+    public var listenerBusy: UInt64 = 0
+    /// Listener events delivered.
+    public var listenerEvents: UInt64 = 0
+    /// Listener events delivered while their listener was paused: the ones in flight at the pause.
+    public var listenerEventsWhilePaused: UInt64 = 0
+    /// Pauses that changed a listener's state.
+    public var listenerPauses: UInt64 = 0
+    /// Resumes that changed a listener's state.
+    public var listenerResumes: UInt64 = 0
+
     /// All zero.
     public init() {}
 

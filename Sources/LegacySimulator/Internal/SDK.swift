@@ -1,17 +1,20 @@
 // The one file that calls the C SDK (CLegacySDK).
 //
 // It is the only place with Unmanaged, raw pointers and @convention(c) trampolines. Everything
-// above it speaks Swift values: SDKClient, SDKHandle, FetchResponse, RawDownloadEvent,
-// LegacySDKError, SimulatedBehavior, SDKCounters.
+// above it speaks Swift values: SDKClient, SDKHandle, SDKConnection, FetchResponse,
+// RawDownloadEvent, RawReply, LegacySDKError, SimulatedBehavior, SDKCounters.
 //
 // Context lifetime: every start passes one retained object (Unmanaged.passRetained) as the C
-// context: an SDKContextBox, or the benchmarks' SDKBareRequest. The SDK releases it exactly once,
+// context: an SDKContextBox, or the benchmarks' SDKBareRequest. A connection's callback set is
+// retained with the library's SDKContext (checked in debug builds) and released by the SDK's
+// release_context once, after the last callback made with that set. The SDK releases it exactly once,
 // in its release_context callback, after the last callback it will ever make for the operation
 // (repeated and late ones included). That callback is the only place the retain is given up; a
 // start that fails gives it up at once (the SDK never will). C payloads are copied into Sendable
 // Swift values inside the callbacks.
 
 import CLegacySDK
+import LegacyBridge
 import Dispatch
 import Synchronization
 
@@ -561,6 +564,267 @@ package enum SDK {
     }
 }
 
+// MARK: - Replies matched by id
+
+/// One reply of an ``SDKConnection``, copied out of the SDK's callback.
+package struct RawReply: Sendable, Hashable {
+    /// The id the reply names.
+    package var id: UInt64
+    /// 0 for a success; otherwise the failure's status (`.cancelled` and `.disconnected` for the
+    /// SDK's reports).
+    package var status: Int32
+    /// The request's number within its client; 0 for a reply to an id that was not pending.
+    package var requestID: UInt64
+    /// Numbers the request's callbacks from 1: duplicates, reports and late replies count on.
+    package var attempt: Int
+    /// The body of a success.
+    package var body: [UInt8]
+    /// The request's path for a success, the error's message otherwise.
+    package var message: String
+
+    /// The reply as the outcome of a fetch.
+    package var result: Result<FetchResponse, LegacySDKError> {
+        guard status == 0 else { return .failure(LegacySDKError(rawValue: status, message: message)) }
+        return .success(FetchResponse(requestID: requestID, attempt: attempt, body: body, message: message))
+    }
+}
+
+/// The callbacks of an ``SDKConnection``: one set is installed at a time, and the SDK releases
+/// each set once, after the last callback it made with it.
+package struct SDKReplyHandlers: Sendable {
+    /// Every reply of the connection, on any thread, possibly inside a send, a cancel, a disconnect
+    /// or a destroy, possibly concurrently with itself.
+    package var onReply: @Sendable (RawReply) -> Void
+    /// Once per disconnect, after its synchronous reports: whether the SDK disconnected by itself,
+    /// and how many pending requests it dropped.
+    package var onDisconnect: (@Sendable (_ spontaneous: Bool, _ dropped: UInt64) -> Void)?
+    /// Once, after the last callback of this set.
+    package var onRelease: (@Sendable () -> Void)?
+
+    /// Creates a set of callbacks.
+    package init(
+        onReply: @escaping @Sendable (RawReply) -> Void,
+        onDisconnect: (@Sendable (_ spontaneous: Bool, _ dropped: UInt64) -> Void)? = nil,
+        onRelease: (@Sendable () -> Void)? = nil
+    ) {
+        self.onReply = onReply
+        self.onDisconnect = onDisconnect
+        self.onRelease = onRelease
+    }
+}
+
+private func sdkReplyTrampoline(
+    _ context: UnsafeMutableRawPointer?, _ id: UInt64, _ status: lsdk_status_t,
+    _ response: UnsafePointer<lsdk_response_t>?
+) {
+    guard let response else { return }
+    let handlers = SDKContext.value(of: context, as: SDKReplyHandlers.self)
+    let payload = response.pointee
+    let body = payload.body.map { Array(UnsafeBufferPointer(start: $0, count: payload.body_length)) } ?? []
+    handlers.onReply(
+        RawReply(
+            id: id, status: status, requestID: payload.request_id, attempt: Int(payload.attempt), body: body,
+            message: payload.message.map { String(cString: $0) } ?? ""))
+}
+
+private func sdkDisconnectTrampoline(_ context: UnsafeMutableRawPointer?, _ spontaneous: Bool, _ dropped: UInt64) {
+    SDKContext.value(of: context, as: SDKReplyHandlers.self).onDisconnect?(spontaneous, dropped)
+}
+
+private func sdkReplyReleaseTrampoline(_ context: UnsafeMutableRawPointer?) {
+    SDKContext.take(context, as: SDKReplyHandlers.self).onRelease?()
+}
+
+extension SDKReplyHandlers {
+    /// The C form of the set; its context holds one retain, given up by the SDK's release (or by
+    /// ``dropRefused(_:)`` when the SDK refused the set).
+    fileprivate func retainedCallbacks() -> lsdk_rpc_callbacks_t {
+        lsdk_rpc_callbacks_t(
+            on_reply: sdkReplyTrampoline, on_disconnect: sdkDisconnectTrampoline,
+            context: SDKContext.retain(self), release_context: sdkReplyReleaseTrampoline)
+    }
+
+    fileprivate static func dropRefused(_ callbacks: lsdk_rpc_callbacks_t) {
+        SDKContext.release(callbacks.context, as: SDKReplyHandlers.self)
+    }
+}
+
+/// Owns one RPC connection (`lsdk_rpc_t*`) of an ``SDKClient``: one reply callback for every
+/// request, requests named by ids. Destroyed in deinit (or by ``destroy()``); the connection keeps
+/// its client alive.
+package final class SDKConnection: Sendable {
+    /// How a disconnect reports the requests it drops (the SDK's `LSDK_DISCONNECT_*`).
+    package enum DisconnectReport: Int32, Sendable, Hashable, CaseIterable {
+        /// Each gets a `.disconnected` reply inside the disconnect, before `onDisconnect`.
+        case synchronous = 0
+        /// Each gets a `.disconnected` reply later, from a worker.
+        case asynchronous = 1
+        /// None is answered; only `onDisconnect` tells.
+        case silent = 2
+    }
+
+    private let raw: RawConnection
+    /// The client whose threads deliver the replies.
+    package let client: SDKClient
+
+    /// Creates a connection on `client`.
+    ///
+    /// - Parameters:
+    ///   - client: The SDK client.
+    ///   - idBits: Width of the ids, 8 ... 64.
+    ///   - disconnectReport: How disconnects report dropped requests.
+    ///   - unknownRepliesPerMille: After each reply, the chance of one for an id that is not pending.
+    ///   - spontaneousDisconnectsPerMille: Each send's chance to cause a disconnect shortly after.
+    ///   - seed: Seed of the connection's draws; 0 derives it from the client's seed.
+    ///   - handlers: The callbacks, or `nil` to install them later (replies are discarded meanwhile).
+    /// - Throws: ``LegacySDKError/outOfRange`` for a value out of its range,
+    ///   ``LegacySDKError/clientDestroyed``.
+    package init(
+        client: SDKClient, idBits: Int = 32, disconnectReport: DisconnectReport = .synchronous,
+        unknownRepliesPerMille: Int = 0, spontaneousDisconnectsPerMille: Int = 0, seed: UInt64 = 0,
+        handlers: SDKReplyHandlers?
+    ) throws(LegacySDKError) {
+        var config = lsdk_rpc_config_t()
+        lsdk_rpc_config_init(&config)
+        config.id_bits = UInt32(clamping: idBits)
+        config.disconnect_report = disconnectReport.rawValue
+        config.unknown_reply_per_mille = UInt32(clamping: unknownRepliesPerMille)
+        config.disconnect_per_mille = UInt32(clamping: spontaneousDisconnectsPerMille)
+        config.seed = seed
+        var callbacks = handlers?.retainedCallbacks()
+        var made: OpaquePointer?
+        let status = withExtendedLifetime(client) {
+            if callbacks != nil { return lsdk_rpc_create(client.raw, &config, &callbacks!, &made) }
+            return lsdk_rpc_create(client.raw, &config, nil, &made)
+        }
+        guard status == lsdk_status_t(LSDK_OK), let made else {
+            if let callbacks { SDKReplyHandlers.dropRefused(callbacks) }
+            throw LegacySDKError(rawValue: status)
+        }
+        self.raw = RawConnection(made)
+        self.client = client
+    }
+
+    deinit {
+        // Refused when it was destroyed already, explicitly or by its client's destroy.
+        _ = lsdk_rpc_destroy(raw.pointer)
+    }
+
+    /// Installs `handlers` in place of the current set (the SDK releases the old one once its
+    /// running callbacks returned).
+    ///
+    /// - Parameter handlers: The new callbacks, or `nil` for none.
+    /// - Throws: ``LegacySDKError/clientDestroyed`` once the connection is destroyed.
+    package func setHandlers(_ handlers: SDKReplyHandlers?) throws(LegacySDKError) {
+        var callbacks = handlers?.retainedCallbacks()
+        let status =
+            callbacks != nil
+            ? lsdk_rpc_set_callbacks(raw.pointer, &callbacks!) : lsdk_rpc_set_callbacks(raw.pointer, nil)
+        guard status == lsdk_status_t(LSDK_OK) else {
+            if let callbacks { SDKReplyHandlers.dropRefused(callbacks) }
+            throw LegacySDKError(rawValue: status)
+        }
+    }
+
+    /// Sends a request. Its replies come through the handlers, possibly before this returns (then
+    /// before an SDK-assigned id is known here).
+    ///
+    /// - Parameters:
+    ///   - request: What to send.
+    ///   - behavior: How the SDK answers it (`outcomes` empty: never; several: duplicates).
+    ///   - id: The caller's id (register it before calling: its reply may come first), or `nil` for
+    ///     one the SDK assigns.
+    /// - Returns: The request's id, or the SDK's error (no reply will come): `.duplicateID` for a
+    ///   chosen id still pending, `.outOfRange` for an id above the connection's id width or an
+    ///   invalid behaviour, `.resources` when every id is pending, `.clientDestroyed`.
+    package func send(
+        _ request: FetchRequest, behavior: SimulatedBehavior, id: UInt64?
+    ) -> Result<UInt64, LegacySDKError> {
+        var out: UInt64 = 0
+        let status = withExtendedLifetime(self) {
+            SDK.withCBehavior(behavior) { cBehavior in
+                request.path.withCString { path in
+                    var cRequest = lsdk_request_t(
+                        path: path, response_size: UInt32(exactly: request.responseSize) ?? .max)
+                    return lsdk_rpc_send(raw.pointer, &cRequest, cBehavior, id ?? 0, &out)
+                }
+            }
+        }
+        guard status == lsdk_status_t(LSDK_OK) else { return .failure(LegacySDKError(rawValue: status)) }
+        return .success(out)
+    }
+
+    /// Cancels the pending request with `id` as its behaviour's cancel mode says.
+    ///
+    /// - Parameter id: The request's id.
+    /// - Returns: Whether a request with that id was pending (`false`: nothing was changed).
+    /// - Throws: ``LegacySDKError/clientDestroyed`` once the connection is destroyed.
+    @discardableResult
+    package func cancel(id: UInt64) throws(LegacySDKError) -> Bool {
+        let status = withExtendedLifetime(self) { lsdk_rpc_cancel(raw.pointer, id) }
+        switch status {
+        case lsdk_status_t(LSDK_OK): return true
+        case lsdk_status_t(LSDK_ERR_UNKNOWN_ID): return false
+        default: throw LegacySDKError(rawValue: status)
+        }
+    }
+
+    /// Drops every pending request (reported as configured), then calls `onDisconnect`, on this
+    /// thread. Later sends work as before.
+    ///
+    /// - Throws: ``LegacySDKError/clientDestroyed`` once the connection is destroyed.
+    package func disconnect() throws(LegacySDKError) {
+        let status = withExtendedLifetime(self) { lsdk_rpc_disconnect(raw.pointer) }
+        guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
+    }
+
+    /// Destroys the connection now: it disconnects, refuses every later call, and its handlers are
+    /// released after their last callback (late replies may still come after this returns).
+    ///
+    /// - Throws: ``LegacySDKError/clientDestroyed`` when it was destroyed already.
+    package func destroy() throws(LegacySDKError) {
+        let status = withExtendedLifetime(self) { lsdk_rpc_destroy(raw.pointer) }
+        guard status == lsdk_status_t(LSDK_OK) else { throw LegacySDKError(rawValue: status) }
+    }
+}
+
+/// An `lsdk_rpc_t*`: the SDK's connection functions are thread-safe and a connection pointer
+/// stays valid for the whole process (destroyed ones are tombstones), so it may cross threads.
+private struct RawConnection: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+}
+
+extension SDK {
+    /// Starts a listener on `topic`: data events of `behavior.chunkSize` bytes, then an end event
+    /// after `eventCount` of them (0: endless) as the behaviour's stream end says.
+    ///
+    /// The client has at most one listener per topic: a start on a taken topic fails with
+    /// ``LegacySDKError/alreadyListening``. `onEvent` is called as for
+    /// ``startDownload(client:request:behavior:onEvent:onRelease:)``; with synchronous delivery an
+    /// endless listener delivers inside this call until a callback pauses or cancels it.
+    ///
+    /// - Returns: The listener's handle (cancel, pause, resume), or the SDK's error (no callback
+    ///   will come).
+    package static func startListener(
+        client: SDKClient, topic: UInt64, eventCount: UInt64, behavior: SimulatedBehavior,
+        onEvent: @escaping @Sendable (RawDownloadEvent) -> Void,
+        onRelease: (@Sendable () -> Void)? = nil
+    ) -> Result<SDKHandle, LegacySDKError> {
+        let box = SDKContextBox(callback: .event(onEvent), onRelease: onRelease)
+        let context = Unmanaged.passRetained(box).toOpaque()
+        var handle: lsdk_handle_t = 0
+        let status = withExtendedLifetime(client) {
+            withCBehavior(behavior) { cBehavior in
+                var request = lsdk_listen_request_t(topic: topic, event_count: eventCount)
+                return lsdk_listen_start(
+                    client.raw, &request, cBehavior, sdkEventTrampoline, context, sdkReleaseTrampoline, &handle)
+            }
+        }
+        return finishStart(status: status, context: context, handle: handle)
+    }
+}
+
 // MARK: - Bare round trip
 
 /// One request of ``SDK/startBareRequest(client:path:_:resuming:)``: the continuation its
@@ -699,5 +963,33 @@ extension SDKCounters {
         blockingCallsInterrupted = c.blocking_calls_interrupted
         blockingInFlight = c.blocking_in_flight
         blockingInFlightPeak = c.blocking_in_flight_peak
+        rpcConnectionsCreated = c.rpc_connections_created
+        rpcConnectionsFinished = c.rpc_connections_finished
+        rpcRequestsSent = c.rpc_requests_sent
+        rpcRequestsSettled = c.rpc_requests_settled
+        rpcRequestsFinished = c.rpc_requests_finished
+        rpcRequestsPending = c.rpc_requests_pending
+        rpcRequestsLive = c.rpc_requests_live
+        rpcReplies = c.rpc_replies
+        rpcRepliesOutOfOrder = c.rpc_replies_out_of_order
+        rpcRepliesDuplicate = c.rpc_replies_duplicate
+        rpcRepliesUnknownID = c.rpc_replies_unknown_id
+        rpcRepliesAfterDisconnect = c.rpc_replies_after_disconnect
+        rpcRepliesAfterCancel = c.rpc_replies_after_cancel
+        rpcRepliesDiscarded = c.rpc_replies_discarded
+        rpcCancels = c.rpc_cancels
+        rpcDisconnects = c.rpc_disconnects
+        rpcDisconnectsSpontaneous = c.rpc_disconnects_spontaneous
+        rpcDroppedAtDisconnect = c.rpc_dropped_at_disconnect
+        listenerStarts = c.listener_starts
+        listenerFinished = c.listener_finished
+        listenerLive = c.listener_live
+        listenerStops = c.listener_stops
+        listenerEnds = c.listener_ends
+        listenerBusy = c.listener_busy
+        listenerEvents = c.listener_events
+        listenerEventsWhilePaused = c.listener_events_while_paused
+        listenerPauses = c.listener_pauses
+        listenerResumes = c.listener_resumes
     }
 }
