@@ -177,10 +177,10 @@ struct BadInputTests {
 
     @Test("Every status has a description; unknown ones too")
     func statusStrings() {
-        let known = (0...14).map { String(cString: lsdk_status_string(lsdk_status_t($0))) }
-        #expect(Set(known).count == 15)
+        let known = (0...18).map { String(cString: lsdk_status_string(lsdk_status_t($0))) }
+        #expect(Set(known).count == 19)
         #expect(known.allSatisfy { !$0.isEmpty && $0 != "unknown status" })
-        #expect(String(cString: lsdk_status_string(15)) == "unknown status")
+        #expect(String(cString: lsdk_status_string(19)) == "unknown status")
         #expect(String(cString: lsdk_status_string(-1)) == "unknown status")
         #expect(String(cString: lsdk_status_string(Int32.max)) == "unknown status")
     }

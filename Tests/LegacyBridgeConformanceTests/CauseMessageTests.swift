@@ -31,8 +31,8 @@ struct CauseMessageTests {
     }
 }
 
-/// "Resumes" its source by cancelling the paused subscription and starting a new one, which
-/// delivers every event again (the sequenced buffer then drops the repeats).
+/// Has no pause of its own: "pauses" by cancelling its subscription and "resumes" by starting a
+/// new one, which delivers every event again (the sequenced buffer then drops the repeats).
 private struct RestartingStreamAdapter: StreamAdapter {
     var name: String { "test-restarting" }
     var summary: String { "restarts the source to resume it" }
@@ -53,12 +53,12 @@ private struct RestartingStreamAdapter: StreamAdapter {
             let current = LockedValue(subscribe())
             return StreamControl(
                 cancel: CancelHandle { current.withLock { $0 }.0.cancel() },
-                pause: { current.withLock { $0 }.0.pause() },
-                resume: {
-                    // "Resumes" by replacing the paused subscription with a new one.
+                pause: {
                     let (control, retired) = current.withLock { $0 }
                     retired.withLock { $0 = true }
                     control.cancel()
+                },
+                resume: {
                     let next = subscribe()
                     current.withLock { $0 = next }
                 })
