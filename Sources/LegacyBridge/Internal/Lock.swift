@@ -8,8 +8,8 @@
 // `package` so the conformance library and the CLI share this lock type.
 // A stream's buffer lock is made "spinning" (glibc's adaptive mutex in release builds): its
 // producer and consumer take it millions of times a second from two threads, and a collision
-// that sleeps in the kernel costs more than the critical section (CallbackStream single yields
-// went from 9–10 to 14–19 M events/s with it). Debug builds keep the error-checking mutex.
+// that sleeps in the kernel costs more than the critical section. Debug builds keep the
+// error-checking mutex.
 // Critical sections must stay tiny: never await, call C, or call user code
 // while holding one of these.
 

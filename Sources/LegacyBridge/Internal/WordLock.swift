@@ -2,8 +2,7 @@
 //
 // Every `withCallback` makes a gate and takes its lock at least twice, from one thread, with
 // nobody else interested in the common case. A glibc mutex costs two library calls per round trip
-// and keeps owner bookkeeping; measured here, the two round trips of a synchronous call were about
-// a third of its cost. On Linux the gate therefore uses a word lock: one 32-bit atomic in the
+// and keeps owner bookkeeping, a large share of a synchronous call's cost. On Linux the gate therefore uses a word lock: one 32-bit atomic in the
 // gate's own allocation, taken with one compare-and-swap and released with one exchange, both
 // inlined. ThreadSanitizer sees those atomics (unlike `Synchronization.Mutex`, see STYLE.md).
 //

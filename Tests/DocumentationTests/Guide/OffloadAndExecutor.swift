@@ -52,3 +52,6 @@ enum GuideThreadAffine {
     }
     // end snippet
 }
+
+nonisolated func cam_open() throws -> OpaquePointer { OpaquePointer(bitPattern: 0x1000)! }
+nonisolated func cam_exposure(_ device: OpaquePointer) -> Double { 1.0 / 60 }

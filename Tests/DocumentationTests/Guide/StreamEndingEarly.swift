@@ -2,9 +2,9 @@
 // (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
 import LegacyBridge
 
-/// The snippet has statements, so it lives in a function body; `download` is README's.
+/// The snippet has statements, so it lives in a function body; `download` is the README's quick start.
 func readmeStreamEndingEarly(url: String, download: (String) -> CallbackStream<Chunk>, write: (Chunk) -> Bool) async throws {
-    // snippet: README.md
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/EventStreams.md
     let stream = download(url)
     for try await chunk in stream {
         if !write(chunk) { break }        // in main.swift, leaving the loop alone does not cancel the SDK

@@ -1,17 +1,19 @@
 import Foundation
 import Testing
 
-/// The README's crash-isolated example is a real target of this package: it must stay identical to
-/// the README's text, and it must do what the README says.
-@Suite("README: the 'Checking your own adapter' example compiles, matches the README and passes")
-struct ReadmeExampleTests {
+/// The crash-isolated example of the article "Checking a pattern over the simulated SDK" is a real
+/// target of this package: it must stay identical to the article's text, and do what it says.
+@Suite("docs: the crash-isolated conformance example compiles, matches its article and passes")
+struct ConformanceExampleTests {
     static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The body of the README's fenced Swift block that starts with `firstLine`.
-    static func readmeBlock(startingWith firstLine: String) throws -> String? {
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        for block in readme.components(separatedBy: "```swift\n").dropFirst() {
+    static let article = "Sources/LegacyBridgeConformance/LegacyBridgeConformance.docc/CheckingAPattern.md"
+
+    /// The body of the article's fenced Swift block that starts with `firstLine`.
+    static func articleBlock(startingWith firstLine: String) throws -> String? {
+        let text = try String(contentsOf: root.appendingPathComponent(article), encoding: .utf8)
+        for block in text.components(separatedBy: "```swift\n").dropFirst() {
             guard let end = block.range(of: "```") else { continue }
             let body = String(block[..<end.lowerBound])
             if body.hasPrefix(firstLine) { return body }
@@ -19,15 +21,15 @@ struct ReadmeExampleTests {
         return nil
     }
 
-    @Test("the README's main.swift is byte for byte Sources/MyAdapterConformance/main.swift")
-    func readmeMatchesTheCompiledCopy() throws {
+    @Test("the article's main.swift is byte for byte Sources/MyAdapterConformance/main.swift")
+    func articleMatchesTheCompiledCopy() throws {
         let compiled = try String(
             contentsOf: Self.root.appendingPathComponent("Sources/MyAdapterConformance/main.swift"), encoding: .utf8)
         let firstLine = try #require(compiled.split(separator: "\n").first.map(String.init))
         let block = try #require(
-            try Self.readmeBlock(startingWith: firstLine), "no ```swift block in README.md starts with \(firstLine)")
+            try Self.articleBlock(startingWith: firstLine), "no ```swift block in \(Self.article) starts with \(firstLine)")
         #expect(
-            block == compiled, "README.md and Sources/MyAdapterConformance/main.swift differ: copy one onto the other")
+            block == compiled, "\(Self.article) and Sources/MyAdapterConformance/main.swift differ: copy one onto the other")
     }
 
     @Test("the example checks both adapters, crash-isolated, and exits 0 with the CLI's JSON")

@@ -4,7 +4,7 @@ import LegacyBridge
 import LegacyBridgeConformance
 import Testing
 
-/// Scaffolding: the README defines this adapter in its crash-isolated example (compiled as the
+/// Scaffolding: the article CheckingAPattern defines this adapter in its crash-isolated example (compiled as the
 /// MyAdapterConformance target); the in-process snippet below uses it.
 struct MyFetchAdapter: OneShotAdapter {
     var name: String { "my-fetch" }
@@ -16,7 +16,7 @@ struct MyFetchAdapter: OneShotAdapter {
     }
 }
 
-// snippet: README.md
+// snippet: Sources/LegacyBridgeConformance/LegacyBridgeConformance.docc/CheckingAPattern.md
 @Test func adapterConforms() async {
     // A patient watchdog: test runners share cores, and a real hang is still caught.
     let report = await ConformanceSuite.run(MyFetchAdapter(), options: .init(watchdog: .seconds(60)))
