@@ -46,9 +46,11 @@ let package = Package(
         .executableTarget(name: "MyAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
         // The README's real-adapter example (an adapter with the probe, over its SDK), compiled and run by a test.
         .executableTarget(name: "MyRealAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
-        .testTarget(name: "CLegacySDKTests", dependencies: ["CLegacySDK"]),
-        .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge"]),
-        .testTarget(name: "LegacySimulatorTests", dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK"]),
+        // What the test targets share: the hang bound, polling, a seeded generator.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "CLegacySDKTests", dependencies: ["CLegacySDK", "TestSupport"]),
+        .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge", "TestSupport"]),
+        .testTarget(name: "LegacySimulatorTests", dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK", "TestSupport"]),
         .testTarget(
             name: "LegacyBridgeConformanceTests",
             dependencies: [

@@ -1,3 +1,4 @@
+import TestSupport
 import CLegacySDK
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -51,14 +52,14 @@ struct BlockingTests {
         withClient { client in
             let ref = ClientRef(client)
             let outcome = blockInBackground(ref, key: 7)
-            #expect(poll { counters(client).blocking_in_flight == 1 })
+            #expect(spinUntil { counters(client).blocking_in_flight == 1 })
             let badBefore = counters(client).bad_calls
             #expect(lsdk_interrupt(client, 8) == Status.notBlocked)
             #expect(counters(client).bad_calls == badBefore)  // a race outcome, not a bad call
             #expect(outcome.values.isEmpty)
             #expect(counters(client).blocking_in_flight == 1)
             #expect(lsdk_interrupt(client, 7) == Status.ok)
-            #expect(poll { !outcome.values.isEmpty })
+            #expect(spinUntil { !outcome.values.isEmpty })
             #expect(outcome.values.first?.status == Status.interrupted)
             #expect(outcome.values.first?.result == 0xDEAD)  // not written
             let counted = counters(client)
@@ -76,14 +77,14 @@ struct BlockingTests {
             let first = blockInBackground(ref, key: 3)
             let second = blockInBackground(ref, key: 3)
             let other = blockInBackground(ref, key: 4)
-            #expect(poll { counters(client).blocking_in_flight == 3 })
+            #expect(spinUntil { counters(client).blocking_in_flight == 3 })
             #expect(lsdk_interrupt(client, 3) == Status.ok)
-            #expect(poll { first.values.count == 1 && second.values.count == 1 })
+            #expect(spinUntil { first.values.count == 1 && second.values.count == 1 })
             #expect(
                 first.values.first?.status == Status.interrupted && second.values.first?.status == Status.interrupted)
             #expect(other.values.isEmpty)
             #expect(lsdk_interrupt(client, 4) == Status.ok)
-            #expect(poll { other.values.count == 1 })
+            #expect(spinUntil { other.values.count == 1 })
             let counted = counters(client)
             #expect(counted.blocking_in_flight_peak == 3)
             #expect(counted.blocking_calls_interrupted == 3)
@@ -98,9 +99,10 @@ struct BlockingTests {
         #expect(lsdk_client_create(&config, &created) == Status.ok)
         let client = ClientRef(created!)
         let outcomes = (0..<3).map { blockInBackground(client, key: UInt64($0)) }
-        #expect(poll { counters(client.raw).blocking_in_flight == 3 })
+        #expect(spinUntil { counters(client.raw).blocking_in_flight == 3 })
         #expect(lsdk_client_destroy(client.raw) == Status.ok)
-        // Destroy waited for them to leave the client.
+        // Destroy waited for them to leave the client; each thread records its status after that.
+        #expect(spinUntil { outcomes.allSatisfy { $0.values.count == 1 } })
         #expect(outcomes.allSatisfy { $0.values.map(\.status) == [Status.interrupted] })
         var result: UInt64 = 0
         #expect(lsdk_blocking_call(client.raw, 1, 0, &result) == Status.clientDestroyed)
@@ -132,10 +134,10 @@ struct BlockingTests {
             #expect(lsdk_blocking_call(client, 1, 0, &result) == Status.ok)
             #expect(counters(client).affinity_violations == 0)
             let outcome = blockInBackground(ref, key: 9)  // another thread: a violation
-            #expect(poll { counters(client).blocking_in_flight == 1 })
+            #expect(spinUntil { counters(client).blocking_in_flight == 1 })
             let interrupted = onOtherThread { lsdk_interrupt(ref.raw, 9) }  // not covered
             #expect(interrupted == Status.ok)
-            #expect(poll { outcome.values.count == 1 })
+            #expect(spinUntil { outcome.values.count == 1 })
             #expect(counters(client).affinity_violations == 1)
         }
     }

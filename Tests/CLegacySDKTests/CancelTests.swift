@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -46,7 +47,7 @@ struct CancelTests {
             let recorder = Recorder { recorder, entry in
                 guard entry.attempt == 1 else { return }
                 // The handle is published once start returned.
-                #expect(poll { recorder.handle != 0 })
+                #expect(spinUntil { recorder.handle != 0 })
                 cancelReturned.append(lsdk_cancel(recorder.handle))
             }
             let (status, handle) = startRequest(client, behavior, recorder: recorder)
@@ -75,7 +76,7 @@ struct CancelTests {
             behavior.set(cancelMode: LSDK_CANCEL_CALLBACK_SYNC)
             let recorder = Recorder { recorder, entry in
                 guard entry.kind == .data && entry.sequence == 3 else { return }
-                #expect(poll { recorder.handle != 0 })
+                #expect(spinUntil { recorder.handle != 0 })
                 #expect(lsdk_cancel(recorder.handle) == Status.ok)
             }
             let (status, handle) = startDownload(client, behavior, recorder: recorder, totalBytes: 100_000)

@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -27,7 +28,7 @@ struct CancelWaitsTests {
                 let before = counters(client).cancels_inside_callback
                 let recorder = Recorder { recorder, entry in
                     guard entry.attempt == 1 else { return }
-                    #expect(poll { recorder.handle != 0 })
+                    #expect(spinUntil { recorder.handle != 0 })
                     #expect(lsdk_cancel(recorder.handle) == Status.ok)
                     #expect(lsdk_cancel(recorder.handle) == Status.ok)  // repeated: counted too
                 }
@@ -86,11 +87,11 @@ struct CancelWaitsTests {
             }
             canceller.start()
             // The cancel took effect (counted before it starts waiting); it must still be waiting.
-            #expect(poll { counters(client).cancels == 1 })
+            #expect(spinUntil { counters(client).cancels == 1 })
             #expect(cancelReturned.values.isEmpty)
             gate.open()
             #expect(recorder.waitReleased())
-            #expect(poll { !cancelReturned.values.isEmpty })
+            #expect(spinUntil { !cancelReturned.values.isEmpty })
             #expect(sawCancelReturnedAtEnd.values == [false])
             #expect(runningAtReturn.values == [0])
             // Nothing after the cancel: no END, no later event.
@@ -114,18 +115,18 @@ struct CancelWaitsTests {
             let (status, handle) = startDownload(
                 client, waitsStream(concurrency: 4), recorder: recorder, totalBytes: 100_000)
             #expect(status == Status.ok)
-            #expect(poll { recorder.entries.contains { $0.sequence == 9 } })
+            #expect(spinUntil { recorder.entries.contains { $0.sequence == 9 } })
             let atReturn = LockedList<(running: Int, entries: Int)>()
             let canceller = Thread {
                 #expect(lsdk_cancel(handle) == Status.ok)
                 atReturn.append((recorder.runningNow, recorder.entries.count))
             }
             canceller.start()
-            #expect(poll { counters(client).cancels == 1 })
+            #expect(spinUntil { counters(client).cancels == 1 })
             #expect(atReturn.values.isEmpty)
             gate.open()
             #expect(recorder.waitReleased())
-            #expect(poll { atReturn.values.count == 1 })
+            #expect(spinUntil { atReturn.values.count == 1 })
             #expect(atReturn.values.first?.running == 0)
             #expect(atReturn.values.first?.entries == recorder.entries.count)
             #expect(!recorder.entries.contains { $0.kind == .end })
@@ -166,14 +167,14 @@ struct CancelWaitsTests {
         let cancelStatus = LockedList<(status: lsdk_status_t, afterDestroyBegan: Bool)>()
         let recorder = Recorder { recorder, entry in
             guard entry.sequence == 1 else { return }
-            #expect(poll { recorder.handle != 0 })
+            #expect(spinUntil { recorder.handle != 0 })
             let status = lsdk_cancel(recorder.handle)
             cancelStatus.append((status, !destroyBegan.values.isEmpty))
         }
         let (status, handle) = startDownload(client.raw, waitsStream(), recorder: recorder, totalBytes: 10_000)
         #expect(status == Status.ok)
         // Counted before it blocks.
-        #expect(poll { counters(client.raw).cancel_deadlocks == 1 })
+        #expect(spinUntil { counters(client.raw).cancel_deadlocks == 1 })
         #expect(cancelStatus.values.isEmpty)
         #expect(counters(client.raw).cancels_inside_callback == 1)
         #expect(!recorder.isReleased)

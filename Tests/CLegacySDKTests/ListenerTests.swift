@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Foundation
 import Testing
 
@@ -200,7 +201,7 @@ struct ListenerTests {
             let (_, handle) = startListener(client, behavior, recorder: recorder, topic: 8, count: 0)
             #expect(recorder.waitEntries(1))
             #expect(lsdk_pause(handle) == Status.ok)
-            #expect(poll { counters(client).stream_events_dropped_paused >= 3 })
+            #expect(spinUntil { counters(client).stream_events_dropped_paused >= 3 })
             #expect(lsdk_resume(handle) == Status.ok)
             let delivered = recorder.entries.count
             #expect(recorder.waitEntries(delivered + 1))

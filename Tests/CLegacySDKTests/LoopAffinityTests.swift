@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -45,7 +46,7 @@ struct LoopAffinityTests {
                 #expect(job.post() == Status.ok)
                 jobs.append(job)
             }
-            #expect(poll { order.values.count == 200 })
+            #expect(spinUntil { order.values.count == 200 })
             #expect(order.values == Array(0..<200))
             #expect(jobs.allSatisfy { $0.runs == 1 && $0.ranOnLoop == [true] })
             #expect(counters(client).loop_jobs == 200)
@@ -66,7 +67,7 @@ struct LoopAffinityTests {
                 observed.append(!innerRan.values.isEmpty)
             }
             #expect(outer.post() == Status.ok)
-            #expect(poll { inner.runs == 1 })
+            #expect(spinUntil { inner.runs == 1 })
             #expect(observed.values == [false])
             #expect(inner.ranOnLoop == [true])
         }
@@ -135,14 +136,14 @@ struct LoopAffinityTests {
         let probe = PostedJob(client: client.raw, lifetime: lifetime)
         var accepted = 0
         #expect(
-            poll {
+            spinUntil {
                 let status = probe.post()
                 if status == Status.ok { accepted += 1 }
                 return status == Status.clientDestroyed
             })
         #expect(queued.allSatisfy { $0.runs == 0 })  // still held behind the blocker
         gate.open()
-        #expect(destroyReturned.wait(timeout: .now() + testHangBoundSeconds) == .success)
+        #expect(destroyReturned.wait(timeout: .now() + Double(testHangBoundSeconds)) == .success)
         #expect(destroyStatus.values == [Status.ok])
         // Everything accepted ran exactly once before destroy returned.
         #expect(blocker.runs == 1)
@@ -387,7 +388,7 @@ struct LoopAffinityTests {
             behavior.completion_count = 2
             let recorder = Recorder { recorder, entry in
                 guard entry.attempt == 1 else { return }
-                #expect(poll { recorder.handle != 0 })
+                #expect(spinUntil { recorder.handle != 0 })
                 #expect(lsdk_cancel(recorder.handle) == Status.ok)
             }
             let (status, handle) = startRequest(client, behavior, recorder: recorder)

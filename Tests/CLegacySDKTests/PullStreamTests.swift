@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -70,7 +71,9 @@ struct PullStreamTests {
                     // Resume from another thread once the stream stopped (the handle is known by then).
                     let pausesBefore = counters(ref.raw).stream_pauses_by_callback
                     Thread {
-                        _ = poll { recorder.handle != 0 && counters(ref.raw).stream_pauses_by_callback > pausesBefore }
+                        _ = spinUntil {
+                            recorder.handle != 0 && counters(ref.raw).stream_pauses_by_callback > pausesBefore
+                        }
                         resumes.append(lsdk_resume(recorder.handle))
                     }.start()
                 }
@@ -83,7 +86,7 @@ struct PullStreamTests {
             let sequences = recorder.entries.map(\.sequence)
             #expect(sequences == [0, 0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 9, 10])
             #expect(counters(client).stream_pauses_by_callback == 3)
-            #expect(poll { resumes.values.count == 3 })
+            #expect(spinUntil { resumes.values.count == 3 })
             #expect(lsdk_handle_release(handle) == Status.ok)
             expectContractKept(recorder)
         }
@@ -111,14 +114,14 @@ struct PullStreamTests {
         withClient { client in
             let recorder = Recorder(hook: { recorder, entry in
                 guard entry.sequence == 2 else { return }
-                #expect(poll { recorder.handle != 0 })
+                #expect(spinUntil { recorder.handle != 0 })
                 #expect(lsdk_pause(recorder.handle) == Status.ok)
             })
             // Worker delivery: event 2 waits until start returned and published the handle.
             let (status, handle) = startPullDownload(
                 client, stream(LSDK_DELIVERY_WORKER), recorder: recorder, totalBytes: 100)
             #expect(status == Status.ok)
-            #expect(poll { counters(client).stream_pauses == 1 })
+            #expect(spinUntil { counters(client).stream_pauses == 1 })
             #expect(lsdk_resume(handle) == Status.ok)
             #expect(recorder.waitReleased())
             #expect(recorder.entries.map(\.sequence) == Array(0...10))

@@ -2,6 +2,7 @@
 // trampolines (nonisolated file-level functions), and a connection scope.
 
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -49,8 +50,8 @@ final class ReplyRecorder: @unchecked Sendable {
     var violations: [String] { lock.withLock { _violations } }
     var runningNow: Int { lock.withLock { _running } }
 
-    func waitReplies(_ count: Int) -> Bool { poll { replies.count >= count } }
-    func waitReleased() -> Bool { poll { releases > 0 } }
+    func waitReplies(_ count: Int) -> Bool { spinUntil { replies.count >= count } }
+    func waitReleased() -> Bool { spinUntil { releases > 0 } }
 
     /// A callback set whose context owns one retain of the recorder, given up in its release.
     func callbacks(onReply: Bool = true, onDisconnect: Bool = true) -> lsdk_rpc_callbacks_t {

@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Foundation
 import Testing
 
@@ -13,7 +14,7 @@ struct RPCTests {
                 #expect(sent.status == Status.ok)
                 #expect(sent.id == 42)
                 #expect(recorder.waitReplies(1))
-                #expect(poll { counters(client).rpc_requests_live == 0 })
+                #expect(spinUntil { counters(client).rpc_requests_live == 0 })
                 let reply = recorder.replies[0]
                 #expect(reply.id == 42 && reply.status == Status.ok && reply.attempt == 1)
                 #expect(reply.length == 32 && reply.bytesValid && reply.message == "/answer")
@@ -97,7 +98,7 @@ struct RPCTests {
                 behavior.completion_count = 3
                 #expect(send(rpc, id: 9, behavior: behavior).status == Status.ok)
                 #expect(recorder.waitReplies(3))
-                #expect(poll { counters(client).rpc_requests_live == 0 })
+                #expect(spinUntil { counters(client).rpc_requests_live == 0 })
                 #expect(recorder.replies.map(\.id) == [9, 9, 9])
                 #expect(recorder.replies.map(\.attempt) == [1, 2, 3])
                 #expect(counters(client).rpc_replies_duplicate == 2)
@@ -165,7 +166,7 @@ struct RPCTests {
                     #expect(send(rpc, id: 2, behavior: .neverReplies()).status == Status.ok)
                     #expect(lsdk_rpc_disconnect(rpc) == Status.ok)
                     #expect(recorder.disconnects.count == 1)
-                    #expect(poll { counters(client).rpc_requests_live == 0 })
+                    #expect(spinUntil { counters(client).rpc_requests_live == 0 })
                     if mode == LSDK_DISCONNECT_REPORT_ASYNC {
                         #expect(Set(recorder.replies.map(\.id)) == [1, 2])
                         #expect(recorder.replies.allSatisfy { $0.status == Status.disconnected && !$0.onCallerThread })
@@ -188,8 +189,8 @@ struct RPCTests {
         withClient { client in
             withRPC(client, config: config, recorder: recorder) { rpc in
                 #expect(send(rpc, id: 1, behavior: .neverReplies()).status == Status.ok)
-                #expect(poll { counters(client).rpc_disconnects_spontaneous == 1 })
-                #expect(poll { counters(client).rpc_requests_live == 0 })
+                #expect(spinUntil { counters(client).rpc_disconnects_spontaneous == 1 })
+                #expect(spinUntil { counters(client).rpc_requests_live == 0 })
                 #expect(recorder.replies.map(\.status) == [Status.disconnected])
                 #expect(recorder.disconnects.map(\.spontaneous) == [true])
             }
@@ -254,10 +255,10 @@ struct RPCTests {
                         #expect(recorder.replies.map(\.status) == [Status.cancelled])
                         #expect(recorder.replies.first?.onCallerThread == false)
                     default:
-                        #expect(poll { counters(client).rpc_requests_live == 0 })
+                        #expect(spinUntil { counters(client).rpc_requests_live == 0 })
                         #expect(recorder.replies.isEmpty)
                     }
-                    #expect(poll { counters(client).rpc_requests_live == 0 })
+                    #expect(spinUntil { counters(client).rpc_requests_live == 0 })
                     #expect(counters(client).rpc_cancels == 1)
                     #expect(counters(client).bad_calls == 0)
                 }
@@ -355,7 +356,7 @@ struct RPCTests {
         withClient { client in
             withRPC(client, recorder: nil) { rpc in
                 #expect(send(rpc, id: 1).status == Status.ok)
-                #expect(poll { counters(client).rpc_replies_discarded == 1 })
+                #expect(spinUntil { counters(client).rpc_replies_discarded == 1 })
                 var callbacks = recorder.callbacks()
                 #expect(lsdk_rpc_set_callbacks(rpc, &callbacks) == Status.ok)
                 #expect(send(rpc, id: 1).status == Status.ok)

@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -112,7 +113,7 @@ struct StreamTests {
         withClient(workers: 1) { client in
             let recorder = Recorder { recorder, entry in
                 guard entry.sequence == 10 else { return }
-                #expect(poll { recorder.handle != 0 })
+                #expect(spinUntil { recorder.handle != 0 })
                 #expect(lsdk_pause(recorder.handle) == Status.ok)
             }
             let (_, handle) = startDownload(client, stream(chunk: 1), recorder: recorder, totalBytes: 5000)
@@ -152,7 +153,7 @@ struct StreamTests {
             behavior.stream_concurrency = concurrency
             let recorder = Recorder { recorder, entry in
                 guard entry.sequence == 10 else { return }
-                #expect(poll { recorder.handle != 0 })
+                #expect(spinUntil { recorder.handle != 0 })
                 #expect(lsdk_pause(recorder.handle) == Status.ok)
             }
             let (_, handle) = startDownload(client, behavior, recorder: recorder, totalBytes: 2000)
@@ -292,7 +293,7 @@ struct StreamTests {
             // The first callback waits until a second one of the same stream runs beside it.
             let recorder = Recorder { recorder, entry in
                 if entry.concurrent == 1 && recorder.entries.count == 1 {
-                    #expect(poll { recorder.maxConcurrent >= 2 })
+                    #expect(spinUntil { recorder.maxConcurrent >= 2 })
                 }
             }
             let (_, handle) = startDownload(client, behavior, recorder: recorder, totalBytes: 64)
@@ -312,7 +313,7 @@ struct StreamTests {
             behavior.stream_concurrency = 3
             let recorder = Recorder { recorder, entry in
                 guard recorder.entries.count == 1 else { return }
-                #expect(poll { recorder.handle != 0 })
+                #expect(spinUntil { recorder.handle != 0 })
                 #expect(lsdk_pause(recorder.handle) == Status.ok)
             }
             let (_, handle) = startDownload(client, behavior, recorder: recorder, totalBytes: 600)

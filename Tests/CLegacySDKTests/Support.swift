@@ -2,6 +2,7 @@
 // a client scope, gates and polling. Trampolines are nonisolated file-level functions.
 
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -72,18 +73,6 @@ func globalCounters() -> lsdk_counters_t {
 /// How many seconds a wait for something that must happen lasts before the test calls it a hang.
 /// Generous: under ThreadSanitizer these tests share two cores with the bridge's burst suites
 /// (there it is 600 s). A passing run never waits for it.
-let testHangBoundSeconds = dlsym(nil, "__tsan_init") != nil ? 600.0 : 120.0
-
-/// Polls `condition` until it holds or `timeout` seconds passed (the sleep is only the polling
-/// interval, never a guess at a schedule).
-func poll(timeout: Double = testHangBoundSeconds, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !condition() {
-        if Date() > deadline { return false }
-        usleep(500)
-    }
-    return true
-}
 
 /// A one-way gate: `open()` lets every current and future `wait()` through.
 final class Gate: @unchecked Sendable {
@@ -101,7 +90,7 @@ final class Gate: @unchecked Sendable {
 
     /// Waits until open (false after a generous timeout, so a broken test fails instead of hanging).
     @discardableResult
-    func wait(timeout: Double = testHangBoundSeconds) -> Bool {
+    func wait(timeout: Double = Double(testHangBoundSeconds)) -> Bool {
         lock.lock()
         let open = isOpen
         lock.unlock()
@@ -175,7 +164,7 @@ final class Recorder: @unchecked Sendable {
     }
 
     /// Waits for the context release (false after the timeout).
-    func waitReleased(timeout: Double = testHangBoundSeconds) -> Bool {
+    func waitReleased(timeout: Double = Double(testHangBoundSeconds)) -> Bool {
         if releaseSemaphore.wait(timeout: .now() + timeout) == .success {
             releaseSemaphore.signal()
             return true
@@ -183,8 +172,8 @@ final class Recorder: @unchecked Sendable {
         return false
     }
 
-    func waitEntries(_ count: Int, timeout: Double = testHangBoundSeconds) -> Bool {
-        poll(timeout: timeout) { entries.count >= count }
+    func waitEntries(_ count: Int, timeout: Double = Double(testHangBoundSeconds)) -> Bool {
+        spinUntil(within: timeout) { entries.count >= count }
     }
 
     /// The opaque context that owns one retain of the recorder, given up in the release callback.
@@ -466,7 +455,7 @@ func onOtherThread<R: Sendable>(_ body: @escaping @Sendable () -> R) -> R? {
         done.signal()
     }
     thread.start()
-    guard done.wait(timeout: .now() + testHangBoundSeconds) == .success else { return nil }
+    guard done.wait(timeout: .now() + Double(testHangBoundSeconds)) == .success else { return nil }
     return box.values.first
 }
 

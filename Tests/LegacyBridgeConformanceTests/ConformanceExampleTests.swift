@@ -27,9 +27,11 @@ struct ConformanceExampleTests {
             contentsOf: Self.root.appendingPathComponent("Sources/MyAdapterConformance/main.swift"), encoding: .utf8)
         let firstLine = try #require(compiled.split(separator: "\n").first.map(String.init))
         let block = try #require(
-            try Self.articleBlock(startingWith: firstLine), "no ```swift block in \(Self.article) starts with \(firstLine)")
+            try Self.articleBlock(startingWith: firstLine),
+            "no ```swift block in \(Self.article) starts with \(firstLine)")
         #expect(
-            block == compiled, "\(Self.article) and Sources/MyAdapterConformance/main.swift differ: copy one onto the other")
+            block == compiled,
+            "\(Self.article) and Sources/MyAdapterConformance/main.swift differ: copy one onto the other")
     }
 
     @Test("the example checks both adapters, crash-isolated, and exits 0 with the CLI's JSON")

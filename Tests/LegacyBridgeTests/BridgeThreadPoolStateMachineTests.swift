@@ -3,6 +3,7 @@
 // rules, and the hand-picked orderings that matter most.
 
 import Testing
+import TestSupport
 
 @testable import LegacyBridge
 
@@ -141,7 +142,7 @@ struct BridgeThreadPoolStateMachineTests {
             case running(Int)
             case parked(signalled: Bool)
         }
-        var random = StreamSplitMix(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+        var random = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
         var machine = Machine(limit: 1 + Int(random.next() % 4))
         var workers: [Int: Worker] = [:]
         var nextWorker = 0

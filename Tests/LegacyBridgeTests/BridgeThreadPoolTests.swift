@@ -4,6 +4,7 @@
 // injected thread starter; the shared pool's limit is the public `BridgeThreads.limit`.
 
 import Dispatch
+import TestSupport
 import Synchronization
 import Testing
 
@@ -67,11 +68,11 @@ struct BridgeThreadPoolTests {
             }
         }
         // Every thread the limit allows is now blocked in a job; the others wait.
-        #expect(await oneShotEventually { concurrency.running.load(ordering: .acquiring) == 4 })
+        #expect(await eventually { concurrency.running.load(ordering: .acquiring) == 4 })
         #expect(pool.snapshot.queuedJobs == 196)
         #expect(starter.started.load(ordering: .relaxed) == 4)
         latch.open()
-        #expect(await oneShotEventually { concurrency.finished.load(ordering: .acquiring) == 200 })
+        #expect(await eventually { concurrency.finished.load(ordering: .acquiring) == 200 })
         #expect(concurrency.peak.load(ordering: .relaxed) == 4)
         #expect(starter.started.load(ordering: .relaxed) == 4, "the pool started more threads than its limit")
         #expect(pool.snapshot.peakThreads == 4)
@@ -112,7 +113,7 @@ struct BridgeThreadPoolTests {
             pool.run { ran.add(1, ordering: .relaxed) }
             // The job ran and its thread parked again.
             #expect(
-                await oneShotEventually {
+                await eventually {
                     let machine = pool.snapshot
                     return ran.load(ordering: .relaxed) == round && machine.parked == machine.threads
                 })
@@ -130,13 +131,13 @@ struct BridgeThreadPoolTests {
             order.withLock { $0.append(1) }
             latch.wait()
         }
-        #expect(await oneShotEventually { order.withLock { $0 } == [1] })
+        #expect(await eventually { order.withLock { $0 } == [1] })
         starter.refusing.store(true, ordering: .releasing)
         pool.run { order.withLock { $0.append(2) } }
         #expect(starter.refused.load(ordering: .relaxed) == 1)
         #expect(pool.snapshot.threads == 1 && pool.snapshot.queuedJobs == 1)
         latch.open()
-        #expect(await oneShotEventually { order.withLock { $0 } == [1, 2] })
+        #expect(await eventually { order.withLock { $0 } == [1, 2] })
     }
 
     @Test("a refused thread start with no thread at all: the job is kept and runs once a later job starts a thread")
@@ -151,7 +152,7 @@ struct BridgeThreadPoolTests {
         #expect(pool.snapshot.threads == 0 && pool.snapshot.queuedJobs == 2)
         starter.refusing.store(false, ordering: .releasing)
         pool.run { order.withLock { $0.append(3) } }
-        #expect(await oneShotEventually { order.withLock { $0 } == [1, 2, 3] })
+        #expect(await eventually { order.withLock { $0 } == [1, 2, 3] })
     }
 
     @Test("a refused thread start with no thread and no later job: the pool tries again by itself")
@@ -162,10 +163,10 @@ struct BridgeThreadPoolTests {
         let ran = OffloadFlag()
         pool.run { ran.set() }
         // The retry comes from the timer thread; refused again, it is asked for again.
-        #expect(await oneShotEventually { starter.refused.load(ordering: .relaxed) >= 2 })
+        #expect(await eventually { starter.refused.load(ordering: .relaxed) >= 2 })
         #expect(!ran.isSet)
         starter.refusing.store(false, ordering: .releasing)
-        #expect(await oneShotEventually { ran.isSet })
+        #expect(await eventually { ran.isSet })
     }
 
     @Test("a pool thread knows it is one, and the shared pool's limit is BridgeThreads.limit")
@@ -173,7 +174,7 @@ struct BridgeThreadPoolTests {
         let pool = BridgeThreadPool(name: "test-identity", limit: 2)
         let onPool = OffloadFlag()
         pool.run { if pool.isCurrentThread { onPool.set() } }
-        #expect(await oneShotEventually { onPool.isSet })
+        #expect(await eventually { onPool.isSet })
         #expect(!pool.isCurrentThread)
         #expect(BridgeThreads.limit == BridgeThreadPool.shared.limit)
         #expect(BridgeThreads.defaultLimit >= 64)
@@ -187,7 +188,7 @@ struct BridgeThreadsLimitTests {
     @Test(
         "a limit set at start-up bounds the shared job threads: a storm of slow cancels runs on that many",
         .enabled(
-            if: !runningUnderThreadSanitizer,
+            if: !testsUnderThreadSanitizer,
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func limitBoundsTheSharedPool() async {
         await #expect(processExitsWith: .success) {
@@ -210,12 +211,12 @@ struct BridgeThreadsLimitTests {
                 let outcome = await call.outcome(within: 60)
                 precondition(outcome == .cancelled)
             }
-            let three = await oneShotEventually(60) { running.load(ordering: .relaxed) == 3 }
+            let three = await eventually(within: Double(60)) { running.load(ordering: .relaxed) == 3 }
             precondition(three, "the limit's threads did not all take a cancel")
             let machine = BridgeThreadPool.shared.snapshot
             precondition(machine.threads == 3 && machine.peakThreads == 3 && machine.queuedJobs == 17)
             latch.open()
-            let all = await oneShotEventually(60) { running.load(ordering: .relaxed) == 20 }
+            let all = await eventually(within: Double(60)) { running.load(ordering: .relaxed) == 20 }
             precondition(all)
         }
     }
@@ -223,7 +224,7 @@ struct BridgeThreadsLimitTests {
     @Test(
         "a limit outside 1 ... maximumLimit stops with a message saying what to pass",
         .enabled(
-            if: !runningUnderThreadSanitizer,
+            if: !testsUnderThreadSanitizer,
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func invalidLimit() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

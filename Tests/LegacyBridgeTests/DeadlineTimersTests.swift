@@ -4,6 +4,7 @@
 // runs, and the clock the thread sleeps on.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -131,7 +132,7 @@ struct DeadlineTimersTests {
             #expect(outcome == "timed out as asked")
             conclusive = cancelledWhileAllBlocked.value
         }
-        if runningUnderThreadSanitizer {
+        if testsUnderThreadSanitizer {
             withKnownIssue("ThreadSanitizer's run keeps the cooperative pool busy", isIntermittent: true) {
                 #expect(conclusive, "in five attempts the blockers never held every cooperative thread in time")
             }
@@ -176,7 +177,7 @@ struct DeadlineTimersThreadAndClockTests {
         _ = DeadlineTimers.schedule(at: .now) {
             if BridgeThreadPool.shared.isCurrentThread && !DeadlineTimers.isCurrentThread { onJob.set() }
         }
-        #expect(await oneShotEventually { onTimer.isSet && onJob.isSet })
+        #expect(await eventually { onTimer.isSet && onJob.isSet })
     }
 
     @Test("thousands of deadlines passing at once all fire, taken in batches by the one timer thread")
@@ -247,10 +248,10 @@ struct DeadlineTimersThreadAndClockTests {
             alarm.wait()
             woke.set()
         }
-        if !alarm.usesDeadlineClock { #expect(await oneShotEventually { alarm.hasFallbackWaiter }) }
+        if !alarm.usesDeadlineClock { #expect(await eventually { alarm.hasFallbackWaiter }) }
         alarm.arm(at: .now + .milliseconds(5))
         // Well inside the fallback's one-minute re-check, which would wake it anyway.
-        #expect(await oneShotEventually(30) { woke.isSet })
+        #expect(await eventually(within: Double(30)) { woke.isSet })
     }
 }
 
@@ -260,7 +261,7 @@ struct DeadlineTimersRefusedThreadTests {
     @Test(
         "a refused timer thread stops nothing and loses no deadline: the next schedule starts it, and both fire",
         .enabled(
-            if: !runningUnderThreadSanitizer,
+            if: !testsUnderThreadSanitizer,
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func refusedTimerThread() async {
         await #expect(processExitsWith: .success) {

@@ -1,8 +1,9 @@
 // Test helpers shared by the keyed, latest-wins and coalesced suites: what a call ended with, a
 // scheduler whose jobs the test runs by hand, and an executor the test can hold still. Built on
-// the one-shot helpers (OneShotCall, OneShotCounter, OneShotRecorder, oneShotEventually).
+// the one-shot helpers (OneShotCall, OneShotCounter, OneShotRecorder, eventually).
 
 import Dispatch
+import TestSupport
 import Synchronization
 import Testing
 @testable import LegacyBridge

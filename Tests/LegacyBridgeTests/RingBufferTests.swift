@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import LegacyBridge
 
 /// An element that owns something: counts how many instances are alive.
@@ -21,7 +22,7 @@ struct RingBufferTests {
     func checkAgainstModel<Element>(
         _ make: (Int) -> Element, _ value: (Element) -> Int, seed: UInt64
     ) -> [String] {
-        var random = StreamSplitMix(seed: seed)
+        var random = SplitMix64(seed: seed)
         var problems: [String] = []
         for round in 0..<300 where problems.isEmpty {
             var ring = RingBuffer<Element>()

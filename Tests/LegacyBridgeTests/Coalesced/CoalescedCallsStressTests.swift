@@ -6,6 +6,7 @@
 // most once and only when abandoned, and that nothing is left in flight.
 
 import Dispatch
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -82,8 +83,8 @@ struct CoalescedCallsStressTests {
             }
             for caller in callers { outcomes.append(await caller.callsOutcome()) }
         }
-        #expect(await oneShotEventually { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
-        #expect(await oneShotEventually { calls.statistics.inFlight == 0 }, "calls left in flight")
+        #expect(await eventually { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
+        #expect(await eventually { calls.statistics.inFlight == 0 }, "calls left in flight")
 
         #expect(outcomes.count == total)
         let hung = outcomes.filter { if case .other = $0 { true } else { false } }

@@ -3,6 +3,7 @@
 // a scheduler whose jobs the test runs by hand. No sleeps.
 
 import Testing
+import TestSupport
 @testable import LegacyBridge
 
 @Suite("Coalesced: CoalescedCalls contract", .timeLimit(.minutes(5)))
@@ -28,14 +29,14 @@ struct CoalescedCallsTests {
         let starts = OneShotCounter()
         let handle = OneShotCounter()
         let leader = caller(calls, slot: slot, starts: starts, handleCalls: handle)
-        #expect(await oneShotEventually { slot.value != nil })
+        #expect(await eventually { slot.value != nil })
         let others = (0..<3).map { _ in caller(calls, slot: slot, starts: starts, handleCalls: handle) }
-        #expect(await oneShotEventually { calls.statistics.joined == 3 })
+        #expect(await eventually { calls.statistics.joined == 3 })
         #expect(slot.value?.succeed(5) == true)
         #expect(await leader.callsOutcome() == .value(5))
         for other in others { #expect(await other.callsOutcome() == .value(5)) }
         #expect(starts.value == 1 && handle.value == 0)
-        #expect(await oneShotEventually { calls.statistics.inFlight == 0 })
+        #expect(await eventually { calls.statistics.inFlight == 0 })
         #expect(calls.statistics.calls == 1)
         slot.clear()
     }
@@ -46,9 +47,9 @@ struct CoalescedCallsTests {
         let slot = OneShotSlot<Completion<Int>>()
         let starts = OneShotCounter()
         let leader = caller(calls, slot: slot, starts: starts, handleCalls: OneShotCounter())
-        #expect(await oneShotEventually { slot.value != nil })
+        #expect(await eventually { slot.value != nil })
         let other = caller(calls, slot: slot, starts: starts, handleCalls: OneShotCounter())
-        #expect(await oneShotEventually { calls.statistics.joined == 1 })
+        #expect(await eventually { calls.statistics.joined == 1 })
         slot.value?.fail(OneShotTestError(code: 4))
         #expect(await leader.callsOutcome() == .failure(4))
         #expect(await other.callsOutcome() == .failure(4))
@@ -62,12 +63,12 @@ struct CoalescedCallsTests {
         let starts = OneShotCounter()
         let handle = OneShotCounter()
         let leader = caller(calls, slot: slot, starts: starts, handleCalls: handle)
-        #expect(await oneShotEventually { slot.value != nil })
+        #expect(await eventually { slot.value != nil })
         let other = caller(calls, slot: slot, starts: starts, handleCalls: handle)
-        #expect(await oneShotEventually { calls.statistics.joined == 1 })
+        #expect(await eventually { calls.statistics.joined == 1 })
         leader.cancel()  // the leader leaves: the call it started stays for the other caller
         #expect(await leader.callsOutcome() == .cancelled)
-        #expect(await oneShotEventually { calls.storage.machine.waiterCount == 1 })
+        #expect(await eventually { calls.storage.machine.waiterCount == 1 })
         #expect(handle.value == 0)
         #expect(slot.value?.succeed(6) == true)
         #expect(await other.callsOutcome() == .value(6))
@@ -84,19 +85,19 @@ struct CoalescedCallsTests {
         let starts = OneShotCounter()
         let handle = OneShotCounter()
         let first = caller(calls, slot: slot, starts: starts, handleCalls: handle)
-        #expect(await oneShotEventually { slot.value != nil })
+        #expect(await eventually { slot.value != nil })
         let second = caller(calls, slot: slot, starts: starts, handleCalls: handle, timeout: .milliseconds(1))
         #expect(await second.callsOutcome() == .timedOut)
         #expect(loop.pending == 0, "one caller is still waiting: the call is not cancelled")
         first.cancel()
         #expect(await first.callsOutcome() == .cancelled)
-        #expect(await oneShotEventually { loop.pending == 1 })
+        #expect(await eventually { loop.pending == 1 })
         #expect(handle.value == 0, "the SDK's cancel runs on its loop only")
         loop.runAll()
         #expect(handle.value == 1)
         #expect(slot.value?.succeed(7) == false)
         #expect(discarded.values == [7])
-        #expect(await oneShotEventually { calls.statistics.inFlight == 0 })
+        #expect(await eventually { calls.statistics.inFlight == 0 })
         #expect(calls.statistics.abandoned == 1)
         slot.clear()
     }
@@ -125,9 +126,9 @@ struct CoalescedCallsTests {
         let slots = [OneShotSlot<Completion<Int>>(), OneShotSlot<Completion<Int>>()]
         let starts = OneShotCounter()
         let a = caller(calls, key: 1, slot: slots[0], starts: starts, handleCalls: OneShotCounter())
-        #expect(await oneShotEventually { slots[0].value != nil })
+        #expect(await eventually { slots[0].value != nil })
         let b = caller(calls, key: 2, slot: slots[1], starts: starts, handleCalls: OneShotCounter())
-        #expect(await oneShotEventually { slots[1].value != nil })
+        #expect(await eventually { slots[1].value != nil })
         slots[0].value?.succeed(10)
         slots[1].value?.succeed(20)
         #expect(await a.callsOutcome() == .value(10))

@@ -7,6 +7,7 @@
 // must be empty, with every value returned or discarded exactly once.
 
 import Testing
+import TestSupport
 @testable import LegacyBridge
 
 private struct Ticket: Equatable {
@@ -462,7 +463,7 @@ struct PendingRequestsStateMachineTests {
     @Test("random sequences of 40 events, with a memory of 2 ids so that old ids are forgotten (supplement)")
     func randomLongSequences() {
         let seed = UInt64.random(in: 0...UInt64.max)
-        var generator = KeyedSplitMix(state: seed)
+        var generator = SplitMix64(seed: seed)
         var problems: [String] = []
         for _ in 0..<2_000 where problems.isEmpty {
             let small = Bool.random(using: &generator)
@@ -524,17 +525,5 @@ struct PendingRequestsStateMachineTests {
         endings.record(7, .replied)
         #expect(endings.ending(of: 3) == .abandoned)
         #expect(endings.count == 3)
-    }
-}
-
-/// SplitMix64, so a failing random sequence can be replayed from its seed.
-struct KeyedSplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -6,6 +6,7 @@
 // and that nothing is left in the table.
 
 import Dispatch
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -103,7 +104,7 @@ struct PendingRequestsStressTests {
             }
             for call in calls { outcomes.append(await call.callsOutcome()) }
         }
-        #expect(await oneShotEventually { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
+        #expect(await eventually { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
 
         let hung = outcomes.filter { if case .other = $0 { true } else { false } }
         #expect(hung.isEmpty, "\(hung.count) calls ended unexpectedly, first: \(hung.prefix(3))")
@@ -129,7 +130,7 @@ struct PendingRequestsStressTests {
         #expect(statistics.unknownReplies >= 20 * (total / batchSize))
         #expect(statistics.duplicateReplies + statistics.lateReplies > 0)
         // The SDK's cancel ran once per request that a timeout or a cancellation decided.
-        #expect(await oneShotEventually { cancels.value == statistics.timedOut + statistics.cancelled })
+        #expect(await eventually { cancels.value == statistics.timedOut + statistics.cancelled })
 
         // Nothing is left behind.
         let machine = pending.storage.machine

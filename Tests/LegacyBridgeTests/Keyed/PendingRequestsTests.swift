@@ -3,6 +3,7 @@
 // pending before its task is cancelled, a scheduler whose jobs the test runs by hand. No sleeps.
 
 import Dispatch
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -62,7 +63,7 @@ struct PendingRequestsTests {
     func idInUseIsRefused() async {
         let pending = PendingRequests<Int, Int>()
         let first = OneShotCall { try await pending.request(id: 5) { _ in } }
-        #expect(await oneShotEventually { pending.statistics.pending == 1 })
+        #expect(await eventually { pending.statistics.pending == 1 })
         let starts = OneShotCounter()
         let second = OneShotCall { try await pending.request(id: 5) { _ in starts.increment() } }
         #expect(await second.callsOutcome() == .idInUse)
@@ -83,7 +84,7 @@ struct PendingRequestsTests {
         let call = OneShotCall { try await pending.request(id: 3, timeout: .milliseconds(1)) { _ in } }
         #expect(await call.callsOutcome() == .timedOut)
         #expect(pending.statistics.pending == 0, "the id is free once the caller is back")
-        #expect(await oneShotEventually { cancelled.values == [3] })
+        #expect(await eventually { cancelled.values == [3] })
         #expect(!pending.complete(3, with: .success(30)))
         #expect(discarded.values == [30])
         #expect(pending.statistics.lateReplies == 1 && pending.statistics.timedOut == 1)
@@ -100,10 +101,10 @@ struct PendingRequestsTests {
         let cancelled = OneShotRecorder<Int>()
         let pending = PendingRequests<Int, Int>(scheduler: loop.scheduler, cancel: { id in cancelled.append(id) })
         let call = OneShotCall { try await pending.request(id: 9) { _ in } }
-        #expect(await oneShotEventually { pending.statistics.pending == 1 })
+        #expect(await eventually { pending.statistics.pending == 1 })
         call.cancel()
         #expect(await call.callsOutcome() == .cancelled)
-        #expect(await oneShotEventually { loop.pending == 1 })
+        #expect(await eventually { loop.pending == 1 })
         #expect(cancelled.values.isEmpty, "the SDK's cancel runs on its loop only")
         loop.runAll()
         #expect(cancelled.values == [9])
@@ -133,7 +134,7 @@ struct PendingRequestsTests {
         holder.store(pending)
         let call = OneShotCall { try await pending.request(id: 4, timeout: .zero) { _ in } }
         #expect(await call.callsOutcome() == .timedOut)
-        #expect(await oneShotEventually { discarded.values == [77] })
+        #expect(await eventually { discarded.values == [77] })
         let statistics = pending.statistics
         #expect(statistics.lateReplies == 1 && statistics.unknownReplies == 0 && statistics.pending == 0)
         holder.clear()
@@ -143,7 +144,7 @@ struct PendingRequestsTests {
     func failAllFailsEveryPending() async {
         let pending = PendingRequests<Int, Int>()
         let calls = (1...3).map { id in OneShotCall { try await pending.request(id: id) { _ in } } }
-        #expect(await oneShotEventually { pending.statistics.pending == 3 })
+        #expect(await eventually { pending.statistics.pending == 3 })
         #expect(pending.failAll(OneShotTestError(code: 8)) == 3)
         for call in calls {
             #expect(await call.callsOutcome() == .failure(8))
@@ -185,7 +186,7 @@ struct PendingRequestsTests {
     func reassignedID() async {
         let pending = PendingRequests<Int, Int>()
         let older = OneShotCall { try await pending.request { 8 } }
-        #expect(await oneShotEventually { pending.statistics.pending == 1 })
+        #expect(await eventually { pending.statistics.pending == 1 })
         let newer = OneShotCall { try await pending.request { 8 } }
         #expect(await older.callsOutcome() == .idReassigned)
         #expect(pending.complete(8, with: .success(80)))

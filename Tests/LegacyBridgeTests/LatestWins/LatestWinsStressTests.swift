@@ -5,6 +5,7 @@
 // each cancel handle ran at most once, that the counters add up and that nothing is held.
 
 import Dispatch
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -80,7 +81,7 @@ struct LatestWinsStressTests {
             for await outcomes in group { all += outcomes }
             return all
         }
-        #expect(await oneShotEventually { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
+        #expect(await eventually { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
 
         let total = instances * tasksPerInstance * runsPerTask
         #expect(outcomes.count == total)

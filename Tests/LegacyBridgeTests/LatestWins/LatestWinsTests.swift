@@ -3,6 +3,7 @@
 // held still until a newer run has begun, a scheduler whose jobs the test runs by hand. No sleeps.
 
 import Testing
+import TestSupport
 @testable import LegacyBridge
 
 @Suite("LatestWins: contract", .timeLimit(.minutes(5)))
@@ -17,7 +18,7 @@ struct LatestWinsTests {
                 return CancelHandle { handleCalls.increment() }
             }
         }
-        _ = await oneShotEventually { slot.value != nil }
+        _ = await eventually { slot.value != nil }
         return call
     }
 
@@ -36,7 +37,7 @@ struct LatestWinsTests {
         }
         #expect(await second.callsOutcome() == .value(2))
         #expect(await first.callsOutcome() == .superseded)
-        #expect(await oneShotEventually { firstHandle.value == 1 })
+        #expect(await eventually { firstHandle.value == 1 })
         #expect(secondHandle.value == 0)
         #expect(latest.statistics == LatestWins<Int>.Statistics(runs: 2, superseded: 1))
         #expect(!latest.storage.machine.holdsEntry)
@@ -68,7 +69,7 @@ struct LatestWinsTests {
         let host = CallsHeldActor()
         let slot = OneShotSlot<Completion<Int>>()
         let first = OneShotCall { try await host.run(latest) { slot.store($0) } }
-        #expect(await oneShotEventually { slot.value != nil && latest.storage.machine.holdsEntry })
+        #expect(await eventually { slot.value != nil && latest.storage.machine.holdsEntry })
         // The result is in, but the caller's actor is held still: it cannot come back yet.
         host.executor.hold()
         #expect(slot.value?.succeed(21) == true)
@@ -92,7 +93,7 @@ struct LatestWinsTests {
         let run = await startKeptRun(latest, slot: slot, handleCalls: handle)
         latest.cancel()
         #expect(await run.callsOutcome() == .superseded)
-        #expect(await oneShotEventually { handle.value == 1 })
+        #expect(await eventually { handle.value == 1 })
         latest.cancel()  // nothing runs: changes nothing
         #expect(latest.statistics.superseded == 1)
         slot.clear()
@@ -106,7 +107,7 @@ struct LatestWinsTests {
         let cancelled = await startKeptRun(latest, slot: slot, handleCalls: handle)
         cancelled.cancel()
         #expect(await cancelled.callsOutcome() == .cancelled)
-        #expect(await oneShotEventually { handle.value == 1 })
+        #expect(await eventually { handle.value == 1 })
         let timedOut = OneShotCall { try await latest.run(timeout: .zero) { _ in nil } }
         #expect(await timedOut.callsOutcome() == .timedOut)
         let failed = OneShotCall {
@@ -128,7 +129,7 @@ struct LatestWinsTests {
         let first = await startKeptRun(latest, slot: slot, handleCalls: handle)
         latest.cancel()
         #expect(await first.callsOutcome() == .superseded)
-        #expect(await oneShotEventually { loop.pending == 1 })
+        #expect(await eventually { loop.pending == 1 })
         #expect(handle.value == 0, "the SDK's cancel runs on its loop only")
         loop.runAll()
         #expect(handle.value == 1)

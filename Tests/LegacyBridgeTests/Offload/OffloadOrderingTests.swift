@@ -6,6 +6,7 @@
 // a job left waiting while every worker sleeps (a lost wake-up) is caught as well.
 
 import Foundation
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -547,19 +548,6 @@ private func checkAll(_ events: [Event], _ setup: Setup) async -> Int {
 /// Whether the process runs under ThreadSanitizer. These tests drive a pure value on one thread:
 /// TSan adds nothing to them but a 10× slowdown that starves the thread tests running beside them,
 /// so under TSan the largest set and most random rounds are left to the plain run.
-private let offloadUnderThreadSanitizer = dlsym(nil, "__tsan_init") != nil
-
-/// SplitMix64, so a failing random run can be replayed from its seed.
-private struct OffloadSplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite("Offload: every ordering of submit, start, finish, cancel, interrupt and shutdown")
 struct OffloadOrderingTests {
@@ -587,7 +575,7 @@ struct OffloadOrderingTests {
 
     @Test(
         "two threads: both calls cancelled and interrupted, shutdown, each worker stepping",
-        .disabled(if: offloadUnderThreadSanitizer, "pure state machine: run without ThreadSanitizer"))
+        .disabled(if: testsUnderThreadSanitizer, "pure state machine: run without ThreadSanitizer"))
     func twoWorkers() async {
         let events: [Event] = [
             .call(0), .call(1), .cancel(0), .cancel(1), .interruptStart(0), .interruptStart(1), .worker(0), .worker(1),
@@ -622,9 +610,9 @@ struct OffloadOrderingTests {
     @Test("random long sequences over three threads and five calls (supplement)")
     func randomSequences() async {
         let seed = UInt64.random(in: 0...UInt64.max)
-        var generator = OffloadSplitMix(state: seed)
+        var generator = SplitMix64(seed: seed)
         var problems: [String] = []
-        for round in 0..<(offloadUnderThreadSanitizer ? 300 : 3_000) {
+        for round in 0..<(testsUnderThreadSanitizer ? 300 : 3_000) {
             if round.isMultiple(of: 64) { await Task.yield() }
             var sequence: [Event] = []
             for _ in 0..<Int.random(in: 0...30, using: &generator) {

@@ -3,6 +3,7 @@
 // it needs before it takes the racing step.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -73,19 +74,19 @@ struct OffloadPoolTests {
                 blocker.wait(); return 1
             }
         }
-        #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
         let ran = OffloadFlag()
         let waiting = OneShotCall {
             try await pool.run {
                 ran.set(); return 2
             }
         }
-        #expect(await offloadEventually("second call queued") { pool.offloadSnapshot.queuedIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.queuedIDs.count == 1 })
         waiting.cancel()
         #expect(await waiting.outcome() == .cancelled)
         #expect(!blocker.isOpen)  // the caller resumed while the only thread was still blocked
         // The job leaves the queue when the call's cancel handle runs, on a job thread.
-        #expect(await offloadEventually("the job left the queue") { pool.offloadSnapshot.queuedIDs.isEmpty })
+        #expect(await eventually { pool.offloadSnapshot.queuedIDs.isEmpty })
         blocker.open()
         #expect(await blocking.outcome() == .success(1))
         #expect(try await pool.run { 3 } == 3)  // FIFO: the cancelled call would have run before this one
@@ -114,15 +115,15 @@ struct OffloadPoolTests {
                 return 41
             }
         }
-        #expect(await offloadEventually("body running") { pool.offloadSnapshot.runningIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         #expect(!bodyRelease.isOpen)  // resumed while the body is still blocked
-        #expect(await offloadEventually("interrupt called") { interrupted.isSet })
+        #expect(await eventually { interrupted.isSet })
         #expect(!interruptOnPoolThread.isSet)
         #expect(discarded.values.isEmpty)
         bodyRelease.open()
-        #expect(await offloadEventually("late value discarded") { discarded.values == [41] })
+        #expect(await eventually { discarded.values == [41] })
         #expect(try await pool.run { 5 } == 5)
         #expect(discarded.values == [41])  // exactly once
         await pool.shutdown()
@@ -138,11 +139,11 @@ struct OffloadPoolTests {
                 bodyRelease.wait(); return 9
             }
         }
-        #expect(await offloadEventually("body running") { pool.offloadSnapshot.runningIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         bodyRelease.open()
-        #expect(await offloadEventually("late value discarded") { discarded.values == [9] })
+        #expect(await eventually { discarded.values == [9] })
         await pool.shutdown()
     }
 
@@ -163,21 +164,21 @@ struct OffloadPoolTests {
                 return 1
             }
         }
-        #expect(await offloadEventually("first body running") { pool.offloadSnapshot.runningIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
         let firstID = try #require(pool.offloadSnapshot.runningIDs.first)
         first.cancel()
         #expect(await first.outcome() == .cancelled)
-        #expect(await offloadEventually("interrupt running") { interruptStarted.isSet })
+        #expect(await eventually { interruptStarted.isSet })
         let secondStarted = OffloadFlag()
         let second = OneShotCall {
             try await pool.run {
                 secondStarted.set(); return 2
             }
         }
-        #expect(await offloadEventually("second call queued") { pool.offloadSnapshot.queuedIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.queuedIDs.count == 1 })
         bodyRelease.open()  // the first body returns while its interrupt is still running
         #expect(
-            await offloadEventually("worker waits for the interrupt") {
+            await eventually {
                 pool.offloadSnapshot.isAwaitingInterrupt(firstID)
             })
         #expect(pool.offloadSnapshot.queuedIDs.count == 1)
@@ -230,11 +231,11 @@ struct OffloadPoolTests {
                 }
             }
         ]
-        #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
         var waiting: [OneShotCall<Int>] = []
         for index in 1...2 {
             waiting.append(OneShotCall { try await pool.run { index } })
-            #expect(await offloadEventually("call \(index) queued") { pool.offloadSnapshot.queuedIDs.count == index })
+            #expect(await eventually { pool.offloadSnapshot.queuedIDs.count == index })
         }
         let refusedRan = OffloadFlag()
         await #expect(throws: OffloadError.queueFull(limit: 2)) { try await pool.run { refusedRan.set() } }
@@ -257,7 +258,7 @@ struct OffloadPoolTests {
                 blocker.wait(); order.append(0); return 0
             }
         }
-        #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
         var calls: [OneShotCall<Int>] = []
         for index in 1...12 {
             if index.isMultiple(of: 3) {
@@ -270,12 +271,12 @@ struct OffloadPoolTests {
                         }
                     })
             }
-            #expect(await offloadEventually("job \(index) queued") { pool.offloadSnapshot.queuedIDs.count == index })
+            #expect(await eventually { pool.offloadSnapshot.queuedIDs.count == index })
         }
         blocker.open()
         _ = await first.outcome()
         for call in calls { _ = await call.outcome() }
-        #expect(await offloadEventually("all ran") { order.values.count == 13 })
+        #expect(await eventually { order.values.count == 13 })
         #expect(order.values == Array(0...12))
         await pool.shutdown()
     }
@@ -291,15 +292,15 @@ struct OffloadPoolTests {
                 blocker.wait(); return 0
             }
         }
-        #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
         let queued = OneShotCall { try await pool.run { 1 } }
-        #expect(await offloadEventually("call queued") { pool.offloadSnapshot.queuedIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.queuedIDs.count == 1 })
         let stopped = OffloadFlag()
         let shutdown = Task {
             await pool.shutdown(.drain)
             stopped.set()
         }
-        #expect(await offloadEventually("draining") { pool.offloadSnapshot.lifecycle == .draining })
+        #expect(await eventually { pool.offloadSnapshot.lifecycle == .draining })
         await #expect(throws: OffloadError.shutDown) { try await pool.run { 2 } }
         #expect(throws: OffloadError.shutDown) { try pool.execute {} }
         #expect(!stopped.isSet)
@@ -320,7 +321,7 @@ struct OffloadPoolTests {
                 blocker.wait(); return 0
             }
         }
-        #expect(await offloadEventually("blocker running") { pool.offloadSnapshot.runningIDs.count == 1 })
+        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
         let ran = OffloadFlag()
         let queued = OneShotCall {
             try await pool.run {
@@ -329,7 +330,7 @@ struct OffloadPoolTests {
         }
         let postedRan = OffloadFlag()
         try pool.execute { postedRan.set() }
-        #expect(await offloadEventually("both queued") { pool.offloadSnapshot.queuedIDs.count == 2 })
+        #expect(await eventually { pool.offloadSnapshot.queuedIDs.count == 2 })
         let shutdown = Task { await pool.shutdown(.rejectQueued) }
         let rejected = await queued.result()
         #expect(throws: OffloadError.shutDown) { try rejected?.get() }
@@ -354,8 +355,8 @@ struct OffloadPoolTests {
             for _ in 0..<3 { try pool.execute { done.increment() } }
         }
         blocker.open()
-        #expect(await offloadEventually("drained") { done.value == 4 })
-        #expect(await offloadEventually("threads ended, state freed") { core.object == nil })
+        #expect(await eventually { done.value == 4 })
+        #expect(await eventually { core.object == nil })
     }
 
     // MARK: Isolation and the cooperative pool
@@ -398,10 +399,10 @@ struct OffloadPoolTests {
                 }
             }
         }
-        #expect(await offloadEventually("all blocked") { pool.offloadSnapshot.runningIDs.count == width })
+        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == width })
         let started = OffloadFlag()
         let unrelated = Task { started.set() }
-        #expect(await offloadEventually("unrelated task started") { started.isSet })
+        #expect(await eventually { started.isSet })
         #expect(!blocker.isOpen)  // it started while every call was still blocked
         blocker.open()
         for (index, call) in calls.enumerated() { #expect(await call.outcome() == .success(index)) }

@@ -5,6 +5,7 @@
 // onDiscard), that every caller ended, and that the threads ended after shutdown.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -85,7 +86,7 @@ struct OffloadStressTests {
             "each value goes to its caller or to onDiscard: \(values) + \(discards) vs \(valued)")
         #expect(counters.bodyErrors.load(ordering: .acquiring) <= counters.bodiesThrowing.load(ordering: .acquiring))
         #expect(run <= calls)
-        #expect(await offloadEventually("pool state freed") { core.object == nil })
+        #expect(await eventually { core.object == nil })
     }
 
     @Test(

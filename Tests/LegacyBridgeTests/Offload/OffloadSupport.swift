@@ -1,6 +1,7 @@
 // Test helpers for the offload pool and the SDK-thread executor. Names start with `Offload`.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 @testable import LegacyBridge
@@ -43,10 +44,4 @@ func offloadCurrentThreadName() -> String {
 extension OffloadPool {
     /// The machine's state (test-only introspection).
     var offloadSnapshot: OffloadPoolCore.Machine { core.snapshot }
-}
-
-/// Polls until `condition` holds (the sleep is only an upper bound while waiting for something
-/// that must happen); records an issue and returns false after the hang bound.
-func offloadEventually(_ what: String, _ condition: () -> Bool) async -> Bool {
-    await oneShotEventually(testHangBoundSeconds, condition)
 }

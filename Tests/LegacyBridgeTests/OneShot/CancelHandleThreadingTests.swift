@@ -4,6 +4,7 @@
 // caller while every job thread is stuck in a cancel.
 
 import Dispatch
+import TestSupport
 import Synchronization
 import Testing
 
@@ -58,7 +59,7 @@ struct CancelHandleThreadingTests {
                 return probe.handle()
             }
         }
-        #expect(await oneShotEventually { stored.value?.oneShotHasWaiter ?? false })
+        #expect(await eventually { stored.value?.oneShotHasWaiter ?? false })
         call.cancel()  // with the handle inside the canceller, this would block on the latch
         #expect(await call.outcome() == .cancelled)
         #expect(!probe.isOpen)
@@ -86,7 +87,7 @@ struct CancelHandleThreadingTests {
                     }
                 }
             }
-            _ = await oneShotEventually { started.value == count }
+            _ = await eventually { started.value == count }
             group.cancelAll()
             var outcomes: [Bool] = []
             for await cancelled in group { outcomes.append(cancelled) }
@@ -142,7 +143,7 @@ struct CancelHandleThreadingTests {
     @Test(
         "a timeout resumes its caller while every job thread is stuck in a slow SDK cancel",
         .enabled(
-            if: !runningUnderThreadSanitizer,
+            if: !testsUnderThreadSanitizer,
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func timeoutWhileEveryJobThreadIsBlocked() async {
         await #expect(processExitsWith: .success) {
@@ -160,7 +161,7 @@ struct CancelHandleThreadingTests {
                 precondition(outcome == .cancelled)
             }
             // Every job thread is now inside one of these handles.
-            let allRunning = await oneShotEventually(60) { probe.calls.value == limit }
+            let allRunning = await eventually(within: Double(60)) { probe.calls.value == limit }
             precondition(allRunning, "the handles never all ran")
             precondition(BridgeThreadPool.shared.snapshot.threads == limit)
             // This caller needs the timer thread alone; its own cancel waits for a free job thread.
@@ -181,7 +182,7 @@ struct CancelHandleThreadingTests {
     @Test(
         "an offload call cancelled while it waits never runs, even when its cancel handle is held up",
         .enabled(
-            if: !runningUnderThreadSanitizer,
+            if: !testsUnderThreadSanitizer,
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func cancelledWaitingOffloadCallNeverRuns() async {
         await #expect(processExitsWith: .success) {
@@ -193,13 +194,13 @@ struct CancelHandleThreadingTests {
                 }
             }
             for blocker in blockers { blocker.cancel() }
-            let allRunning = await oneShotEventually(60) { probe.calls.value == limit }
+            let allRunning = await eventually(within: Double(60)) { probe.calls.value == limit }
             precondition(allRunning, "the handles never all ran")
             // The pool's only thread is busy; the second call waits, and is cancelled there.
             let pool = try! OffloadPool(threads: 1)
             let busy = OffloadLatch()
             let first = OneShotCall { try await pool.run { busy.wait() ? 1 : 0 } }
-            let firstRunning = await oneShotEventually(60) { pool.offloadSnapshot.runningIDs.count == 1 }
+            let firstRunning = await eventually(within: Double(60)) { pool.offloadSnapshot.runningIDs.count == 1 }
             precondition(firstRunning)
             let ran = OffloadFlag()
             let second = OneShotCall {
@@ -207,7 +208,7 @@ struct CancelHandleThreadingTests {
                     ran.set(); return 2
                 }
             }
-            let secondQueued = await oneShotEventually(60) { pool.offloadSnapshot.queuedIDs.count == 1 }
+            let secondQueued = await eventually(within: Double(60)) { pool.offloadSnapshot.queuedIDs.count == 1 }
             precondition(secondQueued)
             second.cancel()
             let secondOutcome = await second.outcome(within: 60)

@@ -4,6 +4,7 @@
 // a hung child process stalls the whole test run.
 
 import Dispatch
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -21,7 +22,7 @@ struct OneShotCompletionGateTests {
         let gate = CompletionGate<Int>()
         let completion = gate.completion
         oneShotOnForeignThread {
-            _ = oneShotSpinUntil { completion.oneShotHasWaiter }
+            _ = spinUntil { completion.oneShotHasWaiter }
             completion.succeed(4)
         }
         #expect(await oneShotOutcome { try await gate.value() } == .success(4))
@@ -67,7 +68,7 @@ struct OneShotCompletionGateTests {
         let calls = OneShotCounter()
         gate.attach(CancelHandle { calls.increment() })
         let call = OneShotCall { try await gate.value() }
-        #expect(await oneShotEventually { gate.completion.oneShotHasWaiter })
+        #expect(await eventually { gate.completion.oneShotHasWaiter })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         #expect(await calls.reaches(1))
@@ -93,7 +94,7 @@ struct OneShotCompletionGateTests {
             weak = OneShotWeak(completion.oneShotStorageObject)
             gate.attach(CancelHandle { completion.fail(OneShotTestError(code: 0)) })
             let call = OneShotCall { try await gate.value() }
-            #expect(await oneShotEventually { completion.oneShotHasWaiter })
+            #expect(await eventually { completion.oneShotHasWaiter })
             call.cancel()
             #expect(await call.outcome() == .cancelled)
         }
@@ -104,7 +105,7 @@ struct OneShotCompletionGateTests {
     @Test(
         "installing twice stops with a message saying to use one gate per call",
         .enabled(
-            if: !runningUnderThreadSanitizer,
+            if: !testsUnderThreadSanitizer,
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func installTwice() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -124,7 +125,7 @@ struct OneShotCompletionGateTests {
     @Test(
         "attaching twice stops with a message saying to attach at most once",
         .enabled(
-            if: !runningUnderThreadSanitizer,
+            if: !testsUnderThreadSanitizer,
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func attachTwice() async {
         await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -148,7 +149,7 @@ struct OneShotCompletionGateTests {
                     CancelHandle { cancels.update { $0 += 1 } }
                 }
             }
-            #expect(await oneShotEventually { cancels.value >= 1 } && cancels.value == 1)
+            #expect(await eventually { cancels.value >= 1 } && cancels.value == 1)
             // An outcome decided inside start still wins over an immediate timeout.
             let value = try await withCallback(timeout: timeout) { (completion: Completion<Int>) in
                 completion.succeed(7)
@@ -158,7 +159,7 @@ struct OneShotCompletionGateTests {
             let gate = CompletionGate<Int>()
             gate.attach(CancelHandle { cancels.update { $0 += 1 } })
             await #expect(throws: BridgeTimeoutError(timeout: timeout)) { _ = try await gate.value(timeout: timeout) }
-            #expect(await oneShotEventually { cancels.value >= 2 } && cancels.value == 2)
+            #expect(await eventually { cancels.value >= 2 } && cancels.value == 2)
         }
     }
 

@@ -4,6 +4,7 @@
 // Randomised sequences (with repeated events) supplement the exhaustive sets.
 
 import Testing
+import TestSupport
 @testable import LegacyBridge
 
 private typealias Machine = CompletionStateMachine<Int>
@@ -371,18 +372,6 @@ private func inWithCallbackOrder(_ sequence: [Event]) -> Bool {
     return ranks == ranks.sorted()
 }
 
-/// A small deterministic generator (SplitMix64) so failures can be replayed from the seed.
-private struct OneShotSplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("OneShot: every ordering of gate events")
 struct OneShotOrderingTests {
     @Test("all orderings of install, success, failure, cancel, timeout and attach(handle)")
@@ -429,7 +418,7 @@ struct OneShotOrderingTests {
     @Test("random sequences with repeated completions, cancels and timeouts (supplement)")
     func randomSequences() async {
         let seed = UInt64.random(in: 0...UInt64.max)
-        var generator = OneShotSplitMix(state: seed)
+        var generator = SplitMix64(seed: seed)
         let timer = DeadlineTimer(deadline: .now)
         var problems: [String] = []
         for _ in 0..<5_000 {

@@ -2,6 +2,7 @@
 // file-private: the test module is shared with other areas.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -15,7 +16,7 @@ final class OneShotAlive: Sendable {
 
     /// Polls (sleeping only as an upper bound) until every token is freed.
     func waitUntilAllFreed(_ seconds: Int = testHangBoundSeconds) async -> Bool {
-        await oneShotEventually(seconds) { self.value == 0 }
+        await eventually(within: Double(seconds)) { self.value == 0 }
     }
 }
 
@@ -39,7 +40,7 @@ final class OneShotCounter: Sendable {
     /// cancel handle runs on a job thread, where it may still be on its way when the cancelled
     /// caller has resumed: the wait is an upper bound (the hang bound), not a guess.
     func reaches(_ expected: Int) async -> Bool {
-        await oneShotEventually { self.value >= expected } && self.value == expected
+        await eventually { self.value >= expected } && self.value == expected
     }
 }
 
@@ -172,27 +173,6 @@ func oneShotOutcome(
     within seconds: Int = testHangBoundSeconds, _ body: @escaping @Sendable () async throws -> Int
 ) async -> OneShotOutcome {
     await OneShotCall(body).outcome(within: seconds)
-}
-
-/// Polls `condition` until it holds; the sleep is only an upper bound on how
-/// long to wait for something that must happen.
-func oneShotEventually(_ seconds: Int = testHangBoundSeconds, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-    return true
-}
-
-/// Blocking variant for foreign threads.
-func oneShotSpinUntil(_ seconds: Int = testHangBoundSeconds, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        usleep(100)
-    }
-    return true
 }
 
 extension Completion {

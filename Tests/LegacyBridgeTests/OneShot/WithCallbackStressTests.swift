@@ -4,6 +4,7 @@
 // what happened to the handle and the losing values; then that every gate was freed.
 
 import Dispatch
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -134,7 +135,7 @@ struct OneShotStressTests {
         }
 
         #expect(outcomes.count == total)
-        #expect(await oneShotEventually { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
+        #expect(await eventually { sdkDone.value == sdkPending.value }, "SDK callbacks did not all run")
 
         var problems: [String] = []
         var counts: [String: Int] = [:]

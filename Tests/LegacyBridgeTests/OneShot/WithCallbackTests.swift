@@ -4,6 +4,7 @@
 // Calls run as watched calls, so a lost resume fails the test instead of hanging the run.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Testing
 @testable import LegacyBridge
@@ -32,7 +33,7 @@ private final class FakeOperation: Sendable {
 
     /// Waits until the call's waiter is installed (the caller is suspended).
     func waitUntilSuspended() async -> Bool {
-        await oneShotEventually { self.completion.value?.oneShotHasWaiter ?? false }
+        await eventually { self.completion.value?.oneShotHasWaiter ?? false }
     }
 }
 
@@ -351,13 +352,13 @@ struct OneShotWithCallbackTests {
             }
         }
         if path == "cancel after suspension" {
-            #expect(await oneShotEventually { completionSlot.value?.oneShotHasWaiter ?? false })
+            #expect(await eventually { completionSlot.value?.oneShotHasWaiter ?? false })
             call.cancel()
         }
         let expected: OneShotOutcome = path == "timeout" ? .timedOut(.milliseconds(10)) : .cancelled
         #expect(await call.outcome() == expected)
         #expect(await handleCalls.reaches(1))
-        #expect(await oneShotEventually { reentrantResults.values.count == 1 })
+        #expect(await eventually { reentrantResults.values.count == 1 })
         #expect(reentrantResults.values == [false])
         #expect(discarded.values == [77])
     }
@@ -429,7 +430,7 @@ struct OneShotWithCallbackTests {
             }
         }
         #expect(await operation.waitUntilSuspended())
-        #expect(await oneShotEventually { operation.completion.value?.oneShotHasTimer ?? false })
+        #expect(await eventually { operation.completion.value?.oneShotHasTimer ?? false })
         #expect(operation.completion.value?.succeed(1) == true)
         #expect(await call.outcome() == .success(1))  // would take an hour if it waited for the timer
         operation.completion.clear()
@@ -484,7 +485,7 @@ struct OneShotWithCallbackTests {
                     completion.succeed(5)
                 } else {
                     oneShotOnForeignThread {
-                        _ = oneShotSpinUntil { completion.oneShotHasWaiter }
+                        _ = spinUntil { completion.oneShotHasWaiter }
                         completion.succeed(5)
                     }
                 }
@@ -654,7 +655,7 @@ private actor OneShotIsolatedCaller {
             startOnActor = self.executor.isCurrent
             oneShotOnForeignThread {
                 // Report once the waiter is installed, so the caller (almost always) really suspends.
-                _ = oneShotSpinUntil { completion.oneShotHasWaiter }
+                _ = spinUntil { completion.oneShotHasWaiter }
                 completion.succeed(2)
             }
             return nil

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import LegacyBridge
 
 /// What the watermarks must do, written element by element: the reference a batch is checked against.
@@ -195,7 +196,7 @@ struct StreamBackpressureTests {
 
     @Test("yielding in batches of any split counts what one-by-one yields count (seeded)")
     func anySplit() {
-        var random = StreamSplitMix(seed: 0xBA7C)
+        var random = SplitMix64(seed: 0xBA7C)
         for round in 0..<2000 {
             let high = 1 + Int(random.next() % 12)
             let low = Int(random.next() % UInt64(high))

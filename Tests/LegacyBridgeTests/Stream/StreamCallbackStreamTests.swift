@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Synchronization
 import Testing
 @testable import LegacyBridge
@@ -187,7 +188,7 @@ struct StreamCallbackStreamTests {
             var iterator = stream.makeAsyncIterator()
             // Feed the first element once the consumer waits for it.
             streamThread {
-                streamSpin { sinkBox.value.map(StreamProbe.isConsumerWaiting) ?? false }
+                _ = spinUntil { sinkBox.value.map(StreamProbe.isConsumerWaiting) ?? false }
                 sinkBox.value?.yield(0)
             }
             #expect(try await iterator.next() == 0)
@@ -332,7 +333,7 @@ struct StreamCallbackStreamTests {
                 insideYield.value = false
                 snapshot.value = log.all
                 releaseResume.open()
-                streamSpin { log.all.count >= 4 }
+                _ = spinUntil { log.all.count >= 4 }
                 sink.finish()
                 producerFinished.value = true
             }
@@ -393,7 +394,7 @@ struct StreamCallbackStreamTests {
                 releaseResume.open()
                 // The loop makes the pause after its resume; finishing before that would (rightly)
                 // drop the pending pause, so wait for it here, in the test.
-                streamSpin { log.all.count == 4 }
+                _ = spinUntil { log.all.count == 4 }
                 sink.finish()
                 producerFinished.value = true
             }
@@ -441,7 +442,7 @@ struct StreamCallbackStreamTests {
                 sink.yield(3)  // 2 in the consumer's batch + 2 waiting = high
                 snapshot.value = log.all
                 releaseConsumer.open()
-                streamSpin { log.all.count >= 2 }  // the consumer's resume
+                _ = spinUntil { log.all.count >= 2 }  // the consumer's resume
                 sink.finish()
             }
             return StreamControl(
@@ -518,7 +519,7 @@ struct StreamCallbackStreamTests {
     @Test(
         "invalid buffering and ordering arguments stop the program with a message",
         .enabled(
-            if: !runningUnderThreadSanitizer,
+            if: !testsUnderThreadSanitizer,
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func validatesArguments() async {
         await #expect(processExitsWith: .failure) {
@@ -555,7 +556,7 @@ struct StreamCallbackStreamTests {
         #expect(storage.box.withLock { ($0.trace.batches, $0.trace.suspensions) } == (1, 0))
         // Now the consumer has to wait: exactly one suspension; woken, it takes the element as a batch.
         streamThread {
-            streamSpin { StreamProbe.isConsumerWaiting(sink) }
+            _ = spinUntil { StreamProbe.isConsumerWaiting(sink) }
             sink.yield(1_000)
         }
         #expect(try await iterator.next() == 1_000)
@@ -578,10 +579,10 @@ struct StreamCallbackStreamTests {
             let finished = StreamAtomicCounter()
             for thread in 0..<threads {
                 streamThread {
-                    var generator = StreamSplitMix(seed: UInt64(thread))
+                    var generator = SplitMix64(seed: UInt64(thread))
                     for round in 0..<rounds {
                         var block = Array(0..<window)
-                        var roundGenerator = StreamSplitMix(seed: UInt64(round))
+                        var roundGenerator = SplitMix64(seed: UInt64(round))
                         block.shuffle(using: &roundGenerator)
                         let mine = block.enumerated().filter { $0.offset % threads == thread }.map { $0.element }
                         for offset in mine.shuffled(using: &generator) {

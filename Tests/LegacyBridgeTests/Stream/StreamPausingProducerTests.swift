@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Synchronization
 import Testing
 @testable import LegacyBridge
@@ -59,7 +60,7 @@ struct StreamPausingProducerTests {
             streamThread {
                 // Start once `start` has returned: before the handle exists only the answers can
                 // stop a producer, and this one ignores them.
-                streamSpin { StreamProbe.isConsumerWaiting(sink) }
+                _ = spinUntil { StreamProbe.isConsumerWaiting(sink) }
                 var next = 0
                 var buffer = [Int](repeating: 0, count: batch)
                 while next < total {

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import LegacyBridge
 
 private typealias Machine = ProducerControlStateMachine
@@ -284,7 +285,7 @@ struct StreamProducerControlTests {
         "random event orders keep the invariants: allowed overlaps only, alternating pause/resume, every decided pause made, last wanted state reached, cancel once and last, the handle released once"
     )
     func randomisedInvariants() {
-        var generator = StreamSplitMix(seed: 42)
+        var generator = SplitMix64(seed: 42)
         for round in 0..<6000 {
             var steps: [ControlStep] = []
             for _ in 0..<Int.random(in: 1...16, using: &generator) {

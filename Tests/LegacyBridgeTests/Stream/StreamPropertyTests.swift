@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -141,7 +142,7 @@ struct ModelReorderer {
 struct StreamPropertyTests {
     /// A sequence number drawn to hit every rule: in window, just behind, the sentinel, far jumps
     /// both ways, garbage, and the 2^64 and 2^32 wraps.
-    static func hostileSequence(_ random: inout StreamSplitMix, next: UInt64, window: Int) -> UInt64 {
+    static func hostileSequence(_ random: inout SplitMix64, next: UInt64, window: Int) -> UInt64 {
         switch random.next() % 10 {
         case 0: return random.next()
         case 1: return UInt64.max
@@ -157,7 +158,7 @@ struct StreamPropertyTests {
     func reordererMatchesModel() async {
         // Minutes of CPU under sanitizers: run where it cannot hold a cooperative thread.
         let mismatches = await onOwnThread { () -> [String] in
-            var random = StreamSplitMix(seed: propertySeed)
+            var random = SplitMix64(seed: propertySeed)
             let windows = [1, 2, 3, 8, 64, 1_024, 1_025, 100_000]
             var mismatches: [String] = []
             for index in 0..<propertySequences {
@@ -205,7 +206,7 @@ struct StreamPropertyTests {
     )
     func streamMachineInvariants() async {
         let failures = await onOwnThread { () -> [String] in
-            var random = StreamSplitMix(seed: propertySeed ^ 0xABCD)
+            var random = SplitMix64(seed: propertySeed ^ 0xABCD)
             let policies: [StreamBuffering] = [
                 .unbounded, .bufferingOldest(1), .bufferingOldest(3), .bufferingNewest(2),
                 .backpressure(low: 0, high: 1), .backpressure(low: 1, high: 3), .backpressure(low: 2, high: 5),

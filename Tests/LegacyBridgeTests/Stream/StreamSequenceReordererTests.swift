@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import LegacyBridge
 
 @Suite("Stream: SequenceReorderer")
@@ -17,7 +18,7 @@ struct StreamSequenceReordererTests {
 
     @Test("in-window shuffles are released in sequence order")
     func restoresOrderWithinWindow() {
-        var generator = StreamSplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for window in [2, 3, 8, 64] {
             // Shuffle within consecutive blocks of `window` numbers: never more than window - 1 ahead.
             var sequences: [UInt64] = []
@@ -231,7 +232,7 @@ struct StreamSequenceReordererTests {
 
     @Test("random hostile numbers never trap and keep the accounting exact", arguments: [1, 2, 7, 1_500])
     func hostileNumbersKeepAccounting(window: Int) {
-        var generator = StreamSplitMix(seed: UInt64(window))
+        var generator = SplitMix64(seed: UInt64(window))
         for policy in [StreamOrdering.GapPolicy.skip, .fail] {
             var reorderer = SequenceReorderer<Int>(window: window, firstSequence: generator.next(), gapPolicy: policy)
             var released = 0
@@ -262,24 +263,11 @@ struct StreamSequenceReordererTests {
     @Test(
         "a window below 1 stops the program with a message",
         .enabled(
-            if: !runningUnderThreadSanitizer,
+            if: !testsUnderThreadSanitizer,
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func rejectsBadWindow() async {
         await #expect(processExitsWith: .failure) {
             _ = SequenceReorderer<Int>(window: 0)
         }
-    }
-}
-
-/// A small deterministic random generator for reproducible shuffles.
-struct StreamSplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Synchronization
 import Testing
 @testable import LegacyBridge
@@ -55,12 +56,6 @@ func streamPoll(
         }
         try? await Task.sleep(nanoseconds: 1_000_000)
     }
-}
-
-/// Blocking variant of `streamPoll` for plain threads.
-func streamSpin(seconds: Double = Double(testHangBoundSeconds), until condition: () -> Bool) {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() && Date() < deadline { usleep(100) }
 }
 
 /// Runs `body` on a plain thread (not the cooperative pool), like an SDK's own thread.

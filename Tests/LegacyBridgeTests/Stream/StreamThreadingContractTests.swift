@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -246,7 +247,7 @@ struct StreamThreadingContractTests {
         func makeStream() -> CallbackStream<Int> {
             CallbackStream(of: Int.self) { sink in
                 streamThread {
-                    streamSpin { StreamProbe.isConsumerWaiting(sink) }
+                    _ = spinUntil { StreamProbe.isConsumerWaiting(sink) }
                     waiting.update { $0 += 1 }
                 }
                 return StreamControl(
@@ -317,7 +318,7 @@ struct StreamThreadingContractTests {
             streamThread {
                 // Produce once start has returned (the consumer waits): a producer that finished
                 // before the control arrived would rightly never be paused.
-                streamSpin { StreamProbe.isConsumerWaiting(sink) }
+                _ = spinUntil { StreamProbe.isConsumerWaiting(sink) }
                 for element in 0..<total {
                     while paused.value { _ = resumeSignal.wait(timeout: .now() + .milliseconds(100)) }
                     sink.yield(element)

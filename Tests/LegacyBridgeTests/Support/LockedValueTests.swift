@@ -2,6 +2,7 @@
 // (CI) the same test also proves ThreadSanitizer sees the lock (a race report fails the run).
 
 import Dispatch
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -11,7 +12,7 @@ struct LockedValueTests {
     func contention() {
         let counter = LockedValue(0)
         let threads = 4
-        let increments = runningUnderThreadSanitizer ? 20_000 : 200_000
+        let increments = testsUnderThreadSanitizer ? 20_000 : 200_000
         DispatchQueue.concurrentPerform(iterations: threads) { _ in
             for _ in 0..<increments { counter.withLock { $0 += 1 } }
         }

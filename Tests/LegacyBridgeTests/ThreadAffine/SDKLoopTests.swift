@@ -3,6 +3,7 @@
 // Orders are forced with the loops' own events; nothing sleeps to guess a schedule.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -136,7 +137,7 @@ struct SDKLoopTests {
                 done.signal()
             }
         }
-        #expect(await oneShotEventually(testHangBoundSeconds) { done.wait(timeout: .now()) == .success })
+        #expect(await eventually(within: Double(testHangBoundSeconds)) { done.wait(timeout: .now()) == .success })
         #expect(log.all == [1])
         let wakes = sdk.wakes.load(ordering: .relaxed)
         #expect(wakes == 0, "a post from the loop thread must not wake the loop")
@@ -158,7 +159,7 @@ struct SDKLoopTests {
         }
         for value in 1...5 { try loop.post { log.record(value, onLoop: loop.isCurrent) } }
         let shutdown = Task { await loop.shutdown() }
-        #expect(await oneShotEventually(testHangBoundSeconds) { !loop.core.acceptsJobs })
+        #expect(await eventually(within: Double(testHangBoundSeconds)) { !loop.core.acceptsJobs })
         #expect(throws: OffloadError.shutDown) { try loop.post { log.record(99, onLoop: true) } }
         gate.signal()
         await shutdown.value
@@ -178,7 +179,7 @@ struct SDKLoopTests {
             core = loop.core
             for value in 0..<10 { try loop.post { log.record(value, onLoop: core.isCurrent) } }
         }
-        #expect(await oneShotEventually(testHangBoundSeconds) { core.isGone })
+        #expect(await eventually(within: Double(testHangBoundSeconds)) { core.isGone })
         #expect(log.all == Array(0..<10))
         #expect(log.ranOffLoop == 0)
     }
@@ -200,7 +201,7 @@ struct SDKLoopTests {
             onLoop.store(loop.scheduler.isCurrent, ordering: .relaxed)
             posted.signal()
         }
-        #expect(await oneShotEventually(testHangBoundSeconds) { posted.wait(timeout: .now()) == .success })
+        #expect(await eventually(within: Double(testHangBoundSeconds)) { posted.wait(timeout: .now()) == .success })
         let ranOnLoop = onLoop.load(ordering: .relaxed)
         #expect(ranOnLoop)
         await loop.shutdown()
@@ -227,7 +228,8 @@ struct SDKLoopTests {
         let log = JobLog()
         try loop.post { log.record(1, onLoop: loop.isCurrent) }  // schedules drain #1
         let shutdown = Task { await loop.shutdown() }  // schedules drain #2
-        #expect(await oneShotEventually(testHangBoundSeconds) { sdk.scheduledCount.load(ordering: .relaxed) == 2 })
+        #expect(
+            await eventually(within: Double(testHangBoundSeconds)) { sdk.scheduledCount.load(ordering: .relaxed) == 2 })
         sdk.gate?.signal()  // both drains run in one batch: #1 runs the job and exits, #2 finds nothing
         await shutdown.value
         #expect(log.all == [1])

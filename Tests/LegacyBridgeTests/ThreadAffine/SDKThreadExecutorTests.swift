@@ -3,6 +3,7 @@
 // actor's jobs.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -110,8 +111,8 @@ struct SDKThreadExecutorTests {
         DispatchQueue.global().async {
             if !executor.isCurrentThread && executor.isIsolatingCurrentContext() == false { offThread.set() }
         }
-        #expect(await offloadEventually("callback entered") { entered.isSet })
-        #expect(await offloadEventually("checked off the thread") { offThread.isSet })
+        #expect(await eventually { entered.isSet })
+        #expect(await eventually { offThread.isSet })
         #expect(await actor.count == 1)
     }
 
@@ -159,7 +160,7 @@ struct SDKThreadExecutorTests {
             actor.assumeIsolated { $0.increment() }
             entered.set()
         }
-        #expect(await offloadEventually("entered from the loop") { entered.isSet })
+        #expect(await eventually { entered.isSet })
     }
 
     @Test("releasing the executor ends its thread after the closures already posted have run")
@@ -176,7 +177,7 @@ struct SDKThreadExecutorTests {
             executor.execute { ran.increment() }
         }
         blocker.open()
-        #expect(await offloadEventually("posted work ran") { ran.value == 2 })
-        #expect(await offloadEventually("thread ended") { core.object == nil })
+        #expect(await eventually { ran.value == 2 })
+        #expect(await eventually { core.object == nil })
     }
 }

@@ -2,6 +2,7 @@
 // thread, cancellation included, for both owners; and the SDK's violation counter can fail.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -47,10 +48,10 @@ struct ClientAffineTests {
     func cancelOnOwner(owner: LegacyAffineClient.Owner) async throws {
         let client = try await LegacyAffineClient(owner: owner, workerThreads: 1)
         let call = ClientTestCall { try await client.fetch(FetchRequest(path: "/never"), behavior: .neverCompletes) }
-        #expect(await clientTestEventually { client.counters.operationsStarted == 1 })
+        #expect(await eventually { client.counters.operationsStarted == 1 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
-        #expect(await clientTestEventually { client.counters.cancels == 1 })
+        #expect(await eventually { client.counters.cancels == 1 })
         #expect(client.counters.affinityViolations == 0)
     }
 
@@ -64,7 +65,7 @@ struct ClientAffineTests {
             let token = client.assumeIsolated { isolated in try? isolated.sessionToken() }
             entered.withLock { $0 = token == nil }
         }
-        #expect(await clientTestEventually { entered.withLock { $0 } })
+        #expect(await eventually { entered.withLock { $0 } })
         #expect(client.counters.affinityViolations == 0)
     }
 

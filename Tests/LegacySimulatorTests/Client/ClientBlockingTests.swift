@@ -5,6 +5,7 @@
 // cooperative pool).
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -39,11 +40,11 @@ struct ClientBlockingTests {
     func cancelInterrupts() async throws {
         let client = try LegacyClient(configuration: .init(workerThreads: 1, blockingThreads: 1))
         let call = ClientTestCall { try await client.blockingCall(duration: .seconds(60)) }
-        #expect(await clientTestEventually { client.counters.blockingInFlight == 1 })
+        #expect(await eventually { client.counters.blockingInFlight == 1 })
         call.cancel()
         let outcome = await call.result()
         #expect(throws: CancellationError.self) { try outcome?.get() }
-        #expect(await clientTestEventually { client.counters.blockingCallsInterrupted == 1 })
+        #expect(await eventually { client.counters.blockingCallsInterrupted == 1 })
         #expect(client.counters.blockingInFlight == 0)
         // The one pool thread came back: the next call runs.
         _ = try await client.blockingCall(duration: .zero)
@@ -86,11 +87,11 @@ struct ClientBlockingTests {
             let calls = (0..<count).map { _ in
                 ClientTestCall { try await client.blockingCall(duration: .seconds(60)) }
             }
-            #expect(await clientTestEventually { client.counters.blockingInFlight == UInt64(count) })
+            #expect(await eventually { client.counters.blockingInFlight == UInt64(count) })
             // What the unrelated task saw when it ran: were all the calls still blocked?
             let seenInFlight = LockedBox<UInt64?>(nil)
             let unrelated = Task { seenInFlight.withLock { $0 = client.counters.blockingInFlight } }
-            #expect(await clientTestEventually(seconds: bound) { seenInFlight.withLock { $0 } != nil })
+            #expect(await eventually(within: bound) { seenInFlight.withLock { $0 } != nil })
             guard seenInFlight.withLock({ $0 }) == UInt64(count) else {
                 for call in calls { _ = await call.result(within: bound) }  // returned after 60 s
                 await unrelated.value
@@ -102,7 +103,7 @@ struct ClientBlockingTests {
                 #expect(throws: CancellationError.self) { try outcome?.get() }
             }
             #expect(
-                await clientTestEventually {
+                await eventually {
                     client.counters.blockingCallsInterrupted - interruptedBefore == UInt64(count)
                 })
             await unrelated.value
@@ -144,14 +145,14 @@ struct ClientBlockingRaceTests {
             }
             done.signal()
         }.start()
-        #expect(await clientTestEventually { inBody.wait(timeout: .now()) == .success })
+        #expect(await eventually { inBody.wait(timeout: .now()) == .success })
         let attempts = Atomic<Int>(0)
         // The "SDK" reports NOT_BLOCKED twice, then the interrupt lands.
         state.interrupt { attempts.add(1, ordering: .relaxed).newValue >= 3 }
         let landedAfter = attempts.load(ordering: .relaxed)
         #expect(landedAfter == 3)
         release.signal()
-        #expect(await clientTestEventually { done.wait(timeout: .now()) == .success })
+        #expect(await eventually { done.wait(timeout: .now()) == .success })
     }
 
     @Test("an interrupt that keeps missing stops once the call has returned")
@@ -165,7 +166,7 @@ struct ClientBlockingRaceTests {
                 _ = release.wait(timeout: .now() + .seconds(testHangBoundSeconds))
             }
         }.start()
-        #expect(await clientTestEventually { inBody.wait(timeout: .now()) == .success })
+        #expect(await eventually { inBody.wait(timeout: .now()) == .success })
         let attempts = Atomic<Int>(0)
         let returned = LockedBox(false)
         Thread {
@@ -176,7 +177,7 @@ struct ClientBlockingRaceTests {
             }
             returned.withLock { $0 = true }
         }.start()
-        #expect(await clientTestEventually { returned.withLock { $0 } })
+        #expect(await eventually { returned.withLock { $0 } })
         let tried = attempts.load(ordering: .relaxed)
         #expect(tried >= 5)
     }

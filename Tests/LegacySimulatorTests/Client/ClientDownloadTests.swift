@@ -1,6 +1,7 @@
 // LegacyClient.download against the real simulated C SDK, in every stream behaviour the SDK has.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -159,7 +160,7 @@ struct ClientDownloadTests {
             }
         }
         // Every byte arrived; the SDK now stays silent, with the operation in flight.
-        #expect(await clientTestEventually { received.load(ordering: .acquiring) == UInt64(totalBytes) })
+        #expect(await eventually { received.load(ordering: .acquiring) == UInt64(totalBytes) })
         #expect(client.counters.contextsReleased == 0)
         call.cancel()
         let result = try #require(await call.result()).get()
@@ -193,7 +194,7 @@ struct ClientDownloadTests {
             if check.dataEvents == 1 {
                 // Stop consuming until the stream has paused the source and the source dropped
                 // events: a forced gap, followed by new data once the consumer drains the buffer.
-                guard await clientTestEventually({ client.counters.streamEventsDroppedPaused > 0 }) else {
+                guard await eventually({ client.counters.streamEventsDroppedPaused > 0 }) else {
                     return false
                 }
             }
@@ -226,7 +227,7 @@ struct ClientDownloadTests {
             requestID: 1, totalBytes: totalBytes, gapsAllowed: true
         ) { check in
             if check.dataEvents == 1 {
-                _ = await clientTestEventually { client.counters.streamEventsDroppedPaused > 0 }
+                _ = await eventually { client.counters.streamEventsDroppedPaused > 0 }
             }
             return true
         }
@@ -264,7 +265,7 @@ struct ClientDownloadTests {
         // and the rest of the data waits until the test lets the worker go.
         let blocker = LockedBox<ClientTestWorkerBlocker?>(nil)
         let watcher = Thread {
-            guard clientTestSpinUntil({ client.counters.streamEventsDroppedPaused > 0 }) else { return }
+            guard spinUntil({ client.counters.streamEventsDroppedPaused > 0 }) else { return }
             let started = try? ClientTestWorkerBlocker(starting: client)
             blocker.withLock { $0 = started }
         }
@@ -282,7 +283,7 @@ struct ClientDownloadTests {
                 if check.dataEvents == 1 {
                     // Hold the first event: the stream pauses the source, which drops events
                     // until the watcher stops it.
-                    guard await clientTestEventually({ blocker.withLock { $0?.isInside ?? false } }) else {
+                    guard await eventually({ blocker.withLock { $0?.isInside ?? false } }) else {
                         return false
                     }
                 }
@@ -293,14 +294,14 @@ struct ClientDownloadTests {
         }
         // The consumer drained what came before the gap and the stream resumed the source.
         #expect(
-            await clientTestEventually {
+            await eventually {
                 client.counters.streamResumes == 1 && received.load(ordering: .acquiring) == high
             })
         #expect(client.counters.streamEventsDroppedPaused < UInt64(events - high))
         blocker.withLock { $0 }?.open()
         // The source delivers the rest of its data (nothing more is dropped) and goes silent.
         #expect(
-            await clientTestEventually {
+            await eventually {
                 let counters = client.counters
                 return counters.streamEvents + counters.streamEventsDroppedPaused == UInt64(events)
             })
@@ -308,7 +309,7 @@ struct ClientDownloadTests {
         #expect(delivered > high)
         // Everything delivered reaches the consumer; nothing waits for the dropped events.
         #expect(
-            await clientTestEventually(seconds: Double(testHangBoundSeconds)) {
+            await eventually(within: Double(testHangBoundSeconds)) {
                 received.load(ordering: .acquiring) == delivered
             })
         #expect(receivedAfterGap.load(ordering: .relaxed) == delivered - high)
@@ -357,14 +358,14 @@ struct ClientDownloadTests {
             }
         }
         if stop == .taskCancel {
-            #expect(await clientTestEventually { consumed.load(ordering: .acquiring) >= 300 })
+            #expect(await eventually { consumed.load(ordering: .acquiring) >= 300 })
             call.cancel()
         }
         let result = try #require(await call.result()).get()
         #expect(result.end == (stop == .taskCancel ? .cancelled : .stopped))
         #expect(result.problems == [])
         // The SDK is done with the operation: only its cancel can have ended a 1 TiB download.
-        #expect(await clientTestEventually { client.counters.contextsReleased == 1 })
+        #expect(await eventually { client.counters.contextsReleased == 1 })
         let atRelease = client.counters
         let counters = await clientTestSettledCounters(client)
         #expect(counters.streamEvents == atRelease.streamEvents)
@@ -385,7 +386,7 @@ struct ClientDownloadTests {
         ) { _ in
             // Hold the first event until the stream has paused the SDK (the consumer takes
             // nothing, so it must), then leave the loop while the SDK is parked.
-            _ = await clientTestEventually { client.counters.streamPauses == 1 }
+            _ = await eventually { client.counters.streamPauses == 1 }
             return false
         }
         #expect(result.end == .stopped)
@@ -420,7 +421,7 @@ struct ClientDownloadTests {
         // start call (200,000 synchronous callbacks) is then still running.
         let cancelledDuringStart = LockedBox<Bool?>(nil)
         let watcher = Thread {
-            guard clientTestSpinUntil({ client.counters.streamEvents > 0 }) else { return }
+            guard spinUntil({ client.counters.streamEvents > 0 }) else { return }
             call.cancel()
             // A synchronous download releases its context before its start call returns.
             let during = client.counters.contextsReleased == 0
@@ -428,7 +429,7 @@ struct ClientDownloadTests {
         }
         watcher.start()
         let result = try #require(await call.result()).get()
-        #expect(await clientTestEventually { cancelledDuringStart.withLock { $0 } != nil })
+        #expect(await eventually { cancelledDuringStart.withLock { $0 } != nil })
         #expect(cancelledDuringStart.withLock { $0 } == true, "the cancel landed while start was running")
         let counters = await clientTestSettledCounters(client)
         #expect(result.end == .cancelled)
@@ -449,7 +450,7 @@ struct ClientDownloadTests {
         let client = try LegacyClient()
         // Under ThreadSanitizer every event costs far more; 200,000 events still make thousands
         // of pause/resume rounds.
-        let totalBytes = clientTestUnderThreadSanitizer ? 200_000 : 1_000_000
+        let totalBytes = testsUnderThreadSanitizer ? 200_000 : 1_000_000
         let high = 64
         let low = 16
         // What may be held beyond `high`: the events the SDK produced before the pause landed.
@@ -480,7 +481,7 @@ struct ClientDownloadTests {
                 // (the stream must pause it: nothing is consumed meanwhile).
                 if consumed % 10_240 == 0 && consumed + UInt64(high) * 2 < UInt64(totalBytes) {
                     // A stream that never pauses the SDK ends the test here.
-                    guard await clientTestEventually({ client.counters.streamPauses > pausesSeen }) else {
+                    guard await eventually({ client.counters.streamPauses > pausesSeen }) else {
                         return false
                     }
                     forcedPauses += 1

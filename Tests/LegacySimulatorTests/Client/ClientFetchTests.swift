@@ -1,6 +1,7 @@
 // LegacyClient.fetch against the real simulated C SDK, in every behaviour the SDK has.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -164,7 +165,7 @@ struct ClientFetchTests {
     func neverCompletesCancelled() async throws {
         let client = try LegacyClient()
         let call = ClientTestCall { try await client.fetch(FetchRequest(path: "/never"), behavior: .neverCompletes) }
-        #expect(await clientTestEventually { client.counters.contextsCreated == 1 })
+        #expect(await eventually { client.counters.contextsCreated == 1 })
         #expect(client.counters.contextsReleased == 0)  // provably in flight: it never completes by itself
         call.cancel()
         #expect(await call.outcome() == .cancelled)
@@ -226,7 +227,7 @@ struct ClientFetchTests {
         let client = try LegacyClient()
         let behavior = SimulatedBehavior.neverCompletes.with { $0.cancelMode = .callbackSynchronously }
         let call = ClientTestCall { try await client.fetch(FetchRequest(path: "/s"), behavior: behavior) }
-        #expect(await clientTestEventually { client.counters.contextsCreated == 1 })
+        #expect(await eventually { client.counters.contextsCreated == 1 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         let counters = await clientTestSettledCounters(client)
@@ -261,11 +262,11 @@ struct ClientFetchTests {
         defer { blocker.open() }
         let behavior = SimulatedBehavior.neverCompletes.with { $0.cancelMode = .callbackAsynchronously }
         let call = ClientTestCall { try await client.fetch(FetchRequest(path: "/later"), behavior: behavior) }
-        #expect(await clientTestEventually { client.counters.contextsCreated == 2 })
+        #expect(await eventually { client.counters.contextsCreated == 2 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         // The cancel handle runs on a job thread of the library, maybe after the caller resumed.
-        #expect(await clientTestEventually { client.counters.cancels == 1 })
+        #expect(await eventually { client.counters.cancels == 1 })
         var counters = client.counters
         #expect(counters.callbacksWorker == 1)  // only the blocker's: the cancellation callback is still queued
         #expect(counters.contextsReleased == 0)
@@ -280,7 +281,7 @@ struct ClientFetchTests {
         let client = try LegacyClient()
         let behavior = SimulatedBehavior.neverCompletes.with { $0.cancelMode = .silent }
         let call = ClientTestCall { try await client.fetch(FetchRequest(path: "/silent"), behavior: behavior) }
-        #expect(await clientTestEventually { client.counters.contextsCreated == 1 })
+        #expect(await eventually { client.counters.contextsCreated == 1 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         let counters = await clientTestSettledCounters(client)
@@ -298,10 +299,10 @@ struct ClientFetchTests {
         let call = ClientTestCall {
             try await client.fetch(FetchRequest(path: "/ignored", responseSize: 10), behavior: .cancelIgnored)
         }
-        #expect(await clientTestEventually { client.counters.contextsCreated == 2 })
+        #expect(await eventually { client.counters.contextsCreated == 2 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
-        #expect(await clientTestEventually { client.counters.cancels == 1 })
+        #expect(await eventually { client.counters.cancels == 1 })
         var counters = client.counters
         #expect(counters.callbacksAfterCancel == 0)
         #expect(counters.contextsReleased == 0)
@@ -324,7 +325,7 @@ struct ClientFetchTests {
         let call = ClientTestCall {
             try await client.fetch(FetchRequest(path: "/late", responseSize: 32), behavior: behavior)
         }
-        #expect(await clientTestEventually { client.counters.contextsCreated == 1 })
+        #expect(await eventually { client.counters.contextsCreated == 1 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         let counters = await clientTestSettledCounters(client)
@@ -446,7 +447,7 @@ struct ClientFetchTests {
             try await client.fetch(
                 FetchRequest(path: "/main"), behavior: .neverCompletes.with { $0.delivery = delivery })
         }
-        #expect(await clientTestEventually { client.counters.contextsCreated == 2 })
+        #expect(await eventually { client.counters.contextsCreated == 2 })
         cancelled.cancel()
         #expect(await cancelled.outcome() == .cancelled)
         let counters = await clientTestSettledCounters(client)

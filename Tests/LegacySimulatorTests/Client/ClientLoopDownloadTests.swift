@@ -2,6 +2,7 @@
 // affinity and counts every call from another thread.
 
 import Testing
+import TestSupport
 
 import LegacyBridge
 @testable import LegacySimulator
@@ -24,7 +25,7 @@ struct ClientLoopDownloadTests {
     ) async -> (ClientTestDownloadResult, stalledUntilPaused: Bool) {
         var stalled: Bool?
         let result = await clientTestConsume(stream, requestID: 1, totalBytes: totalBytes) { check in
-            if stalled == nil { stalled = await clientTestEventually(paused) }
+            if stalled == nil { stalled = await eventually(paused) }
             return check.dataEvents < limit
         }
         return (result, stalled ?? false)

@@ -2,6 +2,7 @@
 // and timeouts: every call ends, and the SDK ends up with every context and handle released.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -212,7 +213,7 @@ struct ClientStressTests {
         }
         // Every consumer of a stream that ends by itself ends without help.
         #expect(
-            await clientTestEventually(seconds: Double(testHangBoundSeconds)) {
+            await eventually(within: Double(testHangBoundSeconds)) {
                 endedAlone.load(ordering: .relaxed) == mustEndAlone
             })
         for consumer in consumers { consumer.cancel() }

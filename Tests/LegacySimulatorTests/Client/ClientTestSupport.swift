@@ -1,6 +1,7 @@
 // Helpers of the LegacyClient tests (prefixed `ClientTest`: the test module is shared).
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -102,31 +103,6 @@ func clientTestResult<Value: Sendable>(
     }
 }
 
-/// Polls `condition` until it holds; the bound is only an upper limit for something that must
-/// happen, never a guess at a schedule.
-func clientTestEventually(
-    isolation: isolated (any Actor)? = #isolation, seconds: Double = Double(testHangBoundSeconds),
-    _ condition: () -> Bool
-) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-    return true
-}
-
-/// Blocking variant of `clientTestEventually`, for code on its own thread or queue (it never
-/// waits for the cooperative pool).
-func clientTestSpinUntil(seconds: Double = Double(testHangBoundSeconds), _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        usleep(100)
-    }
-    return true
-}
-
 /// Waits until the SDK is done with every operation of `client` (every context released) and
 /// every handle was released, then returns the counters (also when the bound expired: the
 /// caller's expectations then show what is missing).
@@ -134,7 +110,7 @@ func clientTestSettledCounters(
     isolation: isolated (any Actor)? = #isolation, _ client: LegacyClient,
     seconds: Double = Double(testHangBoundSeconds)
 ) async -> SDKCounters {
-    _ = await clientTestEventually(seconds: seconds) {
+    _ = await eventually(within: seconds) {
         let counters = client.counters
         return counters.contextsCreated == counters.contextsReleased && counters.handlesOutstanding == 0
     }
@@ -143,7 +119,6 @@ func clientTestSettledCounters(
 
 /// Whether the process runs under ThreadSanitizer (stress sizes scale down, never below the
 /// minimum each test names).
-var clientTestUnderThreadSanitizer: Bool { dlsym(nil, "__tsan_init") != nil }
 
 /// Callbacks the SDK made, of every kind.
 extension SDKCounters {
@@ -200,7 +175,7 @@ final class ClientTestWorkerBlocker: Sendable {
     /// Starts the blocking request and waits until its callback occupies the worker.
     convenience init(_ client: LegacyClient) async throws {
         try self.init(starting: client)
-        try #require(await clientTestEventually { self.isInside }, "the blocking callback never ran")
+        try #require(await eventually { self.isInside }, "the blocking callback never ran")
     }
 
     /// Whether the blocking callback occupies the worker.

@@ -1,6 +1,7 @@
 // LegacyReplyClient against the real simulated C SDK: one reply callback, requests matched by id.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -12,7 +13,7 @@ import LegacyBridge
 private func settled(
     isolation: isolated (any Actor)? = #isolation, _ replies: LegacyReplyClient
 ) async -> SDKCounters {
-    _ = await clientTestEventually {
+    _ = await eventually {
         let counters = replies.counters
         return counters.rpcRequestsLive == 0 && counters.contextsCreated == counters.contextsReleased + 1
     }
@@ -49,7 +50,7 @@ struct ReplyClientTests {
         let held = ClientTestCall {
             try await replies.request(FetchRequest(path: "/held"), behavior: .neverCompletes)
         }
-        #expect(await clientTestEventually { replies.pendingCount == 1 })
+        #expect(await eventually { replies.pendingCount == 1 })
         let behavior = SimulatedBehavior.wellBehaved.with { $0.jitterMicroseconds = 2_000 }
         try await withThrowingTaskGroup(of: (Int, FetchResponse).self) { group in
             for index in 0..<64 {
@@ -101,7 +102,7 @@ struct ReplyClientTests {
         let waiting = ClientTestCall {
             try await replies.request(FetchRequest(path: "/wait"), id: 5, behavior: .neverCompletes)
         }
-        #expect(await clientTestEventually { replies.pendingCount == 1 })
+        #expect(await eventually { replies.pendingCount == 1 })
         let second = await clientTestResult { try await replies.request(FetchRequest(path: "/again"), id: 5) }
         #expect(throws: LegacySDKError.duplicateID) { try second.get() }
         #expect(replies.counters.rpcRequestsSent == 1)
@@ -116,7 +117,7 @@ struct ReplyClientTests {
         let replies = try LegacyReplyClient(client: try LegacyClient())
         let behavior = SimulatedBehavior.neverCompletes.with { $0.cancelMode = mode }
         let call = ClientTestCall { try await replies.request(FetchRequest(path: "/c"), behavior: behavior) }
-        #expect(await clientTestEventually { replies.pendingCount == 1 })
+        #expect(await eventually { replies.pendingCount == 1 })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         let counters = await settled(replies)
@@ -149,7 +150,7 @@ struct ReplyClientTests {
                 try await replies.request(FetchRequest(path: "/p\(index)"), behavior: .neverCompletes)
             }
         }
-        #expect(await clientTestEventually { replies.counters.rpcRequestsPending == 5 })
+        #expect(await eventually { replies.counters.rpcRequestsPending == 5 })
         try replies.disconnect()
         for call in calls {
             let result = await call.result()
@@ -172,12 +173,12 @@ struct ReplyClientTests {
         let call = ClientTestCall {
             try await replies.request(FetchRequest(path: "/gone"), behavior: .neverCompletes)
         }
-        #expect(await clientTestEventually { replies.pendingCount == 1 })
+        #expect(await eventually { replies.pendingCount == 1 })
         try replies.connection.destroy()
         let result = await call.result()
         #expect(throws: LegacySDKError.disconnected) { try result?.get() }
         #expect(replies.statistics.failedByDisconnect == 1)
-        #expect(await clientTestEventually { client.counters.rpcConnectionsFinished == 1 })
+        #expect(await eventually { client.counters.rpcConnectionsFinished == 1 })
         let counters = client.counters
         #expect(counters.contextsCreated == counters.contextsReleased)
         #expect(counters.rpcRequestsLive == 0)
@@ -189,7 +190,7 @@ struct ReplyClientTests {
         "A burst of requests over chaos behaviours, with unknown ids, spontaneous disconnects, cancellations and timeouts: all end, nothing leaks"
     )
     func burst() async throws {
-        let count = clientTestUnderThreadSanitizer ? 1_000 : 4_000
+        let count = testsUnderThreadSanitizer ? 1_000 : 4_000
         let client = try LegacyClient(configuration: .init(workerThreads: 4, seed: 11))
         let replies = try LegacyReplyClient(
             client: client,

@@ -1,6 +1,7 @@
 // LegacySharedListener against the real simulated C SDK: one listener per topic, many consumers.
 
 import Foundation
+import TestSupport
 import Testing
 
 import LegacyBridge
@@ -41,7 +42,7 @@ private func twoConsumers(
             var iterator = stream.makeAsyncIterator()
             while let event = try await iterator.next() {
                 events.append(event)
-                if events.count == 1 { _ = await clientTestEventually { client.counters.listenerPauses > 0 } }
+                if events.count == 1 { _ = await eventually { client.counters.listenerPauses > 0 } }
             }
             return (events, nil as (any Error)?)
         } catch {
@@ -49,7 +50,7 @@ private func twoConsumers(
         }
     }
     let second = Task { await collect(stream) }
-    try #require(await clientTestEventually { listener.statistics.consumers == 2 && listener.isRunning })
+    try #require(await eventually { listener.statistics.consumers == 2 && listener.isRunning })
     blocker.open()
     return (await first.value, await second.value)
 }
@@ -58,7 +59,7 @@ private func twoConsumers(
 private func listenersSettled(
     isolation: isolated (any Actor)? = #isolation, _ client: LegacyClient
 ) async -> SDKCounters {
-    _ = await clientTestEventually {
+    _ = await eventually {
         let counters = client.counters
         return counters.listenerLive == 0 && counters.contextsCreated == counters.contextsReleased
             && counters.handlesOutstanding == 0
@@ -121,11 +122,11 @@ struct SharedListenerTests {
             }
             return events
         }
-        #expect(await clientTestEventually { listener.statistics.consumers == 1 })
+        #expect(await eventually { listener.statistics.consumers == 1 })
         let leaver = await collect(stream, count: 2)
         #expect(leaver.events.count == 2)
         // Its leave runs on a library thread once its iterator is gone.
-        #expect(await clientTestEventually { listener.statistics.consumers == 1 })
+        #expect(await eventually { listener.statistics.consumers == 1 })
         #expect(client.counters.listenerStops == 0)
         leaverGone.withLock { $0 = true }
         let stayed = await stayer.value
@@ -166,7 +167,7 @@ struct SharedListenerTests {
             return count
         }
         // The SDK counts the start once the topic is taken (a consumer joins before that).
-        #expect(await clientTestEventually { client.counters.listenerStarts == 1 })
+        #expect(await eventually { client.counters.listenerStarts == 1 })
         let refused = await collect(intruder.subscribe())
         refusedYet.withLock { $0 = true }
         #expect((refused.error as? LegacySDKError) == .alreadyListening)
@@ -195,7 +196,7 @@ struct SharedListenerTests {
 
     @Test("Consumers that join and leave at random: every SDK listener is stopped or ended, nothing leaks")
     func churn() async throws {
-        let rounds = clientTestUnderThreadSanitizer ? 100 : 400
+        let rounds = testsUnderThreadSanitizer ? 100 : 400
         let client = try LegacyClient(configuration: .init(workerThreads: 4, seed: 3))
         let listener = LegacySharedListener(
             client: client, topic: 7,

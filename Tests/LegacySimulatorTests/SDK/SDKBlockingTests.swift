@@ -1,4 +1,5 @@
 import Dispatch
+import TestSupport
 import Foundation
 import Testing
 
@@ -20,7 +21,7 @@ struct SDKBlockingTests {
                     try client.blockingCall(key: 6, durationMicroseconds: 60_000_000)
                 })
         }.start()
-        #expect(sdkTestPoll { client.counters.blockingInFlight == 1 })
+        #expect(spinUntil { client.counters.blockingInFlight == 1 })
         #expect(try client.interrupt(key: 6) == true)
         #expect(outcome.wait { $0.values.count == 1 })
         #expect(throws: LegacySDKError.interrupted) { try outcome.values[0].get() }

@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -37,11 +38,11 @@ struct SDKCancelWaitsTests {
             handle.cancel()
             cancelReturned.increment()
         }.start()
-        #expect(sdkTestPoll { client.counters.cancels == 1 })
+        #expect(spinUntil { client.counters.cancels == 1 })
         #expect(!(cancelReturned.value > 0))
         gate.signal()
         #expect(events.waitReleased())
-        #expect(sdkTestPoll { (cancelReturned.value > 0) })
+        #expect(spinUntil { (cancelReturned.value > 0) })
         #expect(sawReturnedAtEnd.values == [false])
         #expect(events.values == [0, 1])
         #expect(client.counters.cancelsInsideCallback == 0)

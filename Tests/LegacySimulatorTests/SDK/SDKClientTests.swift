@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -127,7 +128,7 @@ struct SDKClientTests {
                 // The first call stays inside until every caller has made its call: unserialised
                 // callers would now collide with it (and get BUSY) rather than wait.
                 if probe.firstEntry.exchange(false, ordering: .relaxed) {
-                    _ = sdkTestPoll { probe.arrived.load(ordering: .relaxed) == callers }
+                    _ = spinUntil { probe.arrived.load(ordering: .relaxed) == callers }
                 }
             }))
         let failures = await withTaskGroup(of: Int.self) { group in

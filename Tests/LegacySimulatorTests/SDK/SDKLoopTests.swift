@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -27,7 +28,7 @@ struct SDKLoopTests {
         #expect(order.wait { $0.values.count == 50 })
         #expect(order.values == Array(0..<50))
         #expect(onLoop.values.allSatisfy { $0 })
-        #expect(sdkTestPoll { freed.value == 50 })
+        #expect(spinUntil { freed.value == 50 })
         #expect(client.counters.loopJobs == 50)
     }
 

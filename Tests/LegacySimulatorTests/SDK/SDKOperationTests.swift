@@ -1,4 +1,5 @@
 import CLegacySDK
+import TestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -30,7 +31,7 @@ struct SDKOperationTests {
             })
         let handle = try started.get()
         #expect(results.waitReleased())
-        #expect(sdkTestPoll { freed.value == 1 })  // closures (and the token) gone with the context
+        #expect(spinUntil { freed.value == 1 })  // closures (and the token) gone with the context
         let values = results.values
         #expect(values.count == 3)
         let first = try values[0].get()
@@ -144,7 +145,7 @@ struct SDKOperationTests {
                 results.append(result)
                 if case .success = result {
                     // The handle is published once start returned.
-                    _ = sdkTestPoll { box.handle != nil }
+                    _ = spinUntil { box.handle != nil }
                     box.handle?.cancel()
                     // The cancellation arrived inside cancel().
                     nestedBeforeReturn.increment(by: results.values.count)
@@ -202,17 +203,17 @@ struct SDKOperationTests {
             client: client, request: FetchRequest(path: "/"), behavior: .wellBehaved,
             onCompletion: { _ in
                 // Once the test let go, drop the last reference here, on a worker.
-                _ = sdkTestPoll { dropped.value == 1 }
+                _ = spinUntil { dropped.value == 1 }
                 holder.client = nil
             },
             onRelease: { released.increment() }
         ).get()
         _ = consume client
         dropped.increment()
-        #expect(sdkTestPoll { released.value == 1 })
+        #expect(spinUntil { released.value == 1 })
         // The shell of a destroyed client stays valid: it reports the destroy once done.
         #expect(
-            sdkTestPoll {
+            spinUntil {
                 lsdk_client_set_session_token(OpaquePointer(bitPattern: raw), nil) == Int32(LSDK_ERR_CLIENT_DESTROYED)
             })
         withExtendedLifetime(handle) {}

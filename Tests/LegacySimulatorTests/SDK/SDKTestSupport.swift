@@ -1,6 +1,7 @@
 // Helpers of the SDK layer's tests (prefixed: the test module is shared).
 
 import Dispatch
+import TestSupport
 import Foundation
 import Testing
 
@@ -45,14 +46,4 @@ final class SDKTestCounter: @unchecked Sendable {
     private var count = 0
     func increment(by amount: Int = 1) { lock.withLock { count += amount } }
     var value: Int { lock.withLock { count } }
-}
-
-/// Polls `condition` with a generous bound.
-func sdkTestPoll(timeout: Double = Double(testHangBoundSeconds), _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !condition() {
-        if Date() > deadline { return false }
-        usleep(500)
-    }
-    return true
 }
