@@ -9,7 +9,7 @@ import LegacyBridgeConformance
 ///
 /// Why it is wrong: without a scheduler the stream makes each control call on whichever thread
 /// made it due: `pause` on the SDK thread whose yield reached the high watermark, `resume` on the
-/// consumer, `cancel` on a Dispatch worker. An SDK that must only be called from its own loop
+/// consumer, `cancel` on a library job thread. An SDK that must only be called from its own loop
 /// thread (libcurl's multi interface, c-ares, GUI toolkits) is then called from foreign threads: a
 /// data race inside the SDK, invisible to the compiler. It is the README's stream snippet before
 /// the threading contract, and passes every scenario whose SDK accepts any thread.
