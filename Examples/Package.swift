@@ -1,10 +1,11 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Two real C libraries wrapped with LegacyBridge: c-ares (one-shot DNS lookups through
-// `withCallback`) and libcurl (a multi-interface loop thread for streaming downloads).
+// Three real C libraries wrapped with LegacyBridge: c-ares (one-shot DNS lookups through
+// `withCallback(scheduler:)`) and libcurl (streaming downloads), each on an `SDKLoop`, and SQLite
+// (blocking queries on an `OffloadPool`, interrupted on cancel).
 // Kept out of the main package on purpose: building and testing it needs libc-ares-dev,
-// libcurl4-openssl-dev and pkg-config (and python3 for the tests' loopback servers), which the
+// libcurl4-openssl-dev, libsqlite3-dev and pkg-config (and python3 for the tests' loopback servers), which the
 // main package must not require.
 //
 // The main package is a path dependency, and SwiftPM names a path dependency after its directory:
@@ -15,6 +16,7 @@ let package = Package(
     products: [
         .library(name: "DNSResolver", targets: ["DNSResolver"]),
         .library(name: "HTTPDownloader", targets: ["HTTPDownloader"]),
+        .library(name: "SQLiteDatabase", targets: ["SQLiteDatabase"]),
     ],
     dependencies: [
         .package(name: "legacy-bridge", path: ".."),
@@ -32,15 +34,22 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
         ),
-        // The loop thread both examples drive their library from: a job queue and a wake-up descriptor.
-        .target(name: "LoopSupport"),
-        .target(name: "DNSResolver", dependencies: ["CAres", "LoopSupport", .product(name: "LegacyBridge", package: "legacy-bridge")]),
-        .target(name: "HTTPDownloader", dependencies: ["CCurl", "LoopSupport", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        // Both run their library's event loop on LegacyBridge's SDKLoop.
+        .target(name: "DNSResolver", dependencies: ["CAres", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        .target(name: "HTTPDownloader", dependencies: ["CCurl", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        // Blocking queries on an OffloadPool, one connection per pool thread.
+        .target(name: "SQLiteDatabase", dependencies: ["CSQLite", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Loopback servers for the tests (python3): nothing the tests do leaves the machine.
-        .target(name: "LoopbackFixtures", dependencies: ["LoopSupport"]),
-        .testTarget(name: "LoopSupportTests", dependencies: ["LoopSupport"]),
+        .target(name: "LoopbackFixtures", dependencies: [.product(name: "LegacyBridge", package: "legacy-bridge")]),
         // The tests also run the conformance suite on the shipped adapters (its real-adapter path).
         .testTarget(name: "DNSResolverTests", dependencies: ["DNSResolver", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
+        .testTarget(name: "SQLiteDatabaseTests", dependencies: ["SQLiteDatabase", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         .testTarget(name: "HTTPDownloaderTests", dependencies: ["HTTPDownloader", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
     ],
     swiftLanguageModes: [.v6]

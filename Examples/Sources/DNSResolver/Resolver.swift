@@ -1,13 +1,12 @@
 import LegacyBridge
-import LoopSupport
 import Synchronization
 
 /// Resolves host names with c-ares, from async code.
 ///
 /// c-ares is a single-threaded library: a channel must only be used from one thread. A `Resolver`
-/// owns a thread of its own that runs c-ares's event loop, and every channel call (create,
-/// `ares_getaddrinfo`, `ares_cancel`, `ares_destroy`) is a job posted to that thread. Each lookup
-/// gets its own channel, because `ares_cancel` cancels every query of a channel.
+/// runs c-ares's event loop on an `SDKLoop`, and every channel call (create, `ares_getaddrinfo`,
+/// `ares_cancel`, `ares_destroy`) runs there: lookups go through `withCallback(scheduler:)`. Each
+/// lookup gets its own channel, because `ares_cancel` cancels every query of a channel.
 ///
 /// ```swift
 /// let resolver = try Resolver(configuration: .init(servers: ["127.0.0.1:53"]))
@@ -43,7 +42,8 @@ public final class Resolver: Sendable {
 
     /// The servers c-ares will contact, read back from a channel built with the configuration.
     public let servers: [String]
-    private let loop: LoopThread<AresDriver>
+    private let loop: SDKLoop
+    private let driver: AresDriver
     private let counters: ResolverCounters
     private let nextID = Atomic<UInt64>(0)
 
@@ -76,32 +76,27 @@ public final class Resolver: Sendable {
         let counters = ResolverCounters()
         self.servers = try AresDriver.checkOptions(options, counters: counters)
         self.counters = counters
+        let driver = AresDriver(options: options, counters: counters)
+        self.driver = driver
+        guard let wakeup = WakeupPipe() else { throw AresError.noMemory }
+        // One iteration: sleep in poll until a socket, a c-ares timeout or a post needs the loop.
+        let iteration = SDKLoop.Driver.iterating(
+            runOnce: {
+                if driver.waitAndProcess(wakeup: wakeup.readDescriptor, maxWaitMilliseconds: 1000) {
+                    wakeup.drain()
+                }
+            },
+            wake: { wakeup.signal() })
         do {
-            self.loop = try LoopThread(name: "c-ares loop") { loop in
-                Resolver.runLoop(loop, driver: AresDriver(options: options, counters: counters))
-            }
+            self.loop = try SDKLoop(name: "c-ares loop", driver: iteration)
         } catch {
             throw AresError.noMemory
         }
     }
 
     deinit {
-        loop.close()
-    }
-
-    /// The event loop: run posted jobs, then sleep until a socket, a timeout or a post needs it.
-    private static func runLoop(_ loop: LoopThread<AresDriver>, driver: AresDriver) {
-        while true {
-            let (jobs, closed) = loop.takeJobs()
-            for job in jobs { job(driver) }
-            if closed {
-                driver.destroyAll()
-                return
-            }
-            if driver.waitAndProcess(wakeup: loop.wakeupDescriptor, maxWaitMilliseconds: 1000) {
-                loop.drainWakeup()
-            }
-        }
+        // The loop shuts down in the background once released; this job runs before it stops.
+        try? loop.post { [driver] in driver.destroyAll() }
     }
 
     /// Resolves `host` to its addresses.
@@ -133,29 +128,29 @@ public final class Resolver: Sendable {
         isolation: isolated (any Actor)? = #isolation
     ) async throws -> [ResolvedAddress] {
         let id = nextID.add(1, ordering: .relaxed).newValue
-        let loop = self.loop
-        return try await withCallback(isolation: isolation, timeout: timeout) { completion in
+        let driver = self.driver
+        return try await withCallback(isolation: isolation, timeout: timeout, scheduler: scheduler) { completion in
             let deliver = probe.callback { completion($0) }
-            let posted = loop.post { driver in
-                probe.start {
-                    driver.start(id: id, host: host, family: family) { result in
-                        deliver(result.mapError { $0 })
-                    }
+            probe.start {
+                driver.start(id: id, host: host, family: family) { result in
+                    deliver(result.mapError { $0 })
                 }
             }
-            guard posted else { throw AresError.destruction }
-            return CancelHandle {
-                // A closed loop destroys every channel, which answers this lookup too.
-                loop.post { driver in probe.cancel { driver.cancel(id: id) } }
-            }
+            // Runs on the loop thread too. A shut-down loop destroyed every channel, which
+            // answered this lookup already.
+            return CancelHandle { probe.cancel { driver.cancel(id: id) } }
         }
     }
 
-    /// The loop thread every c-ares call of this resolver runs on, as a scheduler: where the
-    /// conformance suite checks the probe's calls ran.
+    /// The loop thread every c-ares call of this resolver runs on, as a scheduler. A post after
+    /// shutdown throws ``AresError/destruction``, what a lookup then fails with.
     package var scheduler: SDKScheduler {
         let loop = self.loop
-        return SDKScheduler(post: { job in _ = loop.post { _ in job() } }, isCurrent: { loop.isCurrent })
+        return SDKScheduler(
+            post: { job in
+                do { try loop.post(job) } catch { throw AresError.destruction }
+            },
+            isCurrent: { loop.isCurrent })
     }
 
     /// What the resolver has done so far.
@@ -171,6 +166,8 @@ public final class Resolver: Sendable {
     /// Stops the loop thread and returns when it has destroyed every channel; lookups still
     /// pending fail with ``AresError/destruction``, later ones throw it at once.
     public func shutdown() async {
-        await loop.closeAndWait()
+        let driver = self.driver
+        try? loop.post { driver.destroyAll() }
+        await loop.shutdown()
     }
 }

@@ -51,7 +51,7 @@ extension CurlLoop {
                 throw CurlError.aborted
             }
             return StreamControl(
-                scheduler: SDKScheduler { [self] job in _ = post(job) },
+                scheduler: scheduler,
                 cancel: CancelHandle { probe.cancel { download.cancel() } },
                 resume: { probe.resume { download.resume() } })
         }

@@ -1,13 +1,15 @@
-import LoopSupport
+import LegacyBridge
 import Synchronization
 
-/// A thread of our own running libcurl's multi interface, and the queue other threads post work to.
+/// libcurl's multi interface on an `SDKLoop`: a thread of the library's own, and the queue other
+/// threads post work to.
 ///
 /// libcurl's multi interface is single-threaded: every `curl_*` call for a transfer must come from
-/// the thread that drives the multi handle. A `CurlLoop` is that thread. Transfers are started,
-/// resumed and cancelled by jobs posted to it (in posting order, one at a time); their callbacks
-/// run on it. Posting never blocks and never runs the job inline, so it is safe from any thread,
-/// including the task runtime's cancellation handlers and the loop's own callbacks.
+/// the thread that drives the multi handle. A `CurlLoop` is that thread: the `SDKLoop` iterates
+/// `curl_multi_poll` and `curl_multi_perform`, and wakes it with `curl_multi_wakeup`. Transfers are
+/// started, resumed and cancelled by jobs posted to it (in posting order, one at a time); their
+/// callbacks run on it. Posting never blocks and never runs the job inline, so it is safe from any
+/// thread, including the task runtime's cancellation handlers and the loop's own callbacks.
 ///
 /// ```swift
 /// let loop = try CurlLoop()
@@ -18,7 +20,8 @@ import Synchronization
 /// Dropping the last reference shuts the loop down too, without waiting: running transfers end
 /// as cancelled.
 public final class CurlLoop: Sendable {
-    private let loop: LoopThread<CurlDriver>
+    private let loop: SDKLoop
+    private let driver: CurlDriver
     private let counters: CurlCounters
     private let nextID = Atomic<UInt64>(0)
 
@@ -33,33 +36,22 @@ public final class CurlLoop: Sendable {
         try Curl.initializeLibrary()
         let counters = CurlCounters()
         self.counters = counters
+        let driver = CurlDriver(counters: counters, loopbackOnly: loopbackOnly)
+        self.driver = driver
         do {
-            self.loop = try LoopThread(name: "curl loop") { loop in
-                CurlLoop.runLoop(loop, counters: counters, loopbackOnly: loopbackOnly)
-            }
+            self.loop = try SDKLoop(
+                name: "curl loop",
+                driver: .iterating(
+                    runOnce: { driver.waitAndProcess(maxWaitMilliseconds: 1000) },
+                    wake: { driver.wake() }))
         } catch {
             throw CurlError.outOfMemory
         }
     }
 
     deinit {
-        loop.close()
-    }
-
-    /// The event loop: run posted jobs, then let libcurl wait and work until a post needs the loop.
-    private static func runLoop(_ loop: LoopThread<CurlDriver>, counters: CurlCounters, loopbackOnly: Bool) {
-        let driver = CurlDriver(counters: counters, loopbackOnly: loopbackOnly)
-        while true {
-            let (jobs, closed) = loop.takeJobs()
-            for job in jobs { job(driver) }
-            if closed {
-                driver.destroyAll()
-                return
-            }
-            if driver.waitAndProcess(wakeup: loop.wakeupDescriptor, maxWaitMilliseconds: 1000) {
-                loop.drainWakeup()
-            }
-        }
+        // The loop shuts down in the background once released; this job runs before it stops.
+        try? loop.post { [driver] in driver.destroyAll() }
     }
 
     /// Runs `job` on the loop thread, after every job posted before it. Never blocks; never runs
@@ -69,7 +61,7 @@ public final class CurlLoop: Sendable {
     /// - Returns: `false` if the loop has shut down (the job was dropped).
     @discardableResult
     package func post(_ job: @escaping @Sendable () -> Void) -> Bool {
-        loop.post { _ in job() }
+        (try? loop.post(job)) != nil
     }
 
     /// Runs `job` with the loop's driver, on the loop thread, after every job posted before it.
@@ -79,7 +71,8 @@ public final class CurlLoop: Sendable {
     /// - Returns: `false` if the loop has shut down (the job was dropped).
     @discardableResult
     func postToDriver(_ job: @escaping @Sendable (CurlDriver) -> Void) -> Bool {
-        loop.post(job)
+        let driver = self.driver
+        return post { job(driver) }
     }
 
     /// A fresh transfer id.
@@ -89,6 +82,9 @@ public final class CurlLoop: Sendable {
 
     /// Whether the caller runs on the loop thread.
     package var isCurrent: Bool { loop.isCurrent }
+
+    /// The loop thread as a scheduler, for the streams' control calls.
+    package var scheduler: SDKScheduler { loop.scheduler }
 
     /// Starts a GET of `url` on the loop thread.
     ///
@@ -100,7 +96,7 @@ public final class CurlLoop: Sendable {
     @discardableResult
     package func startTransfer(url: String, handlers: TransferHandlers) -> TransferID? {
         let id = makeTransferID()
-        guard loop.post({ driver in driver.start(id: id, url: url, handlers: handlers) }) else {
+        guard postToDriver({ driver in driver.start(id: id, url: url, handlers: handlers) }) else {
             handlers.onEnd(.cancelled)
             return nil
         }
@@ -109,13 +105,13 @@ public final class CurlLoop: Sendable {
 
     /// Resumes a transfer whose write callback answered "pause" (posted to the loop thread).
     package func resumeTransfer(_ id: TransferID) {
-        loop.post { driver in driver.resume(id: id) }
+        postToDriver { driver in driver.resume(id: id) }
     }
 
     /// Cancels a transfer (posted to the loop thread); its `onEnd` reports `.cancelled` unless it
     /// ended first.
     package func cancelTransfer(_ id: TransferID) {
-        loop.post { driver in driver.cancel(id: id) }
+        postToDriver { driver in driver.cancel(id: id) }
     }
 
     /// What the loop has done so far.
@@ -131,6 +127,7 @@ public final class CurlLoop: Sendable {
     /// Stops the loop thread and returns when it has cancelled every transfer and freed every
     /// handle.
     public func shutdown() async {
-        await loop.closeAndWait()
+        _ = postToDriver { driver in driver.destroyAll() }
+        await loop.shutdown()
     }
 }

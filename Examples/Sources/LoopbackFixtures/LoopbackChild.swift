@@ -1,5 +1,5 @@
 import Foundation
-import LoopSupport
+import LegacyBridge
 
 /// A fixture could not be started.
 public struct FixtureError: Error, CustomStringConvertible, Sendable {
@@ -22,7 +22,7 @@ public final class LoopbackChild: @unchecked Sendable {
     // which runs once (guarded by `stopped`); Process itself is thread-safe for terminate/wait.
     private let process: Process
     private let input: Pipe
-    private let stopped = LockedBox(false)
+    private let stopped = LockedValue(false)
     /// The first line the child printed (its ports).
     public let firstLine: String
     /// The directory the child's files and its log live in; removed by ``stop()``.
@@ -69,9 +69,9 @@ public final class LoopbackChild: @unchecked Sendable {
                 throw FixtureError("cannot start python3 (\(error)); install it: apt-get install python3")
             }
             let reader = output.fileHandleForReading
-            let line = LockedBox<String?>(nil)
+            let line = LockedValue<String?>(nil)
             let done = DispatchSemaphore(value: 0)
-            try spawnDetachedThread {
+            spawnThread {
                 var bytes: [UInt8] = []
                 while true {
                     let chunk = reader.availableData
@@ -134,13 +134,28 @@ public final class LoopbackChild: @unchecked Sendable {
 /// Runs `body` on a new thread of our own and returns its result: blocking waits in tests must
 /// not hold a cooperative-pool thread.
 func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        do {
-            try spawnDetachedThread { continuation.resume(with: Result(catching: body)) }
-        } catch {
-            continuation.resume(throwing: error)
-        }
-    }
+    try await withCheckedContinuation { continuation in
+        spawnThread { continuation.resume(returning: Result(catching: body)) }
+    }.get()
+}
+
+/// Starts a thread of our own that runs `body` and ends.
+func spawnThread(_ body: @escaping @Sendable () -> Void) {
+    Thread { body() }.start()
+}
+
+/// Runs `body` with no signal blocked on the calling thread, then restores the thread's mask.
+///
+/// A child process inherits the signal mask of the thread that starts it, and threads created from
+/// the cooperative pool inherit the pool's mask, which blocks almost every signal: a child started
+/// there ignores SIGTERM, and `timeout(1)` never receives its SIGALRM. Start children inside this.
+func withSignalsUnblocked<T>(_ body: () throws -> T) rethrows -> T {
+    var empty = sigset_t()
+    var saved = sigset_t()
+    sigemptyset(&empty)
+    pthread_sigmask(SIG_SETMASK, &empty, &saved)
+    defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+    return try body()
 }
 
 /// A new empty directory under the temporary directory.

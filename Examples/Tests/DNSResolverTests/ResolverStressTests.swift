@@ -129,7 +129,10 @@ struct ResolverStressTests {
         }
         await resolver.shutdown()
         let s = resolver.statistics
-        #expect(s.queriesStarted == 400, "start runs even for a task cancelled before it")
+        // withCallback(scheduler:) skips the posted start of a lookup cancelled or timed out before it ran.
+        #expect(
+            s.queriesStarted >= 400 - cancelled - timedOut && s.queriesStarted <= 400,
+            "every lookup that was neither cancelled nor timed out started, and none twice")
         #expect(s.contextsRetained == s.queriesStarted)
         #expect(s.contextsReleased == s.contextsRetained, "every context released")
         #expect(s.contextsFreed == s.contextsRetained, "every context deallocated")

@@ -1,7 +1,6 @@
 @testable import HTTPDownloader
 import LegacyBridge
 import LoopbackFixtures
-import LoopSupport
 import Synchronization
 import Testing
 
@@ -147,7 +146,7 @@ struct CurlLoopTests {
     }
 
     final class JobWitness: Sendable {
-        let seen = LockedBox<[[Int]]>(Array(repeating: [], count: 4))
+        let seen = LockedValue<[[Int]]>(Array(repeating: [], count: 4))
         let offLoop = Atomic<Int>(0)
         let running = Atomic<Int>(0)
         let overlapping = Atomic<Int>(0)

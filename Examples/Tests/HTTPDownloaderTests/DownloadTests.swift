@@ -1,7 +1,6 @@
 import Foundation
 import HTTPDownloader
 import LegacyBridge
-import LoopSupport
 import LoopbackFixtures
 import Synchronization
 import Testing
@@ -180,7 +179,7 @@ struct DownloadTests {
     /// Holds a consumer at a point the test chooses, ignoring task cancellation (so the test can
     /// cancel the task while the consumer is held and only then let it go on).
     final class Hold: Sendable {
-        private let state = LockedBox<(reached: Bool, released: Bool, waiter: CheckedContinuation<Void, Never>?)>(
+        private let state = LockedValue<(reached: Bool, released: Bool, waiter: CheckedContinuation<Void, Never>?)>(
             (false, false, nil))
 
         /// The consumer waits here until `release()`.

@@ -1,11 +1,10 @@
 @testable import HTTPDownloader
 import LegacyBridge
-import LoopSupport
 import Synchronization
 
 /// Records what one raw transfer delivered, and answers "pause" while the test wants it to.
 final class TransferProbe: Sendable {
-    let received = LockedBox<[UInt8]>([])
+    let received = LockedValue<[UInt8]>([])
     let chunks = Atomic<Int>(0)
     /// While true, the write callback answers CURL_WRITEFUNC_PAUSE.
     let wantsPause = Atomic<Bool>(false)

@@ -100,11 +100,15 @@ public final class OffloadPool: Sendable {
     /// - If it is cancelled while `body` runs, this throws `CancellationError` at once, without
     ///   waiting for `body`. `cancel`, if given, is then called once, on a job thread of the
     ///   library's own (see ``BridgeThreads``; never inside the task's cancellation handler, never
-    ///   on a pool thread), to ask the blocked call to give up. It may run after this has thrown.
-    ///   It is not called if `body` already returned; and the pool thread does not take its next
-    ///   call before `cancel` has returned, so a cancel never lands on a later call.
+    ///   on a pool thread), to ask the blocked call to give up. It is not called if `body` already
+    ///   returned; and the pool thread does not take its next call before `cancel` has returned, so
+    ///   a cancel never lands on a later call.
     ///   Whatever `body` then returns is ignored, except that a value goes to `onDiscard`,
     ///   exactly once.
+    /// - When `cancel` runs: usually after the cancelled caller has resumed, and at any point of
+    ///   `body`, also before `body` reached the blocking call. An SDK that forgets an interrupt made
+    ///   while nothing blocks, as SQLite's `sqlite3_interrupt` does, needs a flag that `cancel` sets
+    ///   and `body` checks before it blocks.
     /// - A timeout acts like a cancellation but throws ``BridgeTimeoutError``.
     ///
     /// - Parameters:

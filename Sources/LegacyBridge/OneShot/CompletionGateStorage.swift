@@ -27,8 +27,8 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         @usableFromInline var plannedDeadline: Duration
 
         @inlinable
-        init(onDiscard: (@Sendable (Value) -> Void)?) {
-            self.machine = Machine()
+        init(onDiscard: (@Sendable (Value) -> Void)?, startPosted: Bool) {
+            self.machine = Machine(startPosted: startPosted)
             self.onDiscard = onDiscard
             self.diagnosticsToken = BridgeDiagnostics.isEnabled ? BridgeDiagnostics.makeGateToken() : nil
             self.plannedTimeout = .seconds(0)
@@ -42,7 +42,35 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
 
     @inlinable
     init(onDiscard: (@Sendable (Value) -> Void)?) {
-        self.box = GateLockedBox { Guarded(onDiscard: onDiscard) }
+        self.box = GateLockedBox { Guarded(onDiscard: onDiscard, startPosted: false) }
+    }
+
+    /// A gate whose `start` is posted to the SDK's thread (see ``runPostedStart(_:scheduler:)``).
+    @inlinable
+    init(onDiscard: (@Sendable (Value) -> Void)?, startPosted: Bool) {
+        self.box = GateLockedBox { Guarded(onDiscard: onDiscard, startPosted: startPosted) }
+    }
+
+    /// Runs the posted `start` on the SDK's thread, unless cancellation, the timeout or a failed
+    /// post decided first. Its handle is attached as one that posts its call through `scheduler`,
+    /// so that it too runs on the SDK's thread, and only after `start` has returned.
+    @usableFromInline
+    func runPostedStart(_ start: (Completion<Value>) throws -> CancelHandle?, scheduler: SDKScheduler) {
+        let action = self.box.withLock { $0.machine.startBegins() }
+        switch action {
+        case .skip:
+            return
+        case .run:
+            break
+        }
+        let handle: CancelHandle?
+        do {
+            handle = try start(Completion(storage: self))
+        } catch {
+            _ = self.finish(.failure(error))
+            handle = nil
+        }
+        self.attach(handle?.posted(through: scheduler))
     }
 
     /// Records a result from the operation; true if it decided the outcome.

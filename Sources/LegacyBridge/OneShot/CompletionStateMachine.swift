@@ -22,6 +22,8 @@
 ///   the timeout decided. If it arrives after that decision it is called on
 ///   arrival; if a completion decided, it is never called.
 /// - Once decided, the machine holds no waiter, handle or timer.
+/// - A `start` posted to the SDK's thread runs only if nothing decided before it began; then
+///   nothing can arrive from it. Once it began, the rules above hold as for a `start` on the caller.
 @usableFromInline
 struct CompletionStateMachine<Value: Sendable> {
     @usableFromInline typealias Continuation = UnsafeContinuation<Value, any Error>
@@ -31,6 +33,8 @@ struct CompletionStateMachine<Value: Sendable> {
     /// The cancel handle before the outcome is decided.
     @usableFromInline
     enum PendingHandle {
+        /// `start` was posted to the SDK's thread and has not begun: a decision now means it never runs.
+        case startPosted
         /// `start` has not returned (or `attach` was not called) yet.
         case awaiting
         /// The handle (nil: the operation cannot be cancelled) is held until decision.
@@ -45,6 +49,8 @@ struct CompletionStateMachine<Value: Sendable> {
         case callOnArrival
         /// A completion decided before the handle arrived: drop it on arrival.
         case dropOnArrival
+        /// Decided before the posted `start` began: `start` must not run, and no handle will come.
+        case skipStart
         /// The handle has arrived and was dealt with.
         case settled
     }
@@ -131,6 +137,15 @@ struct CompletionStateMachine<Value: Sendable> {
         case deliver(Outcome, call: CancelHandle?)
     }
 
+    /// Result of `startBegins`.
+    @usableFromInline
+    enum StartBeginsAction {
+        /// Nothing decided: run `start` now.
+        case run
+        /// Cancellation, the timeout or a failed post decided first: `start` must never run.
+        case skip
+    }
+
     /// Result of `armTimer`.
     @usableFromInline
     enum ArmTimerAction {
@@ -146,6 +161,13 @@ struct CompletionStateMachine<Value: Sendable> {
     @inlinable
     init() {
         self.state = .pending(waiter: nil, handle: .awaiting, timer: nil)
+    }
+
+    /// A machine whose `start` is posted to the SDK's thread: it must report ``startBegins()``
+    /// before it runs.
+    @inlinable
+    init(startPosted: Bool) {
+        self.state = .pending(waiter: nil, handle: startPosted ? .startPosted : .awaiting, timer: nil)
     }
 
     // MARK: - Events
@@ -205,6 +227,28 @@ struct CompletionStateMachine<Value: Sendable> {
         }
     }
 
+    /// The posted `start` is about to run on the SDK's thread. At most once, only for a machine
+    /// created with `startPosted: true`.
+    @inlinable
+    mutating func startBegins() -> StartBeginsAction {
+        switch self.state {
+        case .pending(let waiter, .startPosted, let timer):
+            self.state = .pending(waiter: waiter, handle: .awaiting, timer: timer)
+            return .run
+        case .pending(_, .awaiting, _), .pending(_, .attached, _):
+            Self.startNotPosted()
+        case .decided(let outcome, .skipStart):
+            self.state = .decided(outcome: outcome, handle: .settled)
+            return .skip
+        case .delivered(.skipStart):
+            self.state = .delivered(handle: .settled)
+            return .skip
+        case .decided(_, .callOnArrival), .decided(_, .dropOnArrival), .decided(_, .settled),
+            .delivered(.callOnArrival), .delivered(.dropOnArrival), .delivered(.settled):
+            Self.startNotPosted()
+        }
+    }
+
     /// The operation's cancel handle arrived (nil: it cannot be cancelled). At most once per machine.
     @inlinable
     mutating func attach(_ handle: CancelHandle?) -> AttachAction {
@@ -212,6 +256,8 @@ struct CompletionStateMachine<Value: Sendable> {
         case .pending(let waiter, .awaiting, let timer):
             self.state = .pending(waiter: waiter, handle: .attached(handle), timer: timer)
             return .none
+        case .pending(_, .startPosted, _):
+            Self.startNotBegun()
         case .pending(_, .attached, _):
             Self.attachedTwice()
         case .decided(let outcome, let slot):
@@ -277,6 +323,9 @@ struct CompletionStateMachine<Value: Sendable> {
             decision.timerToCancel = byTimer ? nil : timer
             let slot: DecidedHandle
             switch handle {
+            case .startPosted:
+                // Whatever decided, the posted `start` must not run any more.
+                slot = .skipStart
             case .awaiting:
                 slot = cancelling ? .callOnArrival : .dropOnArrival
             case .attached(let handle):
@@ -306,9 +355,21 @@ struct CompletionStateMachine<Value: Sendable> {
             return .none
         case .dropOnArrival:
             return .none
+        case .skipStart:
+            Self.startNotBegun()
         case .settled:
             Self.attachedTwice()
         }
+    }
+
+    @usableFromInline
+    static func startNotBegun() -> Never {
+        preconditionFailure("a posted start's handle arrived before startBegins() let it run")
+    }
+
+    @usableFromInline
+    static func startNotPosted() -> Never {
+        preconditionFailure("startBegins() is for a machine created with startPosted: true, once")
     }
 
     @usableFromInline
@@ -342,7 +403,7 @@ struct CompletionStateMachine<Value: Sendable> {
     var holdsHandle: Bool {
         switch self.state {
         case .pending(_, .attached(let handle), _): return handle != nil
-        case .pending(_, .awaiting, _), .decided, .delivered: return false
+        case .pending(_, .awaiting, _), .pending(_, .startPosted, _), .decided, .delivered: return false
         }
     }
 

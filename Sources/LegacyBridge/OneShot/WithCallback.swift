@@ -135,3 +135,80 @@ func waitForCallback<Value: Sendable>(
         isolation: isolation
     )
 }
+
+/// Calls a callback-based operation of a single-threaded SDK once, on the SDK's thread, and
+/// awaits its result.
+///
+/// This is ``withCallback(isolation:timeout:onDiscard:_:)`` for an SDK that must only be called
+/// from its own thread or event loop, for example an ``SDKLoop``'s ``SDKLoop/scheduler``. The
+/// calls into the SDK go through `scheduler`:
+/// - `start` is posted through the scheduler and runs on the SDK's thread. A caller already on
+///   that thread, as `scheduler.isCurrent` tells, runs it inline with no hop.
+/// - A cancellation or timeout that decides before the posted `start` began means `start` never
+///   runs: the caller throws `CancellationError` or ``BridgeTimeoutError`` at once.
+/// - A cancellation or timeout that decides once `start` began calls its cancel handle exactly
+///   once, after `start` returned, through the scheduler on the SDK's thread.
+/// - When the scheduler refuses the post, for example because the loop was shut down, the
+///   caller throws the scheduler's error and `start` never runs.
+///
+/// Every other guarantee of ``withCallback(isolation:timeout:onDiscard:_:)`` holds: the first
+/// outcome wins, the caller resumes at once on its own isolation, `onDiscard` receives late
+/// success values.
+///
+/// ```swift
+/// let addresses = try await withCallback(timeout: .seconds(5), scheduler: loop.scheduler) { completion in
+///     ares_gethostbyname(channel, host, AF_INET, onHost, SDKContext.retain(completion))
+///     return CancelHandle { ares_cancel(channel) }
+/// }
+/// ```
+///
+/// - Parameters:
+///   - isolation: The caller's isolation; leave the default.
+///   - timeout: How long to wait for an outcome, measured from the call; nil (the default) waits
+///     forever. Zero or less times out at once unless `start` runs inline and decides.
+///   - scheduler: Runs `start` and the cancel handle on the SDK's thread.
+///   - onDiscard: Receives each success value that arrives after the outcome was decided,
+///     exactly once. Runs on the thread that delivered the value.
+///   - start: Starts the operation with the given completion and returns how to cancel it. It
+///     runs on the SDK's thread at most once.
+/// - Returns: The value of the first successful outcome.
+/// - Throws: The operation's error, the error `start` threw, the error the scheduler threw when
+///   asked to post `start`, `CancellationError` if the calling task was cancelled first, or
+///   ``BridgeTimeoutError`` if the timeout expired first.
+@inlinable
+public func withCallback<Value: Sendable>(
+    isolation: isolated (any Actor)? = #isolation,
+    timeout: Duration? = nil,
+    scheduler: SDKScheduler,
+    onDiscard: (@Sendable (Value) -> Void)? = nil,
+    _ start: sending @escaping (Completion<Value>) throws -> CancelHandle?
+) async throws -> Value {
+    let start = PostedStart(start)
+    if scheduler.isCurrent {
+        // Already on the SDK's thread: no hop. Only the handle goes through the scheduler.
+        return try await withCallback(isolation: isolation, timeout: timeout, onDiscard: onDiscard) { completion in
+            try start.closure(completion)?.posted(through: scheduler)
+        }
+    }
+    let storage = CompletionGateStorage<Value>(onDiscard: onDiscard, startPosted: true)
+    let plan = TimeoutPlan(timeout)
+    if case .after(let timeout) = plan {
+        storage.planTimer(timeout: timeout, deadline: ContinuousClock.now + timeout)
+    }
+    do {
+        try scheduler.post { storage.runPostedStart(start.closure, scheduler: scheduler) }
+    } catch {
+        // The job was dropped, so `start` never runs; nothing else holds the gate yet.
+        _ = storage.finish(.failure(error))
+        throw error
+    }
+    return try await waitForCallback(storage, plan: plan, timeout: timeout, isolation: isolation)
+}
+
+/// A `start` closure handed to the SDK's thread. It was passed as `sending` and is called at
+/// most once, on one thread, so no other code can touch what it captures.
+@usableFromInline
+struct PostedStart<Value: Sendable>: @unchecked Sendable {
+    @usableFromInline let closure: (Completion<Value>) throws -> CancelHandle?
+    @inlinable init(_ closure: @escaping (Completion<Value>) throws -> CancelHandle?) { self.closure = closure }
+}

@@ -70,6 +70,7 @@ extension CancelHandle {
     /// This handle, or, given a scheduler, a handle that posts this one's call through it (the
     /// keyed, latest-wins and coalesced primitives take a scheduler for the SDK calls they make).
     /// A post the scheduler refuses is dropped: the SDK's loop is gone, and the call with it.
+    @usableFromInline
     func posted(through scheduler: SDKScheduler?) -> CancelHandle {
         guard let scheduler else { return self }
         let cancel = self.cancel

@@ -4,26 +4,33 @@ import LegacyBridge
 
 /// Stand-ins for the SQLite and camera SDK calls the guide's examples make.
 enum GuideBlockingStubs {
-    struct Database: Sendable {}
     struct Statement: Sendable {}
     struct Rows: Sendable {
         init(stepping statement: Statement) throws {}
         func free() {}
     }
-    static let db = Database()
-    static func sqlite3_interrupt(_ db: Database) {}
-    static func sqlite3_prepare(_ db: Database, _ sql: String) -> Statement { Statement() }
+    /// A query's remembered interrupt: a flag, and the connection to interrupt while it steps.
+    final class QueryInterrupt: Sendable {
+        func request() {}
+    }
+    /// One pool thread's connection.
+    struct Connection {
+        static func forCurrentThread() throws -> Connection { Connection() }
+        func rows(_ sql: String, interrupt: QueryInterrupt) throws -> Rows { try Rows(stepping: Statement()) }
+    }
 
     static func example() async throws {
         // snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
         let pool = try OffloadPool(threads: 4, queueLimit: 256)    // pthreads of their own
 
         func query(_ sql: String) async throws -> Rows {
-            try await pool.run(
-                cancel: CancelHandle { sqlite3_interrupt(db) },               // asks the blocked call to give up
+            let interrupt = QueryInterrupt()                          // this query's own, remembered
+            return try await pool.run(
+                cancel: CancelHandle { interrupt.request() },         // sets its flag, sqlite3_interrupt on its connection
                 onDiscard: { rows in rows.free() }                    // a result nobody waits for any more
             ) {
-                try Rows(stepping: sqlite3_prepare(db, sql))          // blocks a pool thread, not a task
+                let db = try Connection.forCurrentThread()            // one connection per pool thread
+                return try db.rows(sql, interrupt: interrupt)         // blocks a pool thread, not a task
             }
         }
         // end snippet

@@ -10,7 +10,6 @@ struct ResolvedAddress: Sendable {}
 struct AresError: Error, Sendable {
     var rawValue: Int32
     init(rawValue: Int32) { self.rawValue = rawValue }
-    static let destruction = AresError(rawValue: 13)
 }
 
 let ARES_SUCCESS: Int32 = 0
@@ -26,31 +25,42 @@ final class Query {
     init(onAnswer: @escaping (Result<[ResolvedAddress], any Error>) -> Void) { self.onAnswer = onAnswer }
 }
 
-/// The loop thread's side: what a posted job gets.
-struct AresDriver {
+/// The loop thread's side: it owns the channels. Touched on the loop thread only.
+final class AresDriver: @unchecked Sendable {
     func start(id: UInt64, host: String, onAnswer: @escaping @Sendable (Result<[ResolvedAddress], any Error>) -> Void) {}
     func cancel(id: UInt64) {}
+    func waitAndProcess(wakeup: Int32) -> Bool { false }
 }
 
-/// The loop: runs posted jobs on its thread in order; refuses them once shut down.
-struct AresLoop: Sendable {
-    @discardableResult
-    func post(_ job: @escaping @Sendable (AresDriver) -> Void) -> Bool { false }
+/// A self-pipe the loop polls.
+final class WakeupPipe: Sendable {
+    let readDescriptor: Int32 = -1
+    func signal() {}
+    func drain() {}
+}
+
+func guideMakeLoop(driver: AresDriver) throws -> SDKLoop {
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
+    let wakeup = WakeupPipe()
+    let loop = try SDKLoop(name: "c-ares", driver: .iterating(
+        runOnce: { if driver.waitAndProcess(wakeup: wakeup.readDescriptor) { wakeup.drain() } },
+        wake: { wakeup.signal() }))
+    // end snippet
+    return loop
 }
 
 struct GuideResolver: Sendable {
-    let loop = AresLoop()
+    let loop: SDKLoop
+    let driver: AresDriver
     func nextID() -> UInt64 { 1 }
 
     // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
     public func resolve(host: String, timeout: Duration? = nil,
                         isolation: isolated (any Actor)? = #isolation) async throws -> [ResolvedAddress] {
         let id = nextID()
-        return try await withCallback(isolation: isolation, timeout: timeout) { completion in
-            guard loop.post({ driver in driver.start(id: id, host: host, onAnswer: { completion($0) }) }) else {
-                throw AresError.destruction                       // the loop has shut down
-            }
-            return CancelHandle { loop.post { driver in driver.cancel(id: id) } }
+        return try await withCallback(isolation: isolation, timeout: timeout, scheduler: loop.scheduler) { completion in
+            driver.start(id: id, host: host, onAnswer: { completion($0) })   // on the loop thread
+            return CancelHandle { driver.cancel(id: id) }                     // on the loop thread too
         }
     }
     // end snippet

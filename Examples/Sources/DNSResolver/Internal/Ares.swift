@@ -4,9 +4,9 @@
 // above it speaks Swift values: AresDriver's start/cancel/waitAndProcess/destroyAll, ResolvedAddress,
 // AresError.
 //
-// Threading: a c-ares channel must only be used from one thread. An AresDriver is created on its
-// resolver's loop thread and every method is called there (the resolver posts jobs); each channel
-// call checks that it runs on the thread that created the driver and counts any that does not.
+// Threading: a c-ares channel must only be used from one thread. An AresDriver is used on its
+// resolver's SDKLoop thread only (the loop's iterations and posted jobs); each channel call checks
+// that it runs on the thread of the driver's first call and counts any that does not.
 //
 // Channels: one per query. ares_cancel cancels every query of a channel, so a channel per query is
 // what makes cancelling one lookup possible (libcurl and gRPC use c-ares the same way).
@@ -19,7 +19,6 @@
 // releases nothing.
 
 import CAres
-import LoopSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -171,13 +170,17 @@ private func presentation(_ family: Int32, _ bytes: [UInt8]) -> String {
 
 // MARK: - Driver (loop thread only)
 
-/// Owns every channel of one resolver. Created on the resolver's loop thread; every method is
-/// called there.
-final class AresDriver {
+/// Owns every channel of one resolver. Every method is called on the resolver's loop thread.
+///
+/// `@unchecked Sendable`: it is handed to the loop once and touched only there afterwards.
+final class AresDriver: @unchecked Sendable {
     private let options: AresChannelOptions
     private let counters: ResolverCounters
-    private let ownerThread = currentThreadID()
+    /// The loop thread, known from the first call.
+    private var ownerThread: pthread_t?
     private var queries: [UInt64: AresQuery] = [:]
+    /// Set by `destroyAll`: a lookup posted after it fails with `ARES_EDESTRUCTION`.
+    private var destroyed = false
 
     init(options: AresChannelOptions, counters: ResolverCounters) {
         self.options = options
@@ -245,7 +248,12 @@ final class AresDriver {
     }
 
     private func checkThread() {
-        if currentThreadID() != ownerThread {
+        let current = pthread_self()
+        guard let ownerThread else {
+            ownerThread = current
+            return
+        }
+        if pthread_equal(current, ownerThread) == 0 {
             counters.callsOffLoopThread.increment()
             preconditionFailure("a c-ares channel was used off its resolver's loop thread")
         }
@@ -257,6 +265,10 @@ final class AresDriver {
         onAnswer: @escaping @Sendable (Result<[ResolvedAddress], AresError>) -> Void
     ) {
         checkThread()
+        guard !destroyed else {
+            onAnswer(.failure(.destruction))
+            return
+        }
         let channel: OpaquePointer
         switch Self.makeChannel(options, counters) {
         case .success(let made): channel = made
@@ -354,6 +366,7 @@ final class AresDriver {
     /// `ares_destroy`. The resolver's loop calls this when it shuts down.
     func destroyAll() {
         checkThread()
+        destroyed = true
         for query in Array(queries.values) {
             guard let channel = query.channel else { continue }
             query.callSite = .insideDestroy

@@ -4,10 +4,12 @@
 // above it speaks Swift values: CurlDriver's start/resume/cancel/waitAndProcess/destroyAll,
 // TransferHandlers, TransferEnd, CurlError.
 //
-// Threading: libcurl's multi interface is single-threaded. A CurlDriver is created on its loop's
-// thread and every method is called there (the loop posts jobs). Every curl_* call below goes
-// through `onLoop`, which counts it and traps if it is made on any other thread; every callback
-// counts the thread it runs on.
+// Threading: libcurl's multi interface is single-threaded. A CurlDriver is used on its SDKLoop's
+// thread only (the loop's iterations and posted jobs). Every curl_* call below goes through
+// `onLoop`, which counts it and traps if it is made on any other thread than the driver's first
+// call's; every callback counts the thread it runs on. Two calls are made elsewhere, as libcurl
+// allows: curl_multi_init when the driver is created, and curl_multi_wakeup, the loop's wake, from
+// any thread (under a lock that curl_multi_cleanup also takes).
 //
 // Context lifetime: a transfer's context (its CurlTransfer, passed unretained as WRITEDATA and
 // OPENSOCKETDATA) is owned by the driver's table. libcurl calls back only from inside
@@ -16,7 +18,7 @@
 // callback can see a freed context.
 
 import CCurl
-import LoopSupport
+import LegacyBridge
 
 #if canImport(Glibc)
 import Glibc
@@ -128,13 +130,27 @@ private func isLoopback(_ address: UnsafeMutablePointer<curl_sockaddr>) -> Bool 
 
 // MARK: - Driver (loop thread only)
 
-/// Owns one multi handle and every transfer on it. Created on the loop thread; every method is
-/// called there.
-final class CurlDriver {
+/// The multi handle as the loop's wake sees it: nil once cleaned up.
+private struct MultiHandle: @unchecked Sendable {
+    // curl_multi_wakeup may be called from any thread while the handle lives; the lock around
+    // the handle and curl_multi_cleanup keeps a wake from reaching a freed handle.
+    var pointer: UnsafeMutableRawPointer?
+}
+
+/// Owns one multi handle and every transfer on it. Every method but `wake` is called on the
+/// loop thread.
+///
+/// `@unchecked Sendable`: it is handed to the loop once and touched only there afterwards, except
+/// for `wake`, which goes through its own lock.
+final class CurlDriver: @unchecked Sendable {
     let counters: CurlCounters
     let loopbackOnly: Bool
-    private let ownerThread = currentThreadID()
+    /// The loop thread, known from the first call.
+    private var ownerThread: pthread_t?
     private var multi: UnsafeMutableRawPointer?
+    private let wakeable: LockedValue<MultiHandle>
+    /// Set by `destroyAll`.
+    private var destroyed = false
     private var transfers: [TransferID: CurlTransfer] = [:]
     private var byHandle: [UnsafeMutableRawPointer: CurlTransfer] = [:]
 
@@ -143,10 +159,30 @@ final class CurlDriver {
     init(counters: CurlCounters, loopbackOnly: Bool) {
         self.counters = counters
         self.loopbackOnly = loopbackOnly
-        self.multi = onLoop { curl_multi_init() }
+        // Before the loop runs: libcurl lets a handle move to another thread while it is not in use.
+        let multi = curl_multi_init()
+        self.multi = multi
+        self.wakeable = LockedValue(MultiHandle(pointer: multi))
         if multi != nil {
             counters.multiHandlesCreated.increment()
         }
+    }
+
+    /// Makes a `curl_multi_poll` in progress (or the next one) return at once. Any thread.
+    func wake() {
+        wakeable.withLock { handle in
+            if let multi = handle.pointer { _ = curl_multi_wakeup(multi) }
+        }
+    }
+
+    /// Whether the caller runs on the loop thread; the first caller binds it.
+    private func isOwnerThread() -> Bool {
+        let current = pthread_self()
+        guard let ownerThread else {
+            ownerThread = current
+            return true
+        }
+        return pthread_equal(current, ownerThread) != 0
     }
 
     /// Transfers not yet ended.
@@ -154,7 +190,7 @@ final class CurlDriver {
 
     /// Counts a `curl_*` call and checks it is made on the loop thread.
     private func onLoop<T>(_ call: () -> T) -> T {
-        if currentThreadID() == ownerThread {
+        if isOwnerThread() {
             counters.callsOnLoopThread.increment()
         } else {
             counters.callsOffLoopThread.increment()
@@ -165,7 +201,7 @@ final class CurlDriver {
 
     /// Counts a callback by the thread it runs on.
     fileprivate func countCallback() {
-        if currentThreadID() == ownerThread {
+        if isOwnerThread() {
             counters.callbacksOnLoopThread.increment()
         } else {
             counters.callbacksOffLoopThread.increment()
@@ -174,6 +210,10 @@ final class CurlDriver {
 
     /// Starts a GET of `url`; its handlers run on this thread from now on.
     func start(id: TransferID, url: String, handlers: TransferHandlers) {
+        guard !destroyed else {
+            handlers.onEnd(.cancelled)  // posted after destroyAll, while the loop stops
+            return
+        }
         guard let multi else {
             handlers.onEnd(.failed(.failedInit))
             return
@@ -231,19 +271,16 @@ final class CurlDriver {
         finish(transfer, .cancelled)
     }
 
-    /// Sleeps in `curl_multi_poll` (on libcurl's sockets and `wakeup`) for at most
-    /// `maxWaitMilliseconds` or libcurl's own timeout, then lets libcurl work and reports ended
-    /// transfers.
-    ///
-    /// - Returns: Whether `wakeup` was readable (the caller drains it, then takes its jobs).
-    func waitAndProcess(wakeup: Int32, maxWaitMilliseconds: Int32) -> Bool {
+    /// Sleeps in `curl_multi_poll` (on libcurl's sockets) until `wake`, libcurl's own timeout or
+    /// `maxWaitMilliseconds`, then lets libcurl work and reports ended transfers.
+    func waitAndProcess(maxWaitMilliseconds: Int32) {
         guard let multi else {
-            var descriptor = pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)
-            return poll(&descriptor, 1, maxWaitMilliseconds) > 0
+            // Cleaned up: the loop is about to stop. Wait a little rather than spin.
+            _ = poll(nil, 0, 10)
+            return
         }
-        var extra = curl_waitfd(fd: wakeup, events: Int16(CURL_WAIT_POLLIN), revents: 0)
         var ready: Int32 = 0
-        _ = onLoop { curl_multi_poll(multi, &extra, 1, maxWaitMilliseconds, &ready) }
+        _ = onLoop { curl_multi_poll(multi, nil, 0, maxWaitMilliseconds, &ready) }
         var running: Int32 = 0
         _ = onLoop { curl_multi_perform(multi, &running) }
         var queued: Int32 = 0
@@ -264,15 +301,16 @@ final class CurlDriver {
                 finish(transfer, .failed(CurlError(rawValue: Int32(bitPattern: code.rawValue))))
             }
         }
-        return extra.revents != 0
     }
 
     /// Cancels every transfer and frees the multi handle. The loop calls this when it shuts down.
     func destroyAll() {
+        destroyed = true
         for transfer in Array(transfers.values) {
             finish(transfer, .cancelled)
         }
         if let multi {
+            wakeable.withLock { $0.pointer = nil }
             _ = onLoop { curl_multi_cleanup(multi) }
             counters.multiHandlesCleanedUp.increment()
             self.multi = nil
