@@ -2,6 +2,7 @@
 // (so every order is forced, nothing sleeps) and over an SDKLoop.
 
 import Dispatch
+import TestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -33,7 +34,7 @@ private final class ManualScheduler: Sendable {
 
     /// Waits (polling, the hang bound as upper bound) until `count` jobs are queued.
     func hasQueued(_ count: Int) async -> Bool {
-        await oneShotEventually { self.pending >= count }
+        await eventually { self.pending >= count }
     }
 
     /// Runs the queued jobs on the calling thread, as the SDK's thread would.
@@ -225,10 +226,10 @@ struct WithCallbackSchedulerTests {
                 }
             }
         }
-        #expect(await oneShotEventually { side.starts == 1 })
+        #expect(await eventually { side.starts == 1 })
         task.cancel()
         #expect(OneShotOutcome(await outcome(task)) == .cancelled)
-        #expect(await oneShotEventually { side.handles == 1 })
+        #expect(await eventually { side.handles == 1 })
         #expect(side.startWasOnSDKThread)
         #expect(side.handleWasOnSDKThread)
         side.completion.withLock { $0 = nil }
