@@ -20,7 +20,7 @@ enum GuideBlockingStubs {
     }
 
     static func example() async throws {
-        // snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
+        // snippet: Sources/LegacyBridge/LegacyBridge.docc/BlockingCalls.md
         let pool = try OffloadPool(threads: 4, queueLimit: 256)    // pthreads of their own
 
         func query(_ sql: String) async throws -> Rows {
@@ -40,7 +40,7 @@ enum GuideBlockingStubs {
 }
 
 enum GuideThreadAffine {
-    // snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
     /// The camera SDK's handle: not thread-safe, so it only ever crosses into the camera's thread.
     struct Device: @unchecked Sendable { let handle: OpaquePointer }
 

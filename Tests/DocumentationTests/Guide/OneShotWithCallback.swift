@@ -3,7 +3,7 @@
 import CLegacySDK
 import LegacyBridge
 
-// snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
+// snippet: Sources/LegacyBridge/LegacyBridge.docc/OneShotCalls.md
 final class RequestContext {
     let completion: Completion<Response>
     init(_ completion: Completion<Response>) { self.completion = completion }

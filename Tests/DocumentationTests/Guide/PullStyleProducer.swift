@@ -4,7 +4,7 @@ import LegacyBridge
 
 /// The snippet is one expression: the body of a function that returns it.
 func guidePullStyleProducer(url: String, loop: EventLoop) -> CallbackStream<Chunk> {
-    // snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/EventStreams.md
     CallbackStream(of: Chunk.self, buffering: .backpressure(low: 16, high: 64)) { sink in
         let transfer = Transfer(url)                       // lives on the loop thread
         transfer.onData = { bytes in                       // called on the loop thread

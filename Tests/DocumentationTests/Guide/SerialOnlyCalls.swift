@@ -2,7 +2,7 @@
 // (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
 import CLegacySDK
 
-// snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
+// snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
 @globalActor public actor LegacySDKActor { public static let shared = LegacySDKActor() }
 
 @LegacySDKActor func setSessionToken(_ token: String) throws {

@@ -2,7 +2,7 @@
 // (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
 import LegacyBridge
 
-// snippet: Sources/LegacyBridge/LegacyBridge.docc/WrappingACallbackSDK.md
+// snippet: Sources/LegacyBridge/LegacyBridge.docc/EventStreams.md
 func download(_ request: Request) -> CallbackStream<Chunk> {
     CallbackStream(buffering: .backpressure(low: 16, high: 64),
                    ordering: .sequenced(window: 64)) { sink in
