@@ -16,8 +16,8 @@
 /// ```
 ///
 /// Rules (misuse stops the process with a message saying what to do):
-/// - Await ``value(isolation:timeout:)`` (or ``install(_:)`` a continuation)
-///   at most once per gate; installing twice is a precondition failure.
+/// - Await ``value(isolation:timeout:)`` at most once per gate; awaiting
+///   twice is a precondition failure.
 /// - ``attach(_:)`` the operation's cancel handle (or nil) at most once; it is
 ///   called at most once, only if cancellation or the timeout decided, even if
 ///   it is attached after that decision. It runs on a job thread of the
