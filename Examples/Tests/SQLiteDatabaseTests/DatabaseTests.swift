@@ -98,8 +98,10 @@ struct DatabaseTests {
         await database.close()
         await expectBalanced(database)
         let s = database.statistics
-        #expect(s.interruptsRequested >= threads, "the running endless queries were interrupted")
-        #expect(s.queriesInterrupted == s.interruptsRequested, "every interrupt stopped its query")
+        // A call the pool took just as its caller was cancelled gets its interrupt but never runs its
+        // body, so there may be more interrupts than interrupted queries.
+        #expect(s.queriesInterrupted >= threads, "the running endless queries were interrupted")
+        #expect(s.queriesInterrupted <= s.interruptsRequested)
         #expect(s.queriesCompleted == 2 + 200, "the fill and the 200 short queries, nothing endless")
     }
 
