@@ -43,8 +43,8 @@ public final class Database: Sendable {
         try self.init(path: path, threads: threads, beforeFirstStep: {})
     }
 
-    /// The tests' seam: `beforeFirstStep` runs on the pool thread after the statement is prepared
-    /// and before it is stepped.
+    /// The tests' seam: `beforeFirstStep` runs on the pool thread right before the first
+    /// `sqlite3_step`, after the flag was checked.
     init(path: String, threads: Int, beforeFirstStep: @escaping @Sendable () -> Void) throws {
         self.pool = try OffloadPool(threads: threads, name: "sqlite")
         self.connections = ConnectionTable(path: path, counters: counters)

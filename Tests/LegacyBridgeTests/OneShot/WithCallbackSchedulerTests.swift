@@ -208,6 +208,24 @@ struct WithCallbackSchedulerTests {
         await loop.shutdown()
     }
 
+    @Test("a main-actor caller's start runs on the loop thread, and the caller resumes on the main actor")
+    @MainActor
+    func mainActorCaller() async throws {
+        let wakeups = DispatchSemaphore(value: 0)
+        let loop = try SDKLoop(
+            name: "wcb-main", driver: .iterating(runOnce: { wakeups.wait() }, wake: { wakeups.signal() }))
+        let startOnLoop = LockedBox(false)
+        let value = try await withCallback(scheduler: loop.scheduler) { (completion: Completion<Int>) in
+            startOnLoop.withLock { $0 = loop.isCurrent }
+            completion.succeed(5)
+            return nil
+        }
+        MainActor.assertIsolated()
+        #expect(value == 5)
+        #expect(startOnLoop.withLock { $0 })
+        await loop.shutdown()
+    }
+
     @Test("on an SDKLoop: start and the cancel handle run on the loop thread")
     func onSDKLoop() async throws {
         let wakeups = DispatchSemaphore(value: 0)

@@ -76,13 +76,15 @@ final class Connection: @unchecked Sendable {
             sqlite3_finalize(statement)
             counters.statementsFinalized.increment()
         }
-        beforeFirstStep()
         // An interrupt requested before this point found no running statement: its
         // sqlite3_interrupt is lost, the flag is not.
         guard !interrupt.isRequested else {
             counters.queriesInterrupted.increment()
             throw SQLiteError.interrupted
         }
+        // One requested from here on may still find no running statement (sqlite3_step clears
+        // SQLite's own interrupt when it starts one): the progress handler checks the flag.
+        beforeFirstStep()
         var rows: [[String?]] = []
         while true {
             let status = sqlite3_step(statement)
