@@ -119,8 +119,8 @@ public final class SharedSubscription<Element: Sendable>: Sendable {
         storage.statistics
     }
 
-    /// Whether a run of the producer is going: started, not stopped, not ended.
-    var isRunning: Bool { storage.isRunning }
+    /// Whether a run of the producer is going: its `start` returned, and it neither stopped nor ended.
+    package var isRunning: Bool { storage.isRunning }
 }
 
 /// Counters of a ``SharedSubscription``. Each consumer's own drops and peak are in its stream's

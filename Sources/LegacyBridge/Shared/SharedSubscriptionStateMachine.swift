@@ -49,6 +49,8 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         let id: UInt64
         var control: Control
         var linger: Linger
+        /// Whether `start` returned.
+        var started = false
     }
 
     private enum State: Sendable {
@@ -157,9 +159,9 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         live.count + joining.values.count(where: { $0.terminal == nil })
     }
 
-    /// Whether a generation runs: started and neither stopping nor ended.
+    /// Whether a generation runs: its `start` returned, and it is neither stopping nor ended.
     var isRunning: Bool {
-        if case .running = state { return true }
+        if case .running(let generation) = state { return generation.started }
         return false
     }
 
@@ -273,6 +275,7 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         switch state {
         case .running(var generation) where generation.id == id:
             let call = generation.control.handleArrived(handle)
+            generation.started = true
             state = .running(generation)
             return counted(Effects(call: call, callGeneration: id))
         case .stopping(let current, var control) where current == id:

@@ -245,10 +245,11 @@ private struct World {
     }
 
     mutating func finish(_ generation: UInt64) -> String? {
-        let wasRunning = machine.isRunning && lastStarted == generation
         let before = consumers
-        if let failure = perform(machine.finish(generation, .finished), "finish") { return failure }
-        if wasRunning {
+        let effects = machine.finish(generation, .finished)
+        if let failure = perform(effects, "finish") { return failure }
+        if effects.terminal != nil {
+            if generation != lastStarted { return "the terminal of run \(generation) ended a newer one" }
             runs[generation]!.ended = true
             // Every live consumer got its terminal from the finish; those catching up keep theirs.
             for (index, consumer) in before.enumerated() {
