@@ -85,6 +85,8 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         var terminal: Terminal?
         /// Run `start` for this generation, on a thread of the library's own.
         var start: UInt64?
+        /// Replayable elements given up: released with the effects, outside the lock.
+        var released: [Element] = []
     }
 
     /// How a new consumer is served.
@@ -118,8 +120,8 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
 
     enum YieldAction: Sendable {
         /// Hand the element(s) to these sinks. `acceptsStop`: a `stopProducing` answer may reach
-        /// the producer.
-        case deliver([Sink], acceptsStop: Bool)
+        /// the producer. `evicted`: replay elements pushed out, released outside the lock.
+        case deliver([Sink], acceptsStop: Bool, evicted: [Element])
         /// Not the current generation: nothing was stored.
         case stale
     }
@@ -174,8 +176,9 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         switch state {
         case .idle:
             addLive(id, sink)
-            let id = beginGeneration()
-            return JoinAction(delivery: .live, start: id, effects: Effects())
+            var effects = Effects()
+            let id = beginGeneration(&effects)
+            return JoinAction(delivery: .live, start: id, effects: effects)
         case .running(var generation):
             var effects = Effects()
             switch generation.linger {
@@ -299,9 +302,15 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
             return .stale
         }
         statistics.yielded += elements.count
+        var evicted: [Element] = []
         if replayLimit > 0 {
             replay.append(contentsOf: elements.suffix(replayLimit))
-            if replay.count > replayLimit { replay.removeFirst(replay.count - replayLimit) }
+            let excess = replay.count - replayLimit
+            if excess > 0 {
+                // Their last references go outside the lock: an element's deinit may be user code.
+                evicted = Array(replay.prefix(excess))
+                replay.removeFirst(excess)
+            }
         }
         if !joining.isEmpty {
             for (key, var record) in joining where record.terminal == nil {
@@ -310,7 +319,7 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
                 joining[key] = record
             }
         }
-        return .deliver(liveSinks, acceptsStop: generation.control.acceptsStopAnswers)
+        return .deliver(liveSinks, acceptsStop: generation.control.acceptsStopAnswers, evicted: evicted)
     }
 
     /// Generation `id`'s producer finished, or its `start` threw.
@@ -334,6 +343,7 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         effects.callGeneration = id
         retire(id, generation.control)
         if restartsAutomatically {
+            effects.released = replay
             replay = []
             state = .idle
         } else {
@@ -388,13 +398,16 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
     }
 
     /// Forget the terminal of an ended subscription: the next consumer starts a new generation.
-    mutating func restart() {
+    /// Returns the replay given up, to release outside the lock.
+    mutating func restart() -> [Element] {
         switch state {
         case .ended:
+            let released = replay
             replay = []
             state = .idle
+            return released
         case .idle, .running, .stopping:
-            break
+            return []
         }
     }
 
@@ -406,8 +419,10 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
     }
 
     /// Starts a new generation for the consumers present.
-    private mutating func beginGeneration() -> UInt64 {
+    /// The previous run's replay is released with `effects`, outside the lock.
+    private mutating func beginGeneration(_ effects: inout Effects) -> UInt64 {
         lastGeneration += 1
+        effects.released = replay
         replay = []
         var control = Control()
         if !pausing.isEmpty {
@@ -439,7 +454,7 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         }
         state = .idle
         if consumerCount > 0 {
-            effects.start = beginGeneration()
+            effects.start = beginGeneration(&effects)
         }
         return effects
     }

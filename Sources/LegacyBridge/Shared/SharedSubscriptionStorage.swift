@@ -37,7 +37,8 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
     var isRunning: Bool { box.withLock { $0.isRunning } }
 
     func restart() {
-        box.withLock { $0.restart() }
+        // The replay given up is released here, outside the lock.
+        _ = box.withLock { $0.restart() }
     }
 
     // MARK: - Consumers
@@ -108,7 +109,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         switch action {
         case .stale:
             return .terminated
-        case .deliver(let sinks, let acceptsStop):
+        case .deliver(let sinks, let acceptsStop, _):
             var outcome = YieldOutcome.enqueued
             for sink in sinks {
                 outcome = Self.merge(outcome, sink.yield(element))
@@ -122,7 +123,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         switch box.withLock({ $0.yield(generation, elements) }) {
         case .stale:
             return .terminated
-        case .deliver(let sinks, let acceptsStop):
+        case .deliver(let sinks, let acceptsStop, _):
             var outcome = YieldOutcome.enqueued
             for sink in sinks {
                 outcome = Self.merge(outcome, sink.yield(contentsOf: elements))

@@ -165,7 +165,7 @@ private struct World {
             let token = armed.remove(at: index)
             return .some(perform(machine.lingerFired(UInt64(token)), "lingerFired"))
         case .restart:
-            machine.restart()
+            _ = machine.restart()
             return .some(nil)
         }
     }
@@ -234,7 +234,7 @@ private struct World {
         switch action {
         case .stale:
             return nil
-        case .deliver(let sinks, _):
+        case .deliver(let sinks, _, _):
             if runs[generation]!.ended { return "run \(generation) delivered after it ended" }
             for id in sinks {
                 guard let index = index(of: id) else { return "an element went to consumer \(id), who left" }
