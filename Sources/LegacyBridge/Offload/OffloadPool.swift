@@ -9,11 +9,12 @@
 /// let pool = try OffloadPool(threads: 4)
 ///
 /// func open(_ path: String) async throws -> Database {
-///     try await pool.run(
-///         cancel: CancelHandle { sqlite3_interrupt(connection) },   // asks the blocked call to give up
+///     let request = OpenRequest(path)                          // this call's own interrupt flag
+///     return try await pool.run(
+///         cancel: CancelHandle { request.interrupt() },       // asks the blocked call to give up
 ///         onDiscard: { late in late.close() }                 // a result nobody waits for any more
 ///     ) {
-///         try Database(opening: path)                         // blocks a pool thread, not a task
+///         try Database(opening: request)                      // blocks a pool thread, not a task
 ///     }
 /// }
 /// ```

@@ -9,8 +9,9 @@
 ///
 /// ```swift
 /// func count(_ sql: String, probe: BlockingProbe = .off) async throws -> Int {
-///     try await pool.run(cancel: CancelHandle { probe.cancel { sqlite3_interrupt(db) } }) {
-///         try probe.body { try database.scalar(sql) }
+///     let interrupt = QueryInterrupt()  // remembered, and only this query's connection
+///     return try await pool.run(cancel: CancelHandle { probe.cancel { interrupt.request() } }) {
+///         try probe.body { try Connection.forCurrentThread().scalar(sql, interrupt: interrupt) }
 ///     }
 /// }
 /// ```
