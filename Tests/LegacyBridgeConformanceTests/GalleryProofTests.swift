@@ -36,7 +36,7 @@ struct GalleryProofTests {
         "no-reordering-stream": Evidence(verdicts: ["failed"], detail: "sequence number"),
         "self-retaining-subscription": Evidence(verdicts: ["failed"], detail: "still holds the source's controls"),
         "dispatch-semaphore-blocking": Evidence(
-            verdicts: ["failed"], detail: "did not start within", "was not resumed within"),
+            verdicts: ["failed"], detail: "the caller's thread ran nothing else", "was not resumed within"),
         "plain-actor-affine": Evidence(
             verdicts: ["failed"], detail: "other than its loop thread", "other than the SDK's loop thread"),
         "foreign-thread-stream-control": Evidence(
@@ -61,7 +61,7 @@ struct GalleryProofTests {
         "loop-sdk-stream-unbounded": Evidence(verdicts: ["failed"], detail: "were held for a stalled consumer"),
         "loop-sdk-stream-no-unsubscribe": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),
         "loop-sdk-query-on-pool": Evidence(
-            verdicts: ["failed"], detail: "an unrelated task did not start", "was not resumed within"),
+            verdicts: ["failed"], detail: "the caller's thread ran nothing else", "was not resumed within"),
     ]
 
     @Test("every gallery adapter has evidence to check (the data race is checked under ThreadSanitizer in CI)")

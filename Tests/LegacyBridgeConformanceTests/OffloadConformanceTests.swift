@@ -32,6 +32,19 @@ struct OffloadConformanceTests {
         #expect(report.failures.first?.detail.contains("never interrupted") == true)
     }
 
+    @Test("a blocking call made in a detached task is seen on the cooperative pool, whatever the load")
+    func detachedTaskIsSeenOnThePool() async {
+        let report = await ConformanceSuite.run(
+            DetachedTaskBlockingAdapter(),
+            options: .init(watchdog: testWatchdog, only: ["blocking-value-and-error", "blocking-leaves-pool-free"]))
+        #expect(
+            report.failures.map(\.name).sorted() == ["blocking-leaves-pool-free", "blocking-value-and-error"],
+            "\(report.rendered)")
+        #expect(
+            report.failures.allSatisfy { $0.detail.contains("inside a task on Swift's own threads") },
+            "\(report.rendered)")
+    }
+
     @Test("a plain actor around a thread-affine SDK is flagged by both thread-affine scenarios")
     func plainActorIsFlagged() async {
         let report = await ConformanceSuite.run(PlainActorAffineAdapter(), options: Self.patient)
@@ -52,5 +65,15 @@ private struct NoInterruptAdapter: BlockingAdapter {
     var summary: String { "OffloadPool.run without the call's interrupt" }
     func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
         try await Self.pool.get().run(isolation: isolation) { try call.perform() }
+    }
+}
+
+/// Makes the blocking call in a detached task and awaits it: the caller suspends, but the call
+/// holds a thread of the cooperative pool for its whole duration.
+private struct DetachedTaskBlockingAdapter: BlockingAdapter {
+    var name: String { "test-detached-task-blocking" }
+    var summary: String { "the blocking call in Task.detached" }
+    func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        try await Task.detached { try call.perform() }.value
     }
 }

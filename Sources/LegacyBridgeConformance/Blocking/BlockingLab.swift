@@ -8,6 +8,8 @@ final class BlockingLab: Sendable {
     private struct State {
         var released = false
         var active: [UInt64: Int] = [:]
+        /// Calls made inside a task that runs on Swift's default executors.
+        var inDefaultExecutorTask = 0
     }
     private let sdk: SDKClient
     private let state = LockedBox(State())
@@ -44,9 +46,21 @@ final class BlockingLab: Sendable {
         }
     }
 
+    /// What the calls showed about where the adapter makes them, in words, or `nil`.
+    func problem() -> String? {
+        guard state.withLock({ $0.inDefaultExecutorTask }) > 0 else { return nil }
+        return
+            "the adapter made the blocking call inside a task on Swift's own threads (the cooperative pool, or the main actor): a few such calls hold every thread of the pool. Run it on threads of its own (OffloadPool)"
+    }
+
     private func perform(
         _ number: UInt64, key: UInt64, duration: Duration, failing: LegacySDKError?
     ) throws -> LegacyPayload {
+        // A task is current on this thread and prefers no task executor: the call runs on the
+        // cooperative pool or the main actor. Seen on the thread itself, whatever the load.
+        let inDefaultExecutorTask = withUnsafeCurrentTask { task in task.map { $0.unownedTaskExecutor == nil } ?? false
+        }
+        if inDefaultExecutorTask { state.withLock { $0.inDefaultExecutorTask += 1 } }
         let released = state.withLock { state -> Bool in
             if !state.released { state.active[key, default: 0] += 1 }
             return state.released
