@@ -68,6 +68,7 @@ public enum AdapterCatalog {
         Entry(ContextReleasedOnCancelAdapter(), gallery: true, flaggedBy: ["context-released-once"]),
         Entry(FailureAsEmptySuccessAdapter(), gallery: true, flaggedBy: ["single-failure-throws"]),
         Entry(SemaphoreWaitAdapter(), gallery: true, flaggedBy: ["caller-not-blocked"]),
+        Entry(LateRetryCancelAdapter(), gallery: true, flaggedBy: ["never-calls-back-then-cancel"]),
         Entry(
             AsyncStreamNoTerminationAdapter(), gallery: true,
             flaggedBy: ["consumer-cancel-stops-producer", "break-stops-producer"]),

@@ -45,6 +45,8 @@ struct GalleryProofTests {
         "blocking-yield-stream": Evidence(verdicts: ["failed"], detail: "did not return for"),
         "cancel-in-cancellation-handler": Evidence(
             verdicts: ["failed"], detail: "cancelled consumers resumed within", "an unrelated task did not start"),
+        "late-retry-cancel": Evidence(
+            verdicts: ["failed"], detail: "after the SDK had released the operation"),
         // The real-adapter path: adapters over LoopSDK, checked through fixtures.
         "loop-sdk-resume-every-callback": Evidence(verdicts: ["crashed"], detail: "CONTINUATION MISUSE"),
         "loop-sdk-no-sdk-cancel": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),

@@ -1,0 +1,26 @@
+import LegacyBridge
+import LegacyBridgeConformance
+import LegacyBridgeGallery
+import Testing
+
+/// Mistakes that show only after the operation ended, or only on a thread the adapter hands its
+/// work to: each is caught on every seed by an order the lab forces, not by timing luck.
+@Suite("Conformance: what an adapter does after the operation ended")
+struct AfterTheEndTests {
+    @Test("a cancel retried after the SDK released the operation is caught on every seed; the library's adapters pass")
+    func lateRetryCancelIsCaught() async {
+        let scenario = "never-calls-back-then-cancel"
+        for seed in UInt64(1)...4 {
+            let report = await ConformanceSuite.run(
+                LateRetryCancelAdapter(), options: .init(watchdog: testWatchdog, seed: seed, only: [scenario]))
+            #expect(report.failures.map(\.name) == [scenario], "seed \(seed): \(report.rendered)")
+            #expect(
+                report.failures.first?.detail.contains("2 times, 1 of them after the SDK had released the operation")
+                    == true, "seed \(seed): \(report.rendered)")
+        }
+        let options = ConformanceOptions(watchdog: testWatchdog, only: [scenario])
+        let closure = await ConformanceSuite.run(WithCallbackAdapter(), options: options)
+        let context = await ConformanceSuite.run(WithCallbackContextAdapter(), options: options)
+        #expect(closure.failures.isEmpty && context.failures.isEmpty, "\(closure.rendered)\n\(context.rendered)")
+    }
+}
