@@ -78,6 +78,7 @@ public enum AdapterCatalog {
         Entry(
             DispatchSemaphoreBlockingAdapter(), gallery: true,
             flaggedBy: ["blocking-leaves-pool-free", "blocking-cancel-interrupts"]),
+        Entry(RetryAfterInterruptAdapter(), gallery: true, flaggedBy: ["blocking-cancel-interrupts"]),
         Entry(
             PlainActorAffineAdapter(), gallery: true,
             flaggedBy: ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"]),

@@ -44,3 +44,43 @@ public struct DispatchSemaphoreBlockingAdapter: BlockingAdapter {
         return try box.result!.get()
     }
 }
+
+/// WRONG ON PURPOSE. `OffloadPool.run` with the interrupt, and a retry after a short back-off
+/// when the call fails.
+///
+/// Why it is wrong: an interrupted call fails, and the retry makes the blocking call again for a
+/// caller that was cancelled and is gone. It blocks a pool thread for nothing, and a retry loop
+/// keeps doing so. The caller itself is let go at once, so only the SDK sees it.
+/// Flagged by: `blocking-cancel-interrupts` (the call began again after its interrupt).
+public struct RetryAfterInterruptAdapter: BlockingAdapter {
+    private static let pool = Result { try OffloadPool(threads: 8, name: "gallery-retry") }
+
+    /// Creates the adapter.
+    public init() {}
+    /// `retry-after-interrupt`.
+    public var name: String { "retry-after-interrupt" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: OffloadPool.run with the interrupt, retrying a failed call (an interrupted one too) after 20 ms, up to 3 times"
+    }
+
+    /// Runs `call` on a pool, retrying failures.
+    /// - Parameters:
+    ///   - call: The blocking call.
+    ///   - isolation: The caller's actor.
+    /// - Returns: The call's payload.
+    /// - Throws: The last attempt's error, or `CancellationError`.
+    public func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        try await Self.pool.get().run(isolation: isolation, cancel: CancelHandle { call.interrupt() }) {
+            var attempt = 1
+            while true {
+                do {
+                    return try call.perform()
+                } catch  where attempt < 3 {
+                    attempt += 1  // WRONG: an interrupted call is retried for a caller that is gone
+                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(20))  // back off, on the pool's own thread
+                }
+            }
+        }
+    }
+}

@@ -47,6 +47,7 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "cancelled consumers resumed within", "an unrelated task did not start"),
         "late-retry-cancel": Evidence(
             verdicts: ["failed"], detail: "after the SDK had released the operation"),
+        "retry-after-interrupt": Evidence(verdicts: ["failed"], detail: "after it had interrupted it"),
         // The real-adapter path: adapters over LoopSDK, checked through fixtures.
         "loop-sdk-resume-every-callback": Evidence(verdicts: ["crashed"], detail: "CONTINUATION MISUSE"),
         "loop-sdk-no-sdk-cancel": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),

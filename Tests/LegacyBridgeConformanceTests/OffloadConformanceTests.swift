@@ -45,6 +45,19 @@ struct OffloadConformanceTests {
             "\(report.rendered)")
     }
 
+    @Test("a blocking call retried after its interrupt is caught on every seed, however late the retry")
+    func retryAfterInterruptIsCaught() async {
+        for seed in UInt64(1)...4 {
+            let report = await ConformanceSuite.run(
+                RetryAfterInterruptAdapter(),
+                options: .init(watchdog: testWatchdog, seed: seed, only: ["blocking-cancel-interrupts"]))
+            #expect(report.failures.map(\.name) == ["blocking-cancel-interrupts"], "seed \(seed): \(report.rendered)")
+            #expect(
+                report.failures.first?.detail.contains("again 2 time(s) after it had interrupted it") == true,
+                "seed \(seed): \(report.rendered)")
+        }
+    }
+
     @Test("a plain actor around a thread-affine SDK is flagged by both thread-affine scenarios")
     func plainActorIsFlagged() async {
         let report = await ConformanceSuite.run(PlainActorAffineAdapter(), options: Self.patient)

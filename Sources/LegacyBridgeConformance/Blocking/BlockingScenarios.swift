@@ -133,6 +133,14 @@ enum BlockingScenarios {
         guard case .failure(let error)? = result, error is CancellationError else {
             return .fail("expected CancellationError, got \(result.map(describe) ?? "nothing")")
         }
+        // The adapter may still hold the call (a retry loop on a thread of its own): watched until
+        // it let go of it, so a retry is seen however late it comes.
+        let retried = await lab.begunAfterInterrupt(within: patience / 2)
+        if retried > 0 {
+            return .fail(
+                "the adapter made the blocking call again \(retried) time(s) after it had interrupted it for its cancelled caller: a retry blocks a thread for a caller that is gone. Treat the interrupted call's error as the end of the call"
+            )
+        }
         return .pass
     }
 }
