@@ -78,7 +78,8 @@ public struct RetryAfterInterruptAdapter: BlockingAdapter {
                     return try call.perform()
                 } catch  where attempt < 3 {
                     attempt += 1  // WRONG: an interrupted call is retried for a caller that is gone
-                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(20))  // back off, on the pool's own thread
+                    // Back off, on the pool's own thread.
+                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(20))
                 }
             }
         }
