@@ -85,6 +85,7 @@ public enum AdapterCatalog {
         Entry(ForeignThreadStreamControlAdapter(), gallery: true, flaggedBy: ["stream-controls-on-sdk-thread"]),
         Entry(CancelInYieldPathAdapter(), gallery: true, flaggedBy: ["stream-no-cancel-inside-callback"]),
         Entry(BlockingYieldStreamAdapter(), gallery: true, flaggedBy: ["stream-producer-not-blocked"]),
+        Entry(BlockingStartStreamAdapter(), gallery: true, flaggedBy: ["stream-consumer-not-blocked"]),
         Entry(
             CancelInCancellationHandlerAdapter(), gallery: true, flaggedBy: ["stream-slow-cancel-leaves-pool-free"]),
     ]

@@ -247,3 +247,52 @@ public struct CancelInCancellationHandlerAdapter: StreamAdapter {
         return Events(stream: stream, control: started)
     }
 }
+
+/// WRONG ON PURPOSE. A `start` that waits, on a semaphore, until the source delivered its first
+/// event ("make sure the subscription is live before returning").
+///
+/// Why it is wrong: `start` runs in the consumer's task, on its thread. The wait holds that thread
+/// until the SDK delivers, however long that takes: on the cooperative pool a few such streams
+/// hold every thread, and on an actor nothing else of the actor runs. Everything else is the
+/// library adapter's and correct.
+/// Flagged by: `stream-consumer-not-blocked`.
+public struct BlockingStartStreamAdapter: StreamAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `blocking-start-stream`.
+    public var name: String { "blocking-start-stream" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: CallbackStream whose start blocks the consumer's thread until the first event"
+    }
+
+    /// Wraps `source` in a `CallbackStream` whose start waits for the first event.
+    /// - Parameter source: The legacy event source.
+    /// - Returns: The events, in sequence order.
+    public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
+        CallbackStream(buffering: source.waterMarkBuffering, ordering: source.windowOrdering) { sink in
+            let live = DispatchSemaphore(value: 0)
+            let signalled = LockedBox(false)
+            let signalOnce: @Sendable () -> Void = {
+                if signalled.withLock({ done in
+                    defer { done = true }; return !done
+                }) {
+                    live.signal()
+                }
+            }
+            let control = source.start(
+                onEvent: { event in
+                    sink.yield(event, sequence: event.sequence)
+                    signalOnce()
+                },
+                onEnd: { error in
+                    if let error { sink.finish(throwing: error) } else { sink.finish() }
+                    signalOnce()
+                })
+            live.wait()  // WRONG: blocks the consumer's thread until the SDK delivers
+            return StreamControl(
+                scheduler: source.controlScheduler, cancel: CancelHandle(control.cancel), pause: control.pause,
+                resume: control.resume)
+        }
+    }
+}

@@ -23,4 +23,20 @@ struct AfterTheEndTests {
         let context = await ConformanceSuite.run(WithCallbackContextAdapter(), options: options)
         #expect(closure.failures.isEmpty && context.failures.isEmpty, "\(closure.rendered)\n\(context.rendered)")
     }
+
+    @Test("a stream whose start blocks the consumer's thread until the first event is caught on every seed")
+    func blockingStreamStartIsCaught() async {
+        let scenario = "stream-consumer-not-blocked"
+        for seed in UInt64(1)...4 {
+            let report = await ConformanceSuite.run(
+                BlockingStartStreamAdapter(), options: .init(watchdog: .seconds(5), seed: seed, only: [scenario]))
+            #expect(report.failures.map(\.name) == [scenario], "seed \(seed): \(report.rendered)")
+            #expect(
+                report.failures.first?.detail.contains("the consumer's thread ran nothing else") == true,
+                "seed \(seed): \(report.rendered)")
+        }
+        let library = await ConformanceSuite.run(
+            CallbackStreamAdapter(), options: .init(watchdog: testWatchdog, only: [scenario]))
+        #expect(library.failures.isEmpty && library.results.count == 1, "\(library.rendered)")
+    }
 }
