@@ -82,6 +82,7 @@ public enum AdapterCatalog {
         Entry(
             PlainActorAffineAdapter(), gallery: true,
             flaggedBy: ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"]),
+        Entry(SemaphorePostAffineAdapter(), gallery: true, flaggedBy: ["thread-affine-caller-not-blocked"]),
         Entry(ForeignThreadStreamControlAdapter(), gallery: true, flaggedBy: ["stream-controls-on-sdk-thread"]),
         Entry(CancelInYieldPathAdapter(), gallery: true, flaggedBy: ["stream-no-cancel-inside-callback"]),
         Entry(BlockingYieldStreamAdapter(), gallery: true, flaggedBy: ["stream-producer-not-blocked"]),

@@ -58,6 +58,20 @@ struct OffloadConformanceTests {
         }
     }
 
+    @Test("a thread-affine adapter that blocks its caller until the busy loop ran the call is caught on every seed")
+    func semaphorePostIsCaught() async {
+        for seed in UInt64(1)...4 {
+            let report = await ConformanceSuite.run(
+                SemaphorePostAffineAdapter(),
+                options: .init(watchdog: .seconds(5), seed: seed, only: ["thread-affine-caller-not-blocked"]))
+            #expect(
+                report.failures.map(\.name) == ["thread-affine-caller-not-blocked"], "seed \(seed): \(report.rendered)")
+            #expect(
+                report.failures.first?.detail.contains("the caller's thread ran nothing else") == true,
+                "seed \(seed): \(report.rendered)")
+        }
+    }
+
     @Test("a plain actor around a thread-affine SDK is flagged by both thread-affine scenarios")
     func plainActorIsFlagged() async {
         let report = await ConformanceSuite.run(PlainActorAffineAdapter(), options: Self.patient)
