@@ -87,6 +87,7 @@ public enum AdapterCatalog {
         Entry(CancelInYieldPathAdapter(), gallery: true, flaggedBy: ["stream-no-cancel-inside-callback"]),
         Entry(BlockingYieldStreamAdapter(), gallery: true, flaggedBy: ["stream-producer-not-blocked"]),
         Entry(BlockingStartStreamAdapter(), gallery: true, flaggedBy: ["stream-consumer-not-blocked"]),
+        Entry(FixedWindowStreamAdapter(), gallery: true, flaggedBy: ["reordered-across-window"]),
         Entry(
             CancelInCancellationHandlerAdapter(), gallery: true, flaggedBy: ["stream-slow-cancel-leaves-pool-free"]),
     ]

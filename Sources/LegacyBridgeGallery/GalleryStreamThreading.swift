@@ -296,3 +296,35 @@ public struct BlockingStartStreamAdapter: StreamAdapter {
         }
     }
 }
+
+/// WRONG ON PURPOSE. Restores sequence order within a window of 2, hard-coded ("our SDK only ever
+/// swaps neighbours").
+///
+/// Why it is wrong: the source declares how far apart it may deliver events, and a newer SDK
+/// version, more threads or a busier machine reorder further than a test run ever showed. An
+/// event further out than the window is beyond what the stream can hold back: the stream fails
+/// or skips, depending on its gap policy. Everything else is the library adapter's and correct.
+/// Flagged by: `reordered-across-window`.
+public struct FixedWindowStreamAdapter: StreamAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `fixed-window-stream`.
+    public var name: String { "fixed-window-stream" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: CallbackStream reordering within a hard-coded window of 2, not the source's"
+    }
+
+    /// Wraps `source`, reordering within a window of 2.
+    /// - Parameter source: The legacy event source.
+    /// - Returns: The events, in sequence order while they arrive at most 2 apart.
+    public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
+        // WRONG: the window is the source's (source.reorderWindow), not a constant.
+        CallbackStream(buffering: source.waterMarkBuffering, ordering: .sequenced(window: 2)) { sink in
+            let control = source.start(feeding: sink)
+            return StreamControl(
+                scheduler: source.controlScheduler, cancel: CancelHandle(control.cancel), pause: control.pause,
+                resume: control.resume)
+        }
+    }
+}

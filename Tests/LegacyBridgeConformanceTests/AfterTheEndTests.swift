@@ -39,4 +39,20 @@ struct AfterTheEndTests {
             CallbackStreamAdapter(), options: .init(watchdog: testWatchdog, only: [scenario]))
         #expect(library.failures.isEmpty && library.results.count == 1, "\(library.rendered)")
     }
+
+    @Test("a reorder window hard-coded smaller than the source's is caught on every seed; the library's adapter passes")
+    func fixedReorderWindowIsCaught() async {
+        let scenario = "reordered-across-window"
+        for seed in UInt64(1)...4 {
+            let report = await ConformanceSuite.run(
+                FixedWindowStreamAdapter(), options: .init(watchdog: testWatchdog, seed: seed, only: [scenario]))
+            #expect(report.failures.map(\.name) == [scenario], "seed \(seed): \(report.rendered)")
+            #expect(
+                report.failures.first?.detail.contains("reordered no further") == true,
+                "seed \(seed): \(report.rendered)")
+        }
+        let library = await ConformanceSuite.run(
+            CallbackStreamAdapter(), options: .init(watchdog: testWatchdog, only: [scenario]))
+        #expect(library.failures.isEmpty && library.results.count == 1, "\(library.rendered)")
+    }
 }

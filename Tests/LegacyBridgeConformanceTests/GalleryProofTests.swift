@@ -50,6 +50,7 @@ struct GalleryProofTests {
         "retry-after-interrupt": Evidence(verdicts: ["failed"], detail: "after it had interrupted it"),
         "blocking-start-stream": Evidence(verdicts: ["failed"], detail: "the consumer's thread ran nothing else"),
         "semaphore-post-affine": Evidence(verdicts: ["failed"], detail: "the caller's thread ran nothing else"),
+        "fixed-window-stream": Evidence(verdicts: ["failed"], detail: "reordered no further"),
         // The real-adapter path: adapters over LoopSDK, checked through fixtures.
         "loop-sdk-resume-every-callback": Evidence(verdicts: ["crashed"], detail: "CONTINUATION MISUSE"),
         "loop-sdk-no-sdk-cancel": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),
