@@ -11,7 +11,14 @@ import LegacyBridgeConformance
 /// pool has about one thread per core and does not grow: with as many such calls in flight as
 /// there are cores, no other task in the process can start until one of them returns. It also
 /// ignores cancellation: a cancelled caller stays blocked for the whole call.
-/// Flagged by: `blocking-leaves-pool-free` (an unrelated task does not start), `blocking-cancel-interrupts`.
+///
+/// The semaphore is not the only mistake. On Linux, Swift's cooperative pool runs on the threads
+/// of Dispatch's global queues, so the blocking call on `DispatchQueue.global()` holds one of
+/// those threads too: the same call awaited through a continuation, without the semaphore, still
+/// starves the pool once a few calls are in flight. Run blocking calls on threads of their own
+/// (`OffloadPool`, or a `Thread` you create), never on `DispatchQueue.global()`.
+/// Flagged by: `blocking-leaves-pool-free` (the caller's thread runs nothing else while the call
+/// is in flight), `blocking-cancel-interrupts`.
 public struct DispatchSemaphoreBlockingAdapter: BlockingAdapter {
     /// Creates the adapter.
     public init() {}

@@ -56,3 +56,37 @@ struct AfterTheEndTests {
         #expect(library.failures.isEmpty && library.results.count == 1, "\(library.rendered)")
     }
 }
+
+/// A correct adapter whose own bookkeeping is under `LockedValue`, as the conformance article
+/// advises for adapter code checked under ThreadSanitizer.
+@Suite("Conformance: a correct adapter with its own locked bookkeeping")
+struct LockedBookkeepingTests {
+    @Test("an adapter counting its callbacks in a LockedValue passes the busiest one-shot scenarios, on every seed")
+    func lockedValueBookkeepingPasses() async {
+        let adapter = CountingAdapter()
+        for seed in UInt64(1)...3 {
+            let report = await ConformanceSuite.run(
+                adapter,
+                options: .init(
+                    watchdog: testWatchdog, seed: seed, only: ["burst-random-cancels", "concurrent-callbacks"]))
+            #expect(report.failures.isEmpty && report.results.count == 2, "seed \(seed): \(report.rendered)")
+        }
+        #expect(adapter.callbacks.withLock { $0 } > 0)
+    }
+}
+
+/// `withCallback`, and a count of every callback the SDK made, shared by the SDK's threads.
+private struct CountingAdapter: OneShotAdapter {
+    let callbacks = LockedValue(0)
+    var name: String { "test-locked-value-bookkeeping" }
+    var summary: String { "withCallback, counting callbacks in a LockedValue" }
+    func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        let callbacks = self.callbacks
+        return try await withCallback(isolation: isolation, timeout: operation.timeout) { completion in
+            operation.start { result in
+                callbacks.withLock { $0 += 1 }
+                completion(result)
+            }.map(CancelHandle.init)
+        }
+    }
+}
