@@ -14,9 +14,12 @@ struct AfterTheEndTests {
             let report = await ConformanceSuite.run(
                 LateRetryCancelAdapter(), options: .init(watchdog: testWatchdog, seed: seed, only: [scenario]))
             #expect(report.failures.map(\.name) == [scenario], "seed \(seed): \(report.rendered)")
+            // After the SDK's release as a rule; counted at once if a loaded machine delays the
+            // release past the retry.
+            let detail = report.failures.first?.detail ?? ""
             #expect(
-                report.failures.first?.detail.contains("2 times, 1 of them after the SDK had released the operation")
-                    == true, "seed \(seed): \(report.rendered)")
+                detail.contains("2 times, 1 of them after the SDK had released the operation")
+                    || detail.contains("called 2 times, expected exactly once"), "seed \(seed): \(report.rendered)")
         }
         let options = ConformanceOptions(watchdog: testWatchdog, only: [scenario])
         let closure = await ConformanceSuite.run(WithCallbackAdapter(), options: options)

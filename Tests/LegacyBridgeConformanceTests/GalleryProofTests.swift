@@ -45,8 +45,11 @@ struct GalleryProofTests {
         "blocking-yield-stream": Evidence(verdicts: ["failed"], detail: "did not return for"),
         "cancel-in-cancellation-handler": Evidence(
             verdicts: ["failed"], detail: "cancelled consumers resumed within", "an unrelated task did not start"),
+        // Seen after the SDK's release when the retry comes late; counted at once when a loaded
+        // machine delays the release past the retry.
         "late-retry-cancel": Evidence(
-            verdicts: ["failed"], detail: "after the SDK had released the operation"),
+            verdicts: ["failed"], detail: "after the SDK had released the operation",
+            "called 2 times, expected exactly once"),
         "retry-after-interrupt": Evidence(verdicts: ["failed"], detail: "after it had interrupted it"),
         "blocking-start-stream": Evidence(verdicts: ["failed"], detail: "the consumer's thread ran nothing else"),
         "semaphore-post-affine": Evidence(verdicts: ["failed"], detail: "the caller's thread ran nothing else"),
