@@ -68,6 +68,7 @@ public enum AdapterCatalog {
         Entry(ContextReleasedOnCancelAdapter(), gallery: true, flaggedBy: ["context-released-once"]),
         Entry(FailureAsEmptySuccessAdapter(), gallery: true, flaggedBy: ["single-failure-throws"]),
         Entry(SemaphoreWaitAdapter(), gallery: true, flaggedBy: ["caller-not-blocked"]),
+        Entry(LateRetryCancelAdapter(), gallery: true, flaggedBy: ["never-calls-back-then-cancel"]),
         Entry(
             AsyncStreamNoTerminationAdapter(), gallery: true,
             flaggedBy: ["consumer-cancel-stops-producer", "break-stops-producer"]),
@@ -77,12 +78,16 @@ public enum AdapterCatalog {
         Entry(
             DispatchSemaphoreBlockingAdapter(), gallery: true,
             flaggedBy: ["blocking-leaves-pool-free", "blocking-cancel-interrupts"]),
+        Entry(RetryAfterInterruptAdapter(), gallery: true, flaggedBy: ["blocking-cancel-interrupts"]),
         Entry(
             PlainActorAffineAdapter(), gallery: true,
             flaggedBy: ["thread-affine-calls-on-sdk-thread", "thread-affine-cancel-on-sdk-thread"]),
+        Entry(SemaphorePostAffineAdapter(), gallery: true, flaggedBy: ["thread-affine-caller-not-blocked"]),
         Entry(ForeignThreadStreamControlAdapter(), gallery: true, flaggedBy: ["stream-controls-on-sdk-thread"]),
         Entry(CancelInYieldPathAdapter(), gallery: true, flaggedBy: ["stream-no-cancel-inside-callback"]),
         Entry(BlockingYieldStreamAdapter(), gallery: true, flaggedBy: ["stream-producer-not-blocked"]),
+        Entry(BlockingStartStreamAdapter(), gallery: true, flaggedBy: ["stream-consumer-not-blocked"]),
+        Entry(FixedWindowStreamAdapter(), gallery: true, flaggedBy: ["reordered-across-window"]),
         Entry(
             CancelInCancellationHandlerAdapter(), gallery: true, flaggedBy: ["stream-slow-cancel-leaves-pool-free"]),
     ]

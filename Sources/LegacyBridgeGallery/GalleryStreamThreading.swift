@@ -247,3 +247,84 @@ public struct CancelInCancellationHandlerAdapter: StreamAdapter {
         return Events(stream: stream, control: started)
     }
 }
+
+/// WRONG ON PURPOSE. A `start` that waits, on a semaphore, until the source delivered its first
+/// event ("make sure the subscription is live before returning").
+///
+/// Why it is wrong: `start` runs in the consumer's task, on its thread. The wait holds that thread
+/// until the SDK delivers, however long that takes: on the cooperative pool a few such streams
+/// hold every thread, and on an actor nothing else of the actor runs. Everything else is the
+/// library adapter's and correct.
+/// Flagged by: `stream-consumer-not-blocked`.
+public struct BlockingStartStreamAdapter: StreamAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `blocking-start-stream`.
+    public var name: String { "blocking-start-stream" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: CallbackStream whose start blocks the consumer's thread until the first event"
+    }
+
+    /// Wraps `source` in a `CallbackStream` whose start waits for the first event.
+    /// - Parameter source: The legacy event source.
+    /// - Returns: The events, in sequence order.
+    public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
+        CallbackStream(buffering: source.waterMarkBuffering, ordering: source.windowOrdering) { sink in
+            let live = DispatchSemaphore(value: 0)
+            let signalled = LockedBox(false)
+            let signalOnce: @Sendable () -> Void = {
+                if signalled.withLock({ done in
+                    defer { done = true }; return !done
+                }) {
+                    live.signal()
+                }
+            }
+            let control = source.start(
+                onEvent: { event in
+                    sink.yield(event, sequence: event.sequence)
+                    signalOnce()
+                },
+                onEnd: { error in
+                    if let error { sink.finish(throwing: error) } else { sink.finish() }
+                    signalOnce()
+                })
+            live.wait()  // WRONG: blocks the consumer's thread until the SDK delivers
+            return StreamControl(
+                scheduler: source.controlScheduler, cancel: CancelHandle(control.cancel), pause: control.pause,
+                resume: control.resume)
+        }
+    }
+}
+
+/// WRONG ON PURPOSE. Restores sequence order within a window of 2, hard-coded ("our SDK only ever
+/// swaps neighbours").
+///
+/// Why it is wrong: the source declares how far apart it may deliver events, and a newer SDK
+/// version, more threads or a busier machine reorder further than a test run ever showed. An
+/// event further out than the window is beyond what the stream can hold back: the stream fails
+/// or skips, depending on its gap policy. Everything else is the library adapter's and correct.
+/// Flagged by: `reordered-across-window`.
+public struct FixedWindowStreamAdapter: StreamAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `fixed-window-stream`.
+    public var name: String { "fixed-window-stream" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: CallbackStream reordering within a hard-coded window of 2, not the source's"
+    }
+
+    /// Wraps `source`, reordering within a window of 2.
+    /// - Parameter source: The legacy event source.
+    /// - Returns: The events, in sequence order while they arrive at most 2 apart.
+    public func events(from source: LegacyEventSource) -> CallbackStream<LegacyEvent> {
+        // WRONG: the window is the source's (source.reorderWindow), not a constant.
+        CallbackStream(buffering: source.waterMarkBuffering, ordering: .sequenced(window: 2)) { sink in
+            let control = source.start(feeding: sink)
+            return StreamControl(
+                scheduler: source.controlScheduler, cancel: CancelHandle(control.cancel), pause: control.pause,
+                resume: control.resume)
+        }
+    }
+}

@@ -1,5 +1,6 @@
 // Bad-adapter gallery, thread-affine SDKs: WRONG ON PURPOSE. See Gallery.swift.
 
+import Dispatch
 import LegacyBridge
 import LegacyBridgeConformance
 
@@ -41,6 +42,61 @@ public struct PlainActorAffineAdapter: ThreadAffineAdapter {
             let sdk = self.sdk
             return try await withCallback { completion in
                 sdk.start { completion($0) }.map(CancelHandle.init)  // WRONG: start and cancel off the SDK's thread
+            }
+        }
+    }
+}
+
+/// WRONG ON PURPOSE. Posts each call to the SDK's loop and blocks its caller on a semaphore until
+/// the loop ran it.
+///
+/// Why it is wrong: every SDK call does run on the loop thread, so the affinity checks pass; but
+/// the caller's thread waits for as long as the loop is busy. On the cooperative pool a few such
+/// callers hold every thread, and on the main actor the UI freezes.
+/// Flagged by: `thread-affine-caller-not-blocked`.
+public struct SemaphorePostAffineAdapter: ThreadAffineAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `semaphore-post-affine`.
+    public var name: String { "semaphore-post-affine" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: posts each call to the SDK's loop and blocks the caller on a semaphore until it ran"
+    }
+
+    /// Opens a session.
+    /// - Parameter sdk: The thread-affine SDK.
+    /// - Returns: The session.
+    /// - Throws: Nothing this adapter adds; the protocol allows a session that cannot open to throw.
+    public func open(_ sdk: LegacyAffineSDK) async throws -> any ThreadAffineSession {
+        Session(sdk: sdk)
+    }
+
+    private struct Session: ThreadAffineSession {
+        let sdk: LegacyAffineSDK
+
+        func call(_ number: UInt64) async throws -> LegacyPayload {
+            let done = DispatchSemaphore(value: 0)
+            let result = LockedBox<LegacyPayload?>(nil)
+            sdk.post {
+                result.withLock { $0 = sdk.call(number) }
+                done.signal()
+            }
+            done.wait()  // WRONG: blocks the caller's thread while the loop is busy
+            return result.withLock { $0 }!
+        }
+
+        func value() async throws -> LegacyPayload {
+            let sdk = self.sdk
+            return try await withCallback { completion in
+                let cancel = LockedBox<LegacyCancel?>(nil)
+                let started = DispatchSemaphore(value: 0)
+                sdk.post {
+                    cancel.withLock { $0 = sdk.start { completion($0) } }
+                    started.signal()
+                }
+                started.wait()  // WRONG: blocks the caller until the loop started the operation
+                return CancelHandle { sdk.post { cancel.withLock { $0 }?() } }
             }
         }
     }

@@ -180,7 +180,7 @@ struct FixtureConformanceTests {
             "\(report.rendered)")
         let details = Dictionary(uniqueKeysWithValues: report.failures.map { ($0.name, $0.detail) })
         #expect(
-            details["blocking-leaves-pool-free"]?.contains("an unrelated task did not start") == true,
+            details["blocking-leaves-pool-free"]?.contains("the caller's thread ran nothing else") == true,
             "\(report.rendered)")
         #expect(details["blocking-cancel-interrupts"]?.contains("was not resumed within") == true)
     }

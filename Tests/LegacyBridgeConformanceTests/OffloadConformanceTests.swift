@@ -32,6 +32,46 @@ struct OffloadConformanceTests {
         #expect(report.failures.first?.detail.contains("never interrupted") == true)
     }
 
+    @Test("a blocking call made in a detached task is seen on the cooperative pool, whatever the load")
+    func detachedTaskIsSeenOnThePool() async {
+        let report = await ConformanceSuite.run(
+            DetachedTaskBlockingAdapter(),
+            options: .init(watchdog: testWatchdog, only: ["blocking-value-and-error", "blocking-leaves-pool-free"]))
+        #expect(
+            report.failures.map(\.name).sorted() == ["blocking-leaves-pool-free", "blocking-value-and-error"],
+            "\(report.rendered)")
+        #expect(
+            report.failures.allSatisfy { $0.detail.contains("inside a task on Swift's own threads") },
+            "\(report.rendered)")
+    }
+
+    @Test("a blocking call retried after its interrupt is caught on every seed, however late the retry")
+    func retryAfterInterruptIsCaught() async {
+        for seed in UInt64(1)...4 {
+            let report = await ConformanceSuite.run(
+                RetryAfterInterruptAdapter(),
+                options: .init(watchdog: testWatchdog, seed: seed, only: ["blocking-cancel-interrupts"]))
+            #expect(report.failures.map(\.name) == ["blocking-cancel-interrupts"], "seed \(seed): \(report.rendered)")
+            #expect(
+                report.failures.first?.detail.contains("again 2 time(s) after it had interrupted it") == true,
+                "seed \(seed): \(report.rendered)")
+        }
+    }
+
+    @Test("a thread-affine adapter that blocks its caller until the busy loop ran the call is caught on every seed")
+    func semaphorePostIsCaught() async {
+        for seed in UInt64(1)...4 {
+            let report = await ConformanceSuite.run(
+                SemaphorePostAffineAdapter(),
+                options: .init(watchdog: .seconds(5), seed: seed, only: ["thread-affine-caller-not-blocked"]))
+            #expect(
+                report.failures.map(\.name) == ["thread-affine-caller-not-blocked"], "seed \(seed): \(report.rendered)")
+            #expect(
+                report.failures.first?.detail.contains("the caller's thread ran nothing else") == true,
+                "seed \(seed): \(report.rendered)")
+        }
+    }
+
     @Test("a plain actor around a thread-affine SDK is flagged by both thread-affine scenarios")
     func plainActorIsFlagged() async {
         let report = await ConformanceSuite.run(PlainActorAffineAdapter(), options: Self.patient)
@@ -52,5 +92,15 @@ private struct NoInterruptAdapter: BlockingAdapter {
     var summary: String { "OffloadPool.run without the call's interrupt" }
     func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
         try await Self.pool.get().run(isolation: isolation) { try call.perform() }
+    }
+}
+
+/// Makes the blocking call in a detached task and awaits it: the caller suspends, but the call
+/// holds a thread of the cooperative pool for its whole duration.
+private struct DetachedTaskBlockingAdapter: BlockingAdapter {
+    var name: String { "test-detached-task-blocking" }
+    var summary: String { "the blocking call in Task.detached" }
+    func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        try await Task.detached { try call.perform() }.value
     }
 }

@@ -89,6 +89,8 @@ final class BlockingRecorder: BlockingProbeHooks, FixtureWatch, Sendable {
         var bodiesBegun = 0
         var bodiesEnded = 0
         var spots: [ThreadSpot] = []
+        /// Blocking calls made inside a task that runs on Swift's default executors.
+        var bodiesInDefaultExecutorTask = 0
         var interrupts = 0
         /// Interrupts made after the blocking call had returned.
         var interruptsAfterReturn = 0
@@ -106,9 +108,16 @@ final class BlockingRecorder: BlockingProbeHooks, FixtureWatch, Sendable {
 
     func bodyBegins() {
         let spot = threading.spot()
+        // A task is current on this thread and prefers no task executor: the blocking call runs
+        // on the cooperative pool or the main actor. Seen on the thread itself, so the verdict
+        // does not depend on how busy the pool is.
+        let inDefaultExecutorTask =
+            withUnsafeCurrentTask { task in task.map { $0.unownedTaskExecutor == nil } ?? false }
+            && spot.onSDKThread != true
         state.withLock {
             $0.bodiesBegun += 1
             $0.spots.append(spot)
+            if inDefaultExecutorTask { $0.bodiesInDefaultExecutorTask += 1 }
         }
     }
 
@@ -139,6 +148,10 @@ final class BlockingRecorder: BlockingProbeHooks, FixtureWatch, Sendable {
         }
         if snapshot.bodiesBegun > 1 {
             return "the adapter made the blocking SDK call \(snapshot.bodiesBegun) times for one call"
+        }
+        if snapshot.bodiesInDefaultExecutorTask > 0 {
+            return
+                "the adapter made the blocking SDK call inside a task on Swift's own threads (the cooperative pool, or the main actor): a few such calls hold every thread of the pool. Run it on threads of its own (OffloadPool)"
         }
         if snapshot.spots.contains(where: { $0.onSDKThread == false }) {
             return

@@ -8,6 +8,15 @@ final class BlockingLab: Sendable {
     private struct State {
         var released = false
         var active: [UInt64: Int] = [:]
+        /// Calls whose interrupt was made.
+        var interruptedCalls: Set<UInt64> = []
+        /// Blocking calls begun after their call's interrupt was made.
+        var begunAfterInterrupt = 0
+        /// Tokens each kept alive by one call's closures: when all are gone, the adapter let go of
+        /// every call and can start none any more.
+        var tokens: [WeakCallToken] = []
+        /// Calls made inside a task that runs on Swift's default executors.
+        var inDefaultExecutorTask = 0
     }
     private let sdk: SDKClient
     private let state = LockedBox(State())
@@ -26,10 +35,30 @@ final class BlockingLab: Sendable {
     func call(_ number: UInt64, duration: Duration, failing: LegacySDKError? = nil) -> LegacyBlockingCall {
         let key = Self.keyBase + number
         let sdk = self.sdk
+        let token = CallToken()
+        state.withLock { $0.tokens.append(WeakCallToken(token)) }
         return LegacyBlockingCall(
             number: number,
-            perform: { try self.perform(number, key: key, duration: duration, failing: failing) },
-            interrupt: { _ = try? sdk.interrupt(key: key) })  // not remembered, as the SDK documents
+            perform: {
+                try withExtendedLifetime(token) {
+                    try self.perform(number, key: key, duration: duration, failing: failing)
+                }
+            },
+            interrupt: {
+                withExtendedLifetime(token) {
+                    self.state.withLock { _ = $0.interruptedCalls.insert(number) }
+                    _ = try? sdk.interrupt(key: key)  // not remembered, as the SDK documents
+                }
+            })
+    }
+
+    /// Waits (at most `bound`) until the adapter let go of every call of this lab, so that none
+    /// can begin any more, then says how many blocking calls began after their interrupt.
+    func begunAfterInterrupt(within bound: Duration) async -> Int {
+        _ = await eventually(within: bound) {
+            self.state.withLock { $0.tokens.allSatisfy { $0.token == nil } }
+        }
+        return state.withLock { $0.begunAfterInterrupt }
     }
 
     /// Ends every blocked call and lets later ones return at once, so that a scenario never leaves
@@ -44,10 +73,23 @@ final class BlockingLab: Sendable {
         }
     }
 
+    /// What the calls showed about where the adapter makes them, in words, or `nil`.
+    func problem() -> String? {
+        guard state.withLock({ $0.inDefaultExecutorTask }) > 0 else { return nil }
+        return
+            "the adapter made the blocking call inside a task on Swift's own threads (the cooperative pool, or the main actor): a few such calls hold every thread of the pool. Run it on threads of its own (OffloadPool)"
+    }
+
     private func perform(
         _ number: UInt64, key: UInt64, duration: Duration, failing: LegacySDKError?
     ) throws -> LegacyPayload {
+        // A task is current on this thread and prefers no task executor: the call runs on the
+        // cooperative pool or the main actor. Seen on the thread itself, whatever the load.
+        let inDefaultExecutorTask = withUnsafeCurrentTask { task in task.map { $0.unownedTaskExecutor == nil } ?? false
+        }
+        if inDefaultExecutorTask { state.withLock { $0.inDefaultExecutorTask += 1 } }
         let released = state.withLock { state -> Bool in
+            if state.interruptedCalls.contains(number) { state.begunAfterInterrupt += 1 }
             if !state.released { state.active[key, default: 0] += 1 }
             return state.released
         }
@@ -64,4 +106,14 @@ final class BlockingLab: Sendable {
         if let failing { throw failing }
         return LegacyPayload(requestID: number, attempt: 1)
     }
+}
+
+/// Kept alive by one blocking call's closures, and only by them.
+final class CallToken: Sendable {}
+
+/// A weak reference to a ``CallToken``.
+struct WeakCallToken: @unchecked Sendable {
+    // @unchecked Sendable: only read and written behind the lab's lock.
+    weak var token: CallToken?
+    init(_ token: CallToken) { self.token = token }
 }

@@ -161,6 +161,16 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                 )
             )
         }
+        // The SDK reported a value for a request that hangs until released: the fixture cannot
+        // hang, whichever of the cancel and that value reached the adapter first.
+        if recorder.snapshot.sdkReportedSuccess {
+            return (
+                result, recorder, started,
+                .usageError(
+                    "the fixture's hanging call returned a value before it was released: it cannot hang (its SDK request reported a value while the caller was being cancelled). Fix the fixture: hold the request (a server that does not answer, a pipe nobody writes to) until release runs"
+                )
+            )
+        }
         return (result, recorder, started, nil)
     }
 

@@ -73,8 +73,9 @@ extension ScenarioLab {
                 switch started {
                 case .success(let handle):
                     slot.attach(handle)
+                    let token = probe.handOutCancelFunction()
                     return { [box] in
-                        withExtendedLifetime(box) {
+                        withExtendedLifetime((box, token)) {
                             probe.noteCancel()
                             slot.cancel()
                         }
@@ -110,9 +111,12 @@ extension ScenarioLab {
                     // The cancel function reaches the SDK's handle through the slot, which lets go
                     // of it at the SDK's release: an adapter may keep this function in its context
                     // object, which the lab's guards keep alive until the scenario ends.
+                    let token = probe.handOutCancelFunction()
                     return {
-                        probe.noteCancel()
-                        slot.cancel()
+                        withExtendedLifetime(token) {
+                            probe.noteCancel()
+                            slot.cancel()
+                        }
                     }
                 case .failure(let error):
                     watch.deliver(probe) { callback($0, .failure(error)) }
@@ -155,6 +159,7 @@ extension ScenarioLab {
     /// SDK's, no double release, and (once the SDK released it) no reference left behind.
     func lifetimeProblem() async -> String? {
         let all = probes.withLock { $0 }
+        if let problem = await lateCancelProblem(all) { return problem }
         for probe in all {
             if let problem = probe.contextProblem() { return problem }
         }
@@ -166,6 +171,24 @@ extension ScenarioLab {
                 return
                     "\(probe.path): the adapter's context still had \(references) reference(s) after the SDK released it and the call returned (a leak): balance the retain made for the SDK in its release callback, and keep no other reference"
             }
+        }
+        return nil
+    }
+
+    /// A cancel function called again after the SDK released its operation, in words, or `nil`.
+    ///
+    /// The operation has ended, but the adapter may still hold its cancel function (a retry
+    /// scheduled for later): each cancelled operation is watched until the adapter let go of that
+    /// function, so no later call is possible, or for a bounded quiet period.
+    func lateCancelProblem(_ all: [OperationProbe]) async -> String? {
+        let cancelled = all.filter { $0.snapshot.cancels > 0 }
+        guard !cancelled.isEmpty else { return nil }
+        _ = await eventually(within: patience / 4) { cancelled.allSatisfy { $0.cancelFunctionFreed != false } }
+        for probe in cancelled {
+            let snapshot = probe.snapshot
+            guard snapshot.cancels > 1, snapshot.cancelsAfterRelease > 0 else { continue }
+            return
+                "the adapter called the operation's cancel function \(snapshot.cancels) times, \(snapshot.cancelsAfterRelease) of them after the SDK had released the operation: cancel once. On a real SDK a later call reaches a handle that may already belong to another request"
         }
         return nil
     }
@@ -463,6 +486,8 @@ final class OperationProbe: Sendable {
         var callbacks = 0
         var callbacksReturned = 0
         var cancels = 0
+        /// Calls of the cancel function after the SDK had released the operation (its handle).
+        var cancelsAfterRelease = 0
         var released = false
         /// Callbacks the SDK had to make after the adapter released its context (not delivered).
         var callbacksAfterContextRelease = 0
@@ -477,6 +502,8 @@ final class OperationProbe: Sendable {
         var snapshot = Snapshot()
         weak var capture: CallbackBox?
         var capturesWatched = false
+        weak var cancelFunction: CancelFunctionToken?
+        var cancelFunctionHandedOut = false
         var context: ContextWatch?
     }
 
@@ -514,7 +541,28 @@ final class OperationProbe: Sendable {
             firstCallbackReturned.wait(timeout: .now() + .nanoseconds(Int(bound.nanosecondsClamped))) == .success
         state.withLock { $0.snapshot.heldStartSawCallbackReturn = returned }
     }
-    func noteCancel() { state.withLock { $0.snapshot.cancels += 1 } }
+    func noteCancel() {
+        state.withLock {
+            $0.snapshot.cancels += 1
+            if $0.snapshot.released { $0.snapshot.cancelsAfterRelease += 1 }
+        }
+    }
+
+    /// A token that the cancel function handed to the adapter keeps alive: the probe learns when
+    /// the adapter let go of the function, after which it cannot be called any more.
+    func handOutCancelFunction() -> CancelFunctionToken {
+        let token = CancelFunctionToken()
+        state.withLock {
+            $0.cancelFunction = token
+            $0.cancelFunctionHandedOut = true
+        }
+        return token
+    }
+
+    /// Whether the adapter let go of the operation's cancel function (`nil` when none was handed out).
+    var cancelFunctionFreed: Bool? {
+        state.withLock { $0.cancelFunctionHandedOut ? $0.cancelFunction == nil : nil }
+    }
     func noteRelease() { state.withLock { $0.snapshot.released = true } }
     func noteCallbackAfterContextRelease() { state.withLock { $0.snapshot.callbacksAfterContextRelease += 1 } }
     func noteContextReleasedBeforeSDKRelease() { state.withLock { $0.snapshot.contextReleasedBeforeSDKRelease = true } }
@@ -564,3 +612,6 @@ final class OperationProbe: Sendable {
         return nil
     }
 }
+
+/// Kept alive by an operation's cancel function, and only by it.
+final class CancelFunctionToken: Sendable {}

@@ -8,8 +8,9 @@ extension ScenarioLab {
     /// - Parameters:
     ///   - behavior: What the simulated SDK does with the download.
     ///   - totalBytes: The download's size.
-    ///   - swapPairs: Deliver events pairwise swapped (1, 0, 3, 2, ...): out of order on every run,
-    ///     within a window of 2, independent of thread timing.
+    ///   - reverseBlocks: Deliver events reversed in blocks of this many (2: 1, 0, 3, 2, ...; 8:
+    ///     7, 6, ..., 0, 15, ...): out of order on every run, as far apart as the source's declared
+    ///     window, which is then this size, independent of thread timing. 0 delivers in order.
     ///   - lowWater: The source's suggested low watermark.
     ///   - highWater: The source's suggested high watermark.
     ///   - client: The SDK client to run on (default: the lab's). A client with a loop thread
@@ -24,7 +25,7 @@ extension ScenarioLab {
     ///     `next()`, then the end arrives" this way.
     /// - Returns: The source to hand to the adapter, and the probe that watches it.
     func source(
-        _ behavior: SimulatedBehavior, totalBytes: Int, swapPairs: Bool = false,
+        _ behavior: SimulatedBehavior, totalBytes: Int, reverseBlocks: Int = 0,
         lowWater: Int = 16, highWater: Int = 64, client: SDKClient? = nil,
         beforeEvent: (@Sendable (LegacyEvent, SourceProbe) -> Void)? = nil, cancelTakes: LabGate? = nil,
         beforeEnd: (@Sendable (SourceProbe) -> Void)? = nil
@@ -35,7 +36,8 @@ extension ScenarioLab {
         weak let sdk = client ?? self.sdk
         let onLoop = client?.hasLoopThread ?? false
         let patience = self.patience
-        let window = swapPairs ? 2 : Int(behavior.streamConcurrency)
+        let reorders = reverseBlocks > 1
+        let window = reorders ? reverseBlocks : Int(behavior.streamConcurrency)
         var post: (@Sendable (_ job: @escaping @Sendable () -> Void) -> Void)?
         if onLoop {
             post = { job in postJob(job, to: sdk, probe: probe) }
@@ -44,7 +46,7 @@ extension ScenarioLab {
             reorderWindow: window, lowWater: lowWater, highWater: highWater, post: post
         ) { [post] onEvent, onEnd in
             probe.noteStart()
-            let swapper = PairSwapper()
+            let reverser = BlockReverser(size: max(1, reverseBlocks))
             let deliver: @Sendable (LegacyEvent) -> Void = { event in
                 probe.noteDelivered(event.sequence)
                 beforeEvent?(event, probe)
@@ -61,7 +63,7 @@ extension ScenarioLab {
                     onEvent: { raw in
                         switch raw.kind {
                         case .end:
-                            if swapPairs, let held = swapper.flush() { deliver(held) }
+                            if reorders { for held in reverser.flush() { deliver(held) } }
                             if probe.noteEnd() == 1 { beforeEnd?(probe) }
                             let entered = probe.callbackEntered()
                             onEnd(raw.error)
@@ -70,8 +72,8 @@ extension ScenarioLab {
                             let event = LegacyEvent(
                                 sequence: raw.sequence, kind: raw.kind == .data ? .data : .progress,
                                 bytes: raw.bytesDone, length: raw.data.count)
-                            if swapPairs {
-                                for ready in swapper.pass(event) { deliver(ready) }
+                            if reorders {
+                                for ready in reverser.pass(event) { deliver(ready) }
                             } else {
                                 deliver(event)
                             }
@@ -187,28 +189,27 @@ final class SourceControls: Sendable {
     init(_ handle: SDKHandle) { self.handle = handle }
 }
 
-/// Holds every even-numbered event until the next one arrives, then releases both swapped.
-final class PairSwapper: Sendable {
-    private let held = LockedBox<LegacyEvent?>(nil)
+/// Reverses a source's events in blocks of `size` consecutive sequence numbers: each block is
+/// held until its last event arrived, then delivered last first. An end flushes what is held.
+final class BlockReverser: Sendable {
+    private let size: UInt64
+    private let held = LockedBox<[LegacyEvent]>([])
+
+    init(size: Int) { self.size = UInt64(size) }
 
     func pass(_ event: LegacyEvent) -> [LegacyEvent] {
         held.withLock { held in
-            if let first = held {
-                held = nil
-                return [event, first]
-            }
-            if event.sequence % 2 == 0 {
-                held = event
-                return []
-            }
-            return [event]
+            held.append(event)
+            guard event.sequence % size == size - 1 else { return [] }
+            defer { held = [] }
+            return held.reversed()
         }
     }
 
-    func flush() -> LegacyEvent? {
+    func flush() -> [LegacyEvent] {
         held.withLock { held in
-            defer { held = nil }
-            return held
+            defer { held = [] }
+            return held.reversed()
         }
     }
 }

@@ -7,7 +7,7 @@ import LegacySimulator
 /// stalls neither the cancelled consumers nor the cooperative pool.
 extension StreamScenarios {
     static var threadingScenarios: [Scenario<Adapter>] {
-        [controlsOnSDKThread, noCancelInsideCallback, producerNotBlocked, slowCancelLeavesPoolFree]
+        [controlsOnSDKThread, noCancelInsideCallback, producerNotBlocked, consumerNotBlocked, slowCancelLeavesPoolFree]
     }
 
     /// How long an SDK callback, a cancelled consumer or an unrelated task may take before the
@@ -175,6 +175,52 @@ extension StreamScenarios {
                     "the consumer received \(consumed.sequences.count) events, expected 100: \(consumed.error.map { "\($0)" } ?? "the sequence ended early")"
                 )
             }
+            return .pass
+        }
+    }
+
+    static var consumerNotBlocked: Scenario<Adapter> {
+        Scenario(
+            name: "stream-consumer-not-blocked",
+            summary:
+                "while the source has not delivered its first event, the consumer's thread runs other work (no wait in start or next)"
+        ) { adapter, context in
+            guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
+                return .fail("this scenario needs task executors (macOS 15, iOS 18 or later)")
+            }
+            let promptly = promptly
+            let behavior = SimulatedBehavior.wellBehaved.with {
+                $0.chunkSize = 64
+                $0.progressEvery = 0
+            }
+            // The first event is held on the SDK's thread until a second task on the consumer's
+            // thread has run, or the bound passed: a forced order on any load.
+            let firstEvent = LabGate()
+            let (source, probe) = context.lab.source(
+                behavior, totalBytes: 8 * 64,
+                beforeEvent: { _, _ in _ = firstEvent.wait(upTo: promptly + context.lab.patience) })
+            // The consumer's tasks all run on one thread of the suite's own: a wait in start, or in
+            // next(), occupies it, and the second task cannot run until the first event came.
+            let lane = ScenarioExecutor(label: "conformance consumer", maxThreads: 1)
+            let consumer = Task(executorPreference: lane) { await consume(adapter, source, probe) }
+            guard await eventually({ probe.snapshot.starts >= 1 }) else {
+                firstEvent.open()
+                _ = await consumer.value
+                return .fail("the adapter did not start the source")
+            }
+            let pinged = LockedBox(false)
+            let ping = Task(executorPreference: lane) { pinged.withLock { $0 = true } }
+            let responsive = await eventually(within: promptly) { pinged.withLock { $0 } }
+            firstEvent.open()
+            let consumed = await consumer.value
+            _ = ping
+            guard responsive else {
+                return .fail(
+                    "while the source had not delivered its first event, the consumer's thread ran nothing else for \(milliseconds(promptly)): the adapter blocks the consumer's thread until events come (a semaphore or a lock in start or next). Return from start at once and suspend the consumer in next()"
+                )
+            }
+            if let error = consumed.error { return .fail("the sequence failed: \(error)") }
+            if let problem = inOrderWithoutGaps(consumed.sequences, count: 8) { return .fail(problem) }
             return .pass
         }
     }

@@ -5,7 +5,7 @@ import LegacySimulator
 /// The thread-affine contract: every call into an SDK that must only be called from its own thread
 /// comes from that thread, whoever calls the adapter, cancellation included.
 enum ThreadAffineScenarios {
-    static let all: [Scenario<any ThreadAffineAdapter>] = [callsOnSDKThread, cancelOnSDKThread]
+    static let all: [Scenario<any ThreadAffineAdapter>] = [callsOnSDKThread, cancelOnSDKThread, callerNotBlocked]
 
     /// A loop-thread SDK client whose affinity is its loop, in `behavior` for `start`.
     static func makeSDK(_ context: ScenarioContext, behavior: SimulatedBehavior) throws -> LegacyAffineSDK {
@@ -94,6 +94,58 @@ enum ThreadAffineScenarios {
         if violations > 0 {
             return .fail(
                 "\(violations) SDK call(s) (start or cancel) came from a thread other than the SDK's loop thread")
+        }
+        return .pass
+    }
+
+    static let callerNotBlocked = Scenario<any ThreadAffineAdapter>(
+        name: "thread-affine-caller-not-blocked",
+        summary:
+            "while the SDK's loop is busy, a caller's call waits for it without blocking the caller's thread"
+    ) { adapter, context in
+        guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
+            return .fail("this scenario needs task executors (macOS 15, iOS 18 or later)")
+        }
+        let sdk: LegacyAffineSDK
+        let session: any ThreadAffineSession
+        do {
+            sdk = try makeSDK(context, behavior: .wellBehaved)
+            session = try await adapter.open(sdk)
+        } catch {
+            return .fail("could not open the adapter: \(error)")
+        }
+        let promptly = Patience.bound / 3
+        // The loop is busy with work of its own until the verdict: a call posted to it waits.
+        let busy = LabGate()
+        let looping = LabGate()
+        sdk.post {
+            looping.open()
+            _ = busy.wait(upTo: Patience.bound)
+        }
+        guard await eventually({ looping.wait(upTo: .zero) }) else {
+            busy.open()
+            return .fail("the SDK's loop never ran the scenario's job")
+        }
+        // The caller's tasks all run on one thread of the suite's own, first come first served: the
+        // call runs first, and the second task runs only once the call suspended. A caller that
+        // waits for the loop by blocking (a semaphore, a lock) keeps it from running, on any load.
+        let lane = ScenarioExecutor(label: "conformance caller", maxThreads: 1)
+        let call = Task(executorPreference: lane) { () -> Result<LegacyPayload, any Error> in
+            do { return .success(try await session.call(7)) } catch { return .failure(error) }
+        }
+        let pinged = LockedBox(false)
+        let ping = Task(executorPreference: lane) { pinged.withLock { $0 = true } }
+        let responsive = await eventually(within: promptly) { pinged.withLock { $0 } }
+        busy.open()
+        let result = await call.value
+        _ = ping
+        guard responsive else {
+            return .fail(
+                "while the SDK's loop was busy, the caller's thread ran nothing else for \(milliseconds(promptly)): the adapter blocks its caller until the loop ran the call (a semaphore, a lock). Suspend the caller instead (SDKThreadExecutor, or a continuation resumed from the loop)"
+            )
+        }
+        guard case .success(let payload) = result, payload.requestID == 7 else {
+            return .fail("the call was lost or answered wrongly: \(describe(result))")
         }
         return .pass
     }
