@@ -11,11 +11,30 @@
 /// Keep payloads value-based: copy C buffers into `Sendable` Swift values inside the callback
 /// before yielding them.
 public struct EventSink<Element: Sendable>: Sendable {
-    @usableFromInline let storage: CallbackStreamStorage<Element>
+    /// Where the events go: one stream's buffer, or a shared subscription's consumers.
+    @usableFromInline
+    enum Target: Sendable {
+        case stream(CallbackStreamStorage<Element>)
+        case shared(SharedSubscriptionProducer<Element>)
+    }
+
+    @usableFromInline let target: Target
 
     @usableFromInline
     init(storage: CallbackStreamStorage<Element>) {
-        self.storage = storage
+        self.target = .stream(storage)
+    }
+
+    init(shared producer: SharedSubscriptionProducer<Element>) {
+        self.target = .shared(producer)
+    }
+
+    /// The stream this sink feeds; a shared subscription's sink has none.
+    var storage: CallbackStreamStorage<Element> {
+        guard case .stream(let storage) = target else {
+            preconditionFailure("EventSink: a shared subscription's sink feeds no single stream")
+        }
+        return storage
     }
 
     /// Delivers one element, for streams with ``StreamOrdering/arrival`` ordering.
@@ -28,7 +47,10 @@ public struct EventSink<Element: Sendable>: Sendable {
     @inlinable
     @discardableResult
     public func yield(_ element: Element) -> YieldOutcome {
-        storage.yield(element)
+        switch target {
+        case .stream(let storage): return storage.yield(element)
+        case .shared(let producer): return producer.yield(element)
+        }
     }
 
     /// Delivers several elements in order under one lock, for streams with ``StreamOrdering/arrival``
@@ -49,11 +71,19 @@ public struct EventSink<Element: Sendable>: Sendable {
     @inlinable
     @discardableResult
     public func yield(contentsOf elements: some Sequence<Element>) -> YieldOutcome {
-        if let outcome = elements.withContiguousStorageIfAvailable({ storage.yield(contentsOf: $0) }) {
+        if let outcome = elements.withContiguousStorageIfAvailable({ yield(contentsOf: $0) }) {
             return outcome
         }
         let copy = ContiguousArray(elements)  // iterate user code outside the lock
-        return copy.withUnsafeBufferPointer { storage.yield(contentsOf: $0) }
+        return copy.withUnsafeBufferPointer { yield(contentsOf: $0) }
+    }
+
+    @inlinable
+    func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldOutcome {
+        switch target {
+        case .stream(let storage): return storage.yield(contentsOf: elements)
+        case .shared(let producer): return producer.yield(contentsOf: elements)
+        }
     }
 
     /// Delivers one numbered element of a stream created with
@@ -71,12 +101,22 @@ public struct EventSink<Element: Sendable>: Sendable {
     ///   ``YieldOutcome/terminated`` if the stream had terminated.
     @discardableResult
     public func yield(_ element: Element, sequence: UInt64) -> YieldOutcome {
-        storage.yield(element, sequence: sequence)
+        switch target {
+        case .stream(let storage):
+            return storage.yield(element, sequence: sequence)
+        case .shared:
+            preconditionFailure(
+                "yield(_:sequence:) needs a CallbackStream created with ordering: .sequenced(window:); a SharedSubscription takes yield(_:)"
+            )
+        }
     }
 
     /// Ends the stream normally, after the elements yielded before. Only the first terminal counts.
     public func finish() {
-        storage.finish(nil)
+        switch target {
+        case .stream(let storage): storage.finish(nil)
+        case .shared(let producer): producer.finish(.finished)
+        }
     }
 
     /// Ends the stream with an error, delivered after the elements yielded before. Only the first
@@ -84,12 +124,20 @@ public struct EventSink<Element: Sendable>: Sendable {
     ///
     /// - Parameter error: The error the consumer's `next()` throws.
     public func finish(throwing error: any Error) {
-        storage.finish(error)
+        switch target {
+        case .stream(let storage): storage.finish(error)
+        case .shared(let producer): producer.finish(.failed(error))
+        }
     }
 
     /// The stream's counters: drops by the buffering policy, stale and skipped sequence numbers,
-    /// yields after termination, backpressure calls.
+    /// yields after termination, backpressure calls. For a ``SharedSubscription``: the elements
+    /// accepted, those yielded after its generation ended, and the pauses and resumes. Each
+    /// consumer's drops are in its own stream's statistics.
     public var statistics: StreamStatistics {
-        storage.statistics
+        switch target {
+        case .stream(let storage): return storage.statistics
+        case .shared(let producer): return producer.statistics
+        }
     }
 }

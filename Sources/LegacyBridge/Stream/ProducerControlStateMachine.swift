@@ -254,6 +254,14 @@ struct ProducerControlStateMachine: Sendable {
         }
     }
 
+    /// Whether no call will ever be made again.
+    var isClosed: Bool {
+        switch state {
+        case .closed: return true
+        case .awaitingHandle, .active: return false
+        }
+    }
+
     // MARK: - Helpers
 
     /// Starts the call due, if it can start beside `inFlight`, and records the new state.

@@ -134,3 +134,46 @@ func guideCoalesced() {
     // end snippet
     _ = thumbnail
 }
+
+/// A market-data feed with one listener per topic.
+struct Quote: Sendable {
+    init(copying raw: Int32) {}
+}
+
+struct TickerError: Error {
+    init(_ status: Int32) {}
+}
+
+final class TickerListener: Sendable {
+    func cancel() {}
+}
+
+final class Ticker: Sendable {
+    func listen(
+        topic: String, onQuote: @escaping @Sendable (Int32) -> Void, onEnd: @escaping @Sendable (Int32) -> Void
+    ) throws -> TickerListener {
+        TickerListener()
+    }
+}
+
+let ticker = Ticker()
+let tickerLoop = EventLoopStandIn()
+
+func show(_ quote: Quote) {}
+
+func guideShared() async throws {
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/ManyCallsOneCallback.md
+    let quotes = SharedSubscription(of: Quote.self, replay: .latest, linger: .seconds(2)) { sink in
+        let listener = try ticker.listen(
+            topic: "quotes",
+            onQuote: { sink.yield(Quote(copying: $0)) },
+            onEnd: { status in status == 0 ? sink.finish() : sink.finish(throwing: TickerError(status)) })
+        return StreamControl(scheduler: tickerLoop.scheduler, cancel: CancelHandle { listener.cancel() })
+    }
+
+    // In any number of tasks:
+    for try await quote in quotes.subscribe(buffering: .bufferingNewest(100)) {
+        show(quote)
+    }
+    // end snippet
+}

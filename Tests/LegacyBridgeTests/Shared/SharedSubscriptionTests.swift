@@ -1,0 +1,294 @@
+// SharedSubscription on real threads. Orders are forced: the test yields only once the consumers
+// it needs have joined (polled, with the hang bound as the only timeout), and a slow consumer is
+// held by a gate it awaits, never by a sleep.
+
+import Foundation
+import Testing
+@testable import LegacyBridge
+
+/// A listener-style producer: counts its starts and control calls, and keeps the current sink so
+/// the test can yield through it.
+private final class FakeListener: Sendable {
+    let log = StreamCallLog()
+    private let sinks = LockedBox<[EventSink<Int>]>([])
+    let scheduler: SDKScheduler?
+    let startError: (any Error)?
+
+    init(scheduler: SDKScheduler? = nil, startError: (any Error)? = nil) {
+        self.scheduler = scheduler
+        self.startError = startError
+    }
+
+    func start(_ sink: EventSink<Int>) throws -> StreamControl {
+        log.append("start")
+        sinks.withLock { $0.append(sink) }
+        if let startError { throw startError }
+        return StreamControl(
+            scheduler: scheduler,
+            cancel: CancelHandle { self.log.append("cancel") },
+            pause: { self.log.append("pause") },
+            resume: { self.log.append("resume") })
+    }
+
+    /// The sink of the latest start.
+    var sink: EventSink<Int> { sinks.withLock { $0.last! } }
+}
+
+/// An async one-way gate: `wait` suspends the task (no thread is blocked) until `open`.
+private final class AsyncGate: Sendable {
+    private let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream<Void>.makeStream()
+    }
+
+    func open() { continuation.finish() }
+    func wait() async {
+        for await _ in stream {}
+    }
+}
+
+/// Collects a consumer's elements until `count` or the end.
+private func collect(
+    _ stream: CallbackStream<Int>, count: Int = .max, firstElement: (@Sendable () async -> Void)? = nil
+) async -> (elements: [Int], error: (any Error)?) {
+    var elements: [Int] = []
+    var iterator = stream.makeAsyncIterator()
+    do {
+        while elements.count < count, let element = try await iterator.next() {
+            elements.append(element)
+            if elements.count == 1 { await firstElement?() }
+        }
+        return (elements, nil)
+    } catch {
+        return (elements, error)
+    }
+}
+
+/// A consumer on its own task. Its result is awaited with the hang bound: one that has not ended
+/// by then is recorded as an issue and cancelled, so a broken contract fails instead of hanging.
+private struct Consumer {
+    let task: Task<(elements: [Int], error: (any Error)?), Never>
+    let done: StreamShared<Bool>
+
+    init(_ stream: CallbackStream<Int>, count: Int = .max, firstElement: (@Sendable () async -> Void)? = nil) {
+        let done = StreamShared(false)
+        self.done = done
+        self.task = Task {
+            let result = await collect(stream, count: count, firstElement: firstElement)
+            done.value = true
+            return result
+        }
+    }
+
+    func result(sourceLocation: SourceLocation = #_sourceLocation) async -> (elements: [Int], error: (any Error)?) {
+        await streamPoll("the consumer ended", sourceLocation: sourceLocation) { done.value }
+        task.cancel()
+        return await task.value
+    }
+}
+
+@Suite("SharedSubscription")
+struct SharedSubscriptionTests {
+    @Test("Two consumers share one run of start; both get every element in order, then the terminal")
+    func twoConsumersOneRun() async throws {
+        let listener = FakeListener()
+        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let stream = shared.subscribe()
+        let a = Consumer(stream)
+        let b = Consumer(stream)
+        await streamPoll("both consumers joined") { shared.statistics.consumers == 2 }
+        let sink = listener.sink
+        streamThread {
+            for element in 1...200 { sink.yield(element) }
+            sink.finish(throwing: StreamTestError(code: 7))
+        }
+        let (resultA, resultB) = (await a.result(), await b.result())
+        #expect(resultA.elements == Array(1...200) && resultB.elements == Array(1...200))
+        #expect((resultA.error as? StreamTestError)?.code == 7 && (resultB.error as? StreamTestError)?.code == 7)
+        #expect(listener.log.count(of: "start") == 1 && listener.log.count(of: "cancel") == 0)
+        #expect(shared.statistics.starts == 1 && shared.statistics.failures == 1)
+    }
+
+    @Test("The last consumer to leave stops the run once, on the control's scheduler; the next one starts anew")
+    func lastLeaves() async throws {
+        let loop = CallsManualScheduler()
+        let listener = FakeListener(scheduler: loop.scheduler)
+        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let stream = shared.subscribe()
+        let stayer = Consumer(stream, count: 2)
+        let leaver = Consumer(stream, count: 1)
+        await streamPoll("both consumers joined") { shared.statistics.consumers == 2 }
+        listener.sink.yield(1)
+        #expect(await leaver.result().elements == [1])
+        await streamPoll("the leaver left") { shared.statistics.consumers == 1 }
+        #expect(loop.pending == 0 && listener.log.count(of: "cancel") == 0)
+        listener.sink.yield(2)
+        #expect(await stayer.result().elements == [1, 2])
+        await streamPoll("the cancel was posted") { loop.pending == 1 }
+        #expect(listener.log.count(of: "cancel") == 0)
+        loop.runAll()
+        #expect(listener.log.all == ["start", "cancel"])
+        #expect(listener.sink.yield(3) == .terminated)
+        let next = Consumer(stream, count: 1)
+        await streamPoll("a second run started") { listener.log.count(of: "start") == 2 }
+        listener.sink.yield(4)
+        #expect(await next.result().elements == [4])
+        #expect(shared.statistics.starts == 2 && shared.statistics.yieldedWhileStopped == 1)
+    }
+
+    @Test("A consumer arriving while the stop is under way waits; start runs again once the cancel returned")
+    func startWaitsForStop() async throws {
+        let loop = CallsManualScheduler()
+        let listener = FakeListener(scheduler: loop.scheduler)
+        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let stream = shared.subscribe()
+        let first = Consumer(stream, count: 1)
+        await streamPoll("the first consumer joined") { shared.statistics.consumers == 1 }
+        listener.sink.yield(1)
+        #expect(await first.result().elements == [1])
+        await streamPoll("the cancel was posted") { loop.pending == 1 }
+        let second = Consumer(stream, count: 1)
+        await streamPoll("the second consumer joined") { shared.statistics.consumers == 1 }
+        #expect(listener.log.all == ["start"])
+        loop.runAll()
+        await streamPoll("start ran again") { listener.log.count(of: "start") == 2 }
+        #expect(listener.log.all == ["start", "cancel", "start"])
+        listener.sink.yield(2)
+        #expect(await second.result().elements == [2])
+    }
+
+    @Test("A consumer arriving within the linger keeps the run; once the linger passes, the run stops")
+    func linger() async throws {
+        let listener = FakeListener()
+        let keeper = SharedSubscription(of: Int.self, linger: .seconds(600)) { try listener.start($0) }
+        let stream = keeper.subscribe()
+        let first = Consumer(stream, count: 1)
+        await streamPoll("the first consumer joined") { keeper.statistics.consumers == 1 }
+        listener.sink.yield(1)
+        #expect(await first.result().elements == [1])
+        await streamPoll("the first consumer left") { keeper.statistics.consumers == 0 }
+        let second = Consumer(stream, count: 1)
+        await streamPoll("the second consumer joined") { keeper.statistics.consumers == 1 }
+        listener.sink.yield(2)
+        #expect(await second.result().elements == [2])
+        #expect(keeper.statistics.lingerRescues == 1 && keeper.statistics.starts == 1)
+
+        let brief = FakeListener()
+        let stopper = SharedSubscription(of: Int.self, linger: .milliseconds(1)) { try brief.start($0) }
+        let third = Consumer(stopper.subscribe(), count: 1)
+        await streamPoll("the third consumer joined") { stopper.statistics.consumers == 1 }
+        brief.sink.yield(3)
+        #expect(await third.result().elements == [3])
+        await streamPoll("the linger passed and the run stopped") { brief.log.count(of: "cancel") == 1 }
+        #expect(stopper.statistics.stops == 1 && stopper.statistics.lingerRescues == 0)
+        #expect(listener.log.count(of: "cancel") == 0)
+    }
+
+    @Test("After the end, a late consumer gets the replay and the terminal until restart(); then start runs again")
+    func terminalReplayedUntilRestart() async throws {
+        let listener = FakeListener()
+        let shared = SharedSubscription(of: Int.self, replay: .last(2)) { try listener.start($0) }
+        let stream = shared.subscribe()
+        let present = Consumer(stream)
+        await streamPoll("a consumer joined") { shared.statistics.consumers == 1 }
+        for element in 1...5 { listener.sink.yield(element) }
+        listener.sink.finish(throwing: StreamTestError(code: 3))
+        #expect(await present.result().elements == [1, 2, 3, 4, 5])
+        for _ in 0..<2 {
+            let late = await Consumer(stream).result()
+            #expect(late.elements == [4, 5] && (late.error as? StreamTestError)?.code == 3)
+        }
+        #expect(listener.log.count(of: "start") == 1 && shared.statistics.terminalsReplayed == 2)
+        shared.restart()
+        let fresh = Consumer(stream, count: 1)
+        await streamPoll("a second run started") { listener.log.count(of: "start") == 2 }
+        listener.sink.yield(6)
+        #expect(await fresh.result().elements == [6])
+    }
+
+    @Test("A new consumer gets the latest element before the live ones")
+    func replayLatest() async throws {
+        let listener = FakeListener()
+        let shared = SharedSubscription(of: Int.self, replay: .latest) { try listener.start($0) }
+        let stream = shared.subscribe()
+        let first = Consumer(stream)
+        await streamPoll("a consumer joined") { shared.statistics.consumers == 1 }
+        listener.sink.yield(1)
+        listener.sink.yield(2)
+        let second = Consumer(stream)
+        await streamPoll("a second consumer joined") { shared.statistics.consumers == 2 }
+        listener.sink.yield(3)
+        listener.sink.finish()
+        #expect(await first.result().elements == [1, 2, 3])
+        #expect(await second.result().elements == [2, 3])
+        #expect(shared.statistics.replayed == 1)
+    }
+
+    @Test("A slow consumer with a dropping policy drops for itself alone, counted; the producer never waits")
+    func slowConsumerDrops() async throws {
+        let listener = FakeListener()
+        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let gate = AsyncGate()
+        let slowStream = shared.subscribe(buffering: .bufferingNewest(2))
+        let slowHolds = StreamShared(false)
+        let slow = Consumer(
+            slowStream,
+            firstElement: {
+                slowHolds.value = true
+                await gate.wait()
+            })
+        let fast = Consumer(shared.subscribe())
+        await streamPoll("both consumers joined") { shared.statistics.consumers == 2 }
+        listener.sink.yield(0)
+        await streamPoll("the slow consumer holds its first element") { slowHolds.value }
+        for element in 1...100 { listener.sink.yield(element) }
+        listener.sink.finish()
+        #expect(await fast.result().elements == Array(0...100))
+        gate.open()
+        #expect(await slow.result().elements == [0, 99, 100])
+        #expect(slowStream.statistics.droppedByBuffering == 98)
+    }
+
+    @Test("Backpressure by the slowest: one consumer at high pauses the producer, its drain resumes it")
+    func backpressureBySlowest() async throws {
+        let listener = FakeListener()
+        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let gate = AsyncGate()
+        let slowHolds = StreamShared(false)
+        let slow = Consumer(
+            shared.subscribe(buffering: .backpressure(low: 0, high: 2)),
+            firstElement: {
+                slowHolds.value = true
+                await gate.wait()
+            })
+        let fast = Consumer(shared.subscribe())
+        await streamPoll("both consumers joined") { shared.statistics.consumers == 2 }
+        #expect(listener.sink.yield(1) == .enqueued)
+        await streamPoll("the slow consumer holds its first element") { slowHolds.value }
+        #expect(listener.sink.yield(2) == .stopProducing)
+        #expect(listener.log.all == ["start", "pause"])
+        #expect(listener.sink.yield(3) == .stopProducing)
+        gate.open()
+        // The slow consumer comes back for more with nothing held: the resume.
+        await streamPoll("the producer was resumed") { listener.log.count(of: "resume") == 1 }
+        #expect(listener.sink.yield(4) == .enqueued)
+        listener.sink.finish()
+        #expect(await fast.result().elements == [1, 2, 3, 4])
+        #expect(await slow.result().elements == [1, 2, 3, 4])
+        #expect(listener.log.all == ["start", "pause", "resume"])
+        #expect(shared.statistics.pauses == 1 && shared.statistics.resumes == 1)
+    }
+
+    @Test("A start that throws fails the consumers present and, until restart(), the later ones")
+    func startThrows() async throws {
+        let listener = FakeListener(startError: StreamTestError(code: 9))
+        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        for _ in 0..<2 {
+            let result = await Consumer(shared.subscribe()).result()
+            #expect(result.elements.isEmpty && (result.error as? StreamTestError)?.code == 9)
+        }
+        #expect(listener.log.count(of: "start") == 1 && shared.statistics.failures == 1)
+    }
+}
