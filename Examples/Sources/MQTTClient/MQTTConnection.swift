@@ -181,6 +181,11 @@ public final class MQTTConnection: Sendable {
         counters.snapshot(driver.publishes.statistics)
     }
 
+    /// The consumers of `topic` now, over every stream ``messages(topic:buffering:)`` returned.
+    package func consumerCount(topic: String) -> Int {
+        topics.withLock { $0[topic] }?.statistics.consumers ?? 0
+    }
+
     /// The version of libmosquitto in use, e.g. "2.0.11".
     public static var libraryVersion: String {
         Mosquitto.version
