@@ -19,8 +19,9 @@ struct MQTTConnectionTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<200 {
                 group.addTask {
-                    try await connection.publish(topic: "load/\(index % 7)", payload: Array("\(index)".utf8),
-                                                 timeout: Self.bound)
+                    try await connection.publish(
+                        topic: "load/\(index % 7)", payload: Array("\(index)".utf8),
+                        timeout: Self.bound)
                 }
             }
             try await group.waitForAll()
@@ -115,8 +116,19 @@ struct MQTTConnectionTests {
                 return payloads
             }
         }
-        #expect(await eventually { connection.consumerCount(topic: "shared/topic") == 2 })
-        #expect(await eventually { connection.statistics.subscribeAcknowledgements == 1 })
+        guard
+            await eventually(
+                bound: 20,
+                {
+                    connection.consumerCount(topic: "shared/topic") == 2
+                        && connection.statistics.subscribeAcknowledgements == 1
+                })
+        else {
+            Issue.record("the two consumers did not join one acknowledged subscription: \(connection.statistics)")
+            for consumer in consumers { consumer.cancel() }
+            await broker.stop()
+            return
+        }
         for index in 0..<count {
             try await connection.publish(topic: "shared/topic", payload: [UInt8(index)], timeout: Self.bound)
         }
@@ -147,7 +159,7 @@ struct MQTTConnectionTests {
         second.cancel()
         #expect(await eventually(bound: 20) { connection.statistics.unsubscribes == 1 }, "\(connection.statistics)")
         let third = follow()
-        #expect(await eventually { connection.statistics.subscribes == 2 }, "\(connection.statistics)")
+        #expect(await eventually(bound: 20) { connection.statistics.subscribes == 2 }, "\(connection.statistics)")
         third.cancel()
         #expect(await eventually(bound: 20) { connection.statistics.unsubscribes == 2 }, "\(connection.statistics)")
         #expect(connection.statistics.callsOffLoopThread == 0)

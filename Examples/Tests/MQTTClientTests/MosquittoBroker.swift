@@ -37,7 +37,11 @@ final class MosquittoBroker: @unchecked Sendable {
                 .write(to: configuration, atomically: true, encoding: .utf8)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["timeout", "-s", "KILL", String(lifetime), "mosquitto", "-c", configuration.path]
+            // /usr/sbin is not on every user's PATH.
+            let broker =
+                ["/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/opt/homebrew/sbin/mosquitto"]
+                .first { FileManager.default.isExecutableFile(atPath: $0) } ?? "mosquitto"
+            process.arguments = ["timeout", "-s", "KILL", String(lifetime), broker, "-c", configuration.path]
             process.standardOutput = FileHandle.nullDevice
             let log = directory.appendingPathComponent("broker.log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -91,7 +95,11 @@ final class MosquittoBroker: @unchecked Sendable {
     /// Kills the broker (a paused one too), waits for it on a thread of our own and removes its
     /// directory. Safe to call more than once.
     func stop() async {
-        guard stopped.withLock({ (done: inout Bool) -> Bool in defer { done = true }; return !done }) else { return }
+        guard
+            stopped.withLock({ (done: inout Bool) -> Bool in
+                defer { done = true }; return !done
+            })
+        else { return }
         let (process, directory, pid) = (self.process, self.directory, brokerPID)
         _ = try? await onOwnThread {
             kill(pid, SIGKILL)

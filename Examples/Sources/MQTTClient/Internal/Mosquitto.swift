@@ -99,8 +99,9 @@ private func messageTrampoline(
     let payload =
         message.pointee.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: count)) } ?? []
     driver(userdata)?.received(
-        MQTTMessage(topic: String(cString: topic), payload: payload, qos: Int(message.pointee.qos),
-                    retained: message.pointee.retain))
+        MQTTMessage(
+            topic: String(cString: topic), payload: payload, qos: Int(message.pointee.qos),
+            retained: message.pointee.retain))
 }
 
 // MARK: - Driver (loop thread only)
