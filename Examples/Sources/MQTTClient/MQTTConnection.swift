@@ -59,6 +59,8 @@ public final class MQTTConnection: Sendable {
     private let counters: MQTTCounters
     private let publisher: LoopActor
     private let topics = LockedValue<[String: SharedSubscription<MQTTMessage>]>([:])
+    /// Numbers the loop threads, whose names say which connection they serve.
+    private static let loopNumbers = Atomic<Int>(0)
     /// Numbers the runs of every topic's subscription, so that a late stop finds only its own run.
     private static let runs = Atomic<UInt64>(0)
 
@@ -98,7 +100,7 @@ public final class MQTTConnection: Sendable {
         do {
             // One iteration: sleep in poll until the socket, a second or a post needs the loop.
             loop = try SDKLoop(
-                name: "mosquitto loop",
+                name: "mqtt \(loopNumbers.add(1, ordering: .relaxed).newValue)",
                 driver: .iterating(
                     runOnce: { if driver.iterate(wake: wakeup.readDescriptor) { wakeup.drain() } },
                     wake: { wakeup.signal() }))
@@ -161,18 +163,19 @@ public final class MQTTConnection: Sendable {
     }
 
     private func makeSubscription(_ topic: String) -> SharedSubscription<MQTTMessage> {
-        let loop = self.loop
+        // The scheduler, not the loop: a subscription must not keep the loop thread alive.
+        let scheduler = loop.scheduler
         let driver = self.driver
         return SharedSubscription(of: MQTTMessage.self, restart: .automatic) { sink in
             let run = Self.runs.add(1, ordering: .relaxed).newValue
             do {
-                try loop.post { driver.subscribe(topic: topic, run: run, sink: sink) }
+                try scheduler.post { driver.subscribe(topic: topic, run: run, sink: sink) }
             } catch {
                 throw MQTTError.noConnection
             }
             // The last consumer left: on the loop thread, after the subscribe posted above.
             return StreamControl(
-                scheduler: loop.scheduler, cancel: CancelHandle { driver.unsubscribe(topic: topic, run: run) })
+                scheduler: scheduler, cancel: CancelHandle { driver.unsubscribe(topic: topic, run: run) })
         }
     }
 
@@ -190,6 +193,9 @@ public final class MQTTConnection: Sendable {
     public static var libraryVersion: String {
         Mosquitto.version
     }
+
+    /// The loop thread's name, "mqtt" and a number (at most 15 bytes, as Linux keeps it).
+    package var loopName: String { loop.name }
 
     /// The loop thread every libmosquitto call of this connection runs on, as a scheduler.
     package var scheduler: SDKScheduler { loop.scheduler }
@@ -231,19 +237,28 @@ private actor LoopActor {
 }
 
 /// The publish table and the cancel it calls, which needs the loop made after the table.
+///
+/// It holds the loop and the driver weakly: the loop's iterations hold the driver, which holds
+/// this table, and a strong reference back would keep the loop thread alive forever.
 private final class PublishTable: Sendable {
-    private let target = LockedValue<(loop: SDKLoop, driver: MosquittoDriver)?>(nil)
+    private struct Target: Sendable {
+        weak var loop: SDKLoop?
+        weak var driver: MosquittoDriver?
+    }
+
+    private let target = LockedValue(Target())
     let publishes: PendingRequests<Int32, Void>
 
     init() {
         let target = self.target
         self.publishes = PendingRequests(cancel: { mid in
-            guard let (loop, driver) = target.withLock({ $0 }) else { return }
+            let current = target.withLock { $0 }
+            guard let loop = current.loop, let driver = current.driver else { return }
             try? loop.post { driver.abandon(mid: mid) }
         })
     }
 
     func attach(loop: SDKLoop, driver: MosquittoDriver) {
-        target.withLock { $0 = (loop, driver) }
+        target.withLock { $0 = Target(loop: loop, driver: driver) }
     }
 }

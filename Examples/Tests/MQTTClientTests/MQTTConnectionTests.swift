@@ -1,3 +1,4 @@
+import Foundation
 import LegacyBridge
 import MQTTClient
 import Testing
@@ -165,5 +166,31 @@ struct MQTTConnectionTests {
         #expect(connection.statistics.callsOffLoopThread == 0)
         await connection.shutdown()
         await broker.stop()
+    }
+
+    @Test("a released connection's loop thread ends, after publishing and with a consumer that left")
+    func loopThreadEnds() async throws {
+        let broker = try await MosquittoBroker.start()
+        var connection: MQTTConnection? = try await Self.connect(broker)
+        let name = try #require(connection?.loopName)
+        #expect(Self.threadNames().contains(name))
+        try await connection?.publish(topic: "release", payload: [1], timeout: Self.bound)
+        let consumer = Task { [connection] in for try await _ in connection!.messages(topic: "release") {} }
+        #expect(await eventually { connection?.statistics.subscribeAcknowledgements == 1 })
+        consumer.cancel()
+        _ = await consumer.result
+        await connection?.shutdown()
+        connection = nil
+        #expect(await eventually(bound: 20) { !Self.threadNames().contains(name) }, "\(name) still runs")
+        await broker.stop()
+    }
+
+    /// The names of this process's threads.
+    static func threadNames() -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { task in
+            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
     }
 }
