@@ -1,12 +1,13 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Three real C libraries wrapped with LegacyBridge: c-ares (one-shot DNS lookups through
-// `withCallback(scheduler:)`) and libcurl (streaming downloads), each on an `SDKLoop`, and SQLite
-// (blocking queries on an `OffloadPool`, interrupted on cancel).
+// Four real C libraries wrapped with LegacyBridge: c-ares (one-shot DNS lookups through
+// `withCallback(scheduler:)`), libcurl (streaming downloads) and libmosquitto (MQTT publishes
+// matched by message id, shared subscriptions), each on an `SDKLoop`, and SQLite (blocking
+// queries on an `OffloadPool`, interrupted on cancel).
 // Kept out of the main package on purpose: building and testing it needs libc-ares-dev,
-// libcurl4-openssl-dev, libsqlite3-dev and pkg-config (and python3 for the tests' loopback servers), which the
-// main package must not require.
+// libcurl4-openssl-dev, libsqlite3-dev, libmosquitto-dev and pkg-config (and python3 and the
+// mosquitto broker for the tests' loopback servers), which the main package must not require.
 //
 // The main package is a path dependency, and SwiftPM names a path dependency after its directory:
 // the repository must not be checked out in a directory called "examples" (any case), or its
@@ -17,6 +18,7 @@ let package = Package(
         .library(name: "DNSResolver", targets: ["DNSResolver"]),
         .library(name: "HTTPDownloader", targets: ["HTTPDownloader"]),
         .library(name: "SQLiteDatabase", targets: ["SQLiteDatabase"]),
+        .library(name: "MQTTClient", targets: ["MQTTClient"]),
     ],
     dependencies: [
         .package(name: "legacy-bridge", path: ".."),
@@ -40,16 +42,27 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        .systemLibrary(
+            name: "CMosquitto",
+            path: "Sources/CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"]), .brew(["mosquitto"])]
+        ),
         // Both run their library's event loop on LegacyBridge's SDKLoop.
         .target(name: "DNSResolver", dependencies: ["CAres", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         .target(name: "HTTPDownloader", dependencies: ["CCurl", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Blocking queries on an OffloadPool, one connection per pool thread.
         .target(name: "SQLiteDatabase", dependencies: ["CSQLite", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        // libmosquitto on an SDKLoop: QoS 1 publishes awaited by message id (PendingRequests),
+        // one broker subscription per topic shared by its consumers (SharedSubscription).
+        .target(name: "MQTTClient", dependencies: ["CMosquitto", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Loopback servers for the tests (python3): nothing the tests do leaves the machine.
         .target(name: "LoopbackFixtures", dependencies: [.product(name: "LegacyBridge", package: "legacy-bridge")]),
         // The tests also run the conformance suite on the shipped adapters (its real-adapter path).
         .testTarget(name: "DNSResolverTests", dependencies: ["DNSResolver", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
         .testTarget(name: "SQLiteDatabaseTests", dependencies: ["SQLiteDatabase", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        // Each suite starts its own mosquitto broker on 127.0.0.1.
+        .testTarget(name: "MQTTClientTests", dependencies: ["MQTTClient", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
         .testTarget(name: "HTTPDownloaderTests", dependencies: ["HTTPDownloader", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
     ],
     swiftLanguageModes: [.v6]

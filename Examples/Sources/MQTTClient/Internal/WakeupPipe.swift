@@ -1,0 +1,54 @@
+// The connection's wake-up: libmosquitto has no wake call for a client it does not thread itself,
+// so the loop thread polls a self-pipe beside the client's socket, and SDKLoop's `wake` makes it
+// readable.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A non-blocking self-pipe: any thread signals it, the loop thread polls its read end.
+///
+/// The descriptors are closed in deinit, so they live exactly as long as a thread can still signal.
+final class WakeupPipe: Sendable {
+    /// The end the loop thread polls for readability.
+    let readDescriptor: Int32
+    private let writeDescriptor: Int32
+
+    /// Creates the pipe, or returns nil if the system has no descriptors left.
+    init?() {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return nil }
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        self.readDescriptor = ends[0]
+        self.writeDescriptor = ends[1]
+    }
+
+    deinit {
+        close(readDescriptor)
+        close(writeDescriptor)
+    }
+
+    /// Makes the read end readable. Never blocks: a full pipe is already readable.
+    func signal() {
+        var byte: UInt8 = 1
+        while write(writeDescriptor, &byte, 1) < 0 && errno == EINTR {}
+    }
+
+    /// Empties the pipe (the loop thread only, after polling showed it readable).
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while true {
+            let count = read(readDescriptor, &buffer, buffer.count)
+            if count > 0 { continue }
+            if count < 0 && errno == EINTR { continue }
+            return
+        }
+    }
+}
