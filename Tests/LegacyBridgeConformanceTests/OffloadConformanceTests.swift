@@ -34,12 +34,11 @@ struct OffloadConformanceTests {
 
     @Test("a blocking call made in a detached task is seen on the cooperative pool, whatever the load")
     func detachedTaskIsSeenOnThePool() async {
+        // One short call only: this adapter blocks threads of the cooperative pool, which every
+        // other test of this process needs (the gallery's crash-isolated runs cover the long ones).
         let report = await ConformanceSuite.run(
-            DetachedTaskBlockingAdapter(),
-            options: .init(watchdog: testWatchdog, only: ["blocking-value-and-error", "blocking-leaves-pool-free"]))
-        #expect(
-            report.failures.map(\.name).sorted() == ["blocking-leaves-pool-free", "blocking-value-and-error"],
-            "\(report.rendered)")
+            DetachedTaskBlockingAdapter(), options: .init(watchdog: testWatchdog, only: ["blocking-value-and-error"]))
+        #expect(report.failures.map(\.name) == ["blocking-value-and-error"], "\(report.rendered)")
         #expect(
             report.failures.allSatisfy { $0.detail.contains("inside a task on Swift's own threads") },
             "\(report.rendered)")
