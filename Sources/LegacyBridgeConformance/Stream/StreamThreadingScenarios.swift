@@ -198,7 +198,7 @@ extension StreamScenarios {
             let firstEvent = LabGate()
             let (source, probe) = context.lab.source(
                 behavior, totalBytes: 8 * 64,
-                beforeEvent: { _, _ in _ = firstEvent.wait(upTo: promptly + context.lab.patience) })
+                beforeEvent: { _, _ in _ = firstEvent.wait(upTo: (promptly + context.lab.patience) * 3) })
             // The consumer's tasks all run on one thread of the suite's own: a wait in start, or in
             // next(), occupies it, and the second task cannot run until the first event came.
             let lane = ScenarioExecutor(label: "conformance consumer", maxThreads: 1)

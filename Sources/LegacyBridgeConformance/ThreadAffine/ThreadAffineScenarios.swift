@@ -115,12 +115,14 @@ enum ThreadAffineScenarios {
             return .fail("could not open the adapter: \(error)")
         }
         let promptly = Patience.bound / 3
-        // The loop is busy with work of its own until the verdict: a call posted to it waits.
+        // The loop is busy with work of its own until the verdict: a call posted to it waits. Its
+        // bound only keeps an abandoned scenario from holding the loop for good: it must outlast
+        // the verdict however slowly a loaded machine gets there, so the busy job never ends first.
         let busy = LabGate()
         let looping = LabGate()
         sdk.post {
             looping.open()
-            _ = busy.wait(upTo: Patience.bound)
+            _ = busy.wait(upTo: Patience.bound * 4)
         }
         guard await eventually({ looping.wait(upTo: .zero) }) else {
             busy.open()
