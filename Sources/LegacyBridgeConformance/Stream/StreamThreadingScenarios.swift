@@ -81,16 +81,27 @@ extension StreamScenarios {
             let lab = context.lab
             // 1. The SDK holds the callback of event 5 until the consumer has left (after 5
             // events) and the adapter's cancel has begun (or a third of the patience passed): the
-            // cancel comes while a callback runs, and must wait for it from outside.
+            // cancel comes while a callback runs, and must wait for it from outside. The consumer
+            // leaves only once event 5's callback runs: left earlier, the cancel could stop the
+            // SDK before it delivered event 5, and no callback would run to be cancelled from.
             let left = LabGate()
+            let fifthHeld = LabGate()
             let (endless, endlessProbe) = lab.source(
                 waits.with { $0.streamEnd = .none }, totalBytes: 1 << 30,
                 beforeEvent: { event, probe in
                     guard event.sequence == 5 else { return }
+                    fifthHeld.open()
                     _ = left.wait(upTo: patience)
                     _ = waitUntil(within: patience / 3) { probe.snapshot.cancels >= 1 }
                 })
-            let consumed = await consume(adapter, endless, endlessProbe, limit: 5)
+            let taken = LockedBox(0)
+            let consumed = await consume(
+                adapter, endless, endlessProbe, limit: 5,
+                until: {
+                    guard taken.withLock({ $0 += 1; return $0 }) == 5 else { return false }
+                    _ = fifthHeld.wait(upTo: patience)
+                    return true
+                })
             left.open()
             guard consumed.sequences.count == 5 else {
                 return .fail("the consumer received \(consumed.sequences.count) events, expected 5")
