@@ -179,11 +179,19 @@ extension ScenarioLab {
     ///
     /// The operation has ended, but the adapter may still hold its cancel function (a retry
     /// scheduled for later): each cancelled operation is watched until the adapter let go of that
-    /// function, so no later call is possible, or for a bounded quiet period.
+    /// function, so no later call is possible, or for a bounded quiet period. A cancel function
+    /// kept in a C context the adapter no longer references counts as let go: only the lab's
+    /// guards keep that context alive, and the adapter can reach it no more.
     func lateCancelProblem(_ all: [OperationProbe]) async -> String? {
         let cancelled = all.filter { $0.snapshot.cancels > 0 }
         guard !cancelled.isEmpty else { return nil }
-        _ = await eventually(within: patience / 4) { cancelled.allSatisfy { $0.cancelFunctionFreed != false } }
+        _ = await eventually(within: patience / 4) {
+            cancelled.allSatisfy { probe in
+                if probe.cancelFunctionFreed != false { return true }
+                guard probe.snapshot.released, let context = probe.context else { return false }
+                return context.adapterHoldsNothing
+            }
+        }
         for probe in cancelled {
             let snapshot = probe.snapshot
             guard snapshot.cancels > 1, snapshot.cancelsAfterRelease > 0 else { continue }
