@@ -69,6 +69,8 @@ public enum AdapterCatalog {
         Entry(FailureAsEmptySuccessAdapter(), gallery: true, flaggedBy: ["single-failure-throws"]),
         Entry(SemaphoreWaitAdapter(), gallery: true, flaggedBy: ["caller-not-blocked"]),
         Entry(LateRetryCancelAdapter(), gallery: true, flaggedBy: ["never-calls-back-then-cancel"]),
+        Entry(TaskForwardedCallbackAdapter(), gallery: true, flaggedBy: ["outcome-decided-in-callback"]),
+        Entry(QueueForwardedCallbackAdapter(), gallery: true, flaggedBy: ["outcome-decided-in-callback"]),
         Entry(
             AsyncStreamNoTerminationAdapter(), gallery: true,
             flaggedBy: ["consumer-cancel-stops-producer", "break-stops-producer"]),

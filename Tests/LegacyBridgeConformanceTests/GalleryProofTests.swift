@@ -50,6 +50,8 @@ struct GalleryProofTests {
         "late-retry-cancel": Evidence(
             verdicts: ["failed"], detail: "after the SDK had released the operation",
             "called 2 times, expected exactly once"),
+        "task-forwarded-callback": Evidence(verdicts: ["failed"], detail: "had not been resumed"),
+        "queue-forwarded-callback": Evidence(verdicts: ["failed"], detail: "had not been resumed"),
         "retry-after-interrupt": Evidence(verdicts: ["failed"], detail: "after it had interrupted it"),
         "blocking-start-stream": Evidence(verdicts: ["failed"], detail: "the consumer's thread ran nothing else"),
         "semaphore-post-affine": Evidence(verdicts: ["failed"], detail: "the caller's thread ran nothing else"),

@@ -222,6 +222,13 @@ final class ScriptedOperation: Sendable {
 
     let probe = OperationProbe()
     private let target = LockedBox<Target?>(nil)
+    /// The thread running the adapter's callback right now (one delivering thread at a time).
+    private let callbackThread = LockedBox<pthread_t?>(nil)
+
+    /// Whether the calling thread is inside the adapter's callback, delivered by ``deliver(_:concurrently:)``.
+    var isInsideCallbackOnThisThread: Bool {
+        callbackThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
 
     fileprivate func attach(_ new: Target) {
         target.withLock { $0 = new }
@@ -255,13 +262,15 @@ final class ScriptedOperation: Sendable {
         // Counted before the call, and (concurrently) before the barrier: between the barrier and
         // the adapter's callback the lab takes no lock, so that it adds no ordering between the
         // two threads that could hide a data race in the adapter from ThreadSanitizer.
-        let call: @Sendable (Result<LegacyPayload, any Error>) -> Void = { outcome in
+        let call: @Sendable (Result<LegacyPayload, any Error>) -> Void = { [callbackThread] outcome in
+            if !concurrently { callbackThread.withLock { $0 = pthread_self() } }
             switch target {
             case .closure(let box):
                 box.callback(outcome)
             case .context(let watch, let callback, _):
                 watch.deliver(probe) { callback($0, outcome) }
             }
+            if !concurrently { callbackThread.withLock { $0 = nil } }
             probe.noteCallbackReturned()
             if finisher.withLock({
                 $0 -= 1; return $0 == 0

@@ -28,6 +28,7 @@ enum OneShotScenarios {
         capturesFreed,
         mainActorCaller,
         callerNotBlocked,
+        outcomeInCallback,
         burst,
     ]
 
@@ -355,6 +356,53 @@ enum OneShotScenarios {
         }
         guard case .success(let payload) = result, payload.attempt == 1 else {
             return .fail("expected the value of callback #1, got \(describe(result))")
+        }
+        return noCancel(scripted.probe)
+    }
+
+    static let outcomeInCallback = Scenario<any OneShotAdapter>(
+        name: "outcome-decided-in-callback",
+        summary:
+            "the caller waits, the SDK calls back with a value and then an error on one thread: the caller is resumed inside the first callback, not later through another task or queue"
+    ) { adapter, context in
+        guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
+            return .fail("this scenario needs task executors (macOS 15, iOS 18 or later)")
+        }
+        // The caller's task runs on one thread of the suite's own, which sees on which thread the
+        // task is scheduled again. An adapter that decides the outcome in the SDK's callback
+        // resumes the waiting caller there, on the SDK's thread, before the callback returns; one
+        // that forwards the callback (a Task, a queue, the main actor) resumes it later, from
+        // elsewhere, on every run, whatever the load.
+        let (operation, scripted) = context.lab.scriptedOperation()
+        let resumedInside = LockedBox(false)
+        let lane = ScenarioExecutor(label: "conformance caller", maxThreads: 1) {
+            if scripted.isInsideCallbackOnThisThread { resumedInside.withLock { $0 = true } }
+        }
+        let call = Task(executorPreference: lane) { () -> Result<LegacyPayload, any Error> in
+            do {
+                return .success(try await adapter.value(of: operation, isolation: nil))
+            } catch {
+                return .failure(error)
+            }
+        }
+        guard await eventually({ scripted.started }) else { return .fail("the adapter did not start the operation") }
+        // Only a suspended caller is resumed by an enqueue the lane sees.
+        let suspended = await eventually { lane.isIdle }
+        scripted.deliver(
+            [.success(LegacyPayload(requestID: 1, attempt: 1)), .failure(LegacySDKError.remote)], concurrently: false)
+        let result = await call.value
+        guard suspended else {
+            return .fail(
+                "after start returned, the caller's task did not suspend within \(context.lab.patience): it waits on its own thread for the callback (see caller-not-blocked)"
+            )
+        }
+        guard resumedInside.withLock({ $0 }) else {
+            return .fail(
+                "the SDK's first callback returned and the waiting caller had not been resumed: it was resumed later, from another thread. Whatever carries the outcome from the callback to the continuation (a Task, a dispatch queue, the main actor) loses the order of repeated callbacks and makes the result wait for a thread the caller does not control: complete the continuation (or withCallback's completion) inside the SDK's callback"
+            )
+        }
+        guard case .success(let payload) = result, payload.attempt == 1 else {
+            return .fail("the first callback must decide the outcome (value #1); got \(describe(result))")
         }
         return noCancel(scripted.probe)
     }

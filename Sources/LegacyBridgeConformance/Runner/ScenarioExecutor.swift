@@ -47,15 +47,19 @@ final class ScenarioExecutor: TaskExecutor, @unchecked Sendable {
 
     let label: String
     let maxThreads: Int
+    /// Called on the enqueuing thread, outside the executor's lock, for every job enqueued: a
+    /// scenario learns on which thread a task was scheduled (the caller's resumption).
+    let onEnqueue: (@Sendable () -> Void)?
     private var state = State()
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     /// Creates an executor that starts at most `maxThreads` threads.
-    init(label: String, maxThreads: Int) {
+    init(label: String, maxThreads: Int, onEnqueue: (@Sendable () -> Void)? = nil) {
         precondition(maxThreads >= 1, "ScenarioExecutor needs at least one thread")
         self.label = label
         self.maxThreads = maxThreads
+        self.onEnqueue = onEnqueue
         mutex.initialize(to: pthread_mutex_t())
         condition.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
@@ -72,6 +76,7 @@ final class ScenarioExecutor: TaskExecutor, @unchecked Sendable {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
+        onEnqueue?()
         pthread_mutex_lock(mutex)
         state.jobs.append(job)
         var startThread = false

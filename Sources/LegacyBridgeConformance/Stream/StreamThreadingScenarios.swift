@@ -98,7 +98,11 @@ extension StreamScenarios {
             let consumed = await consume(
                 adapter, endless, endlessProbe, limit: 5,
                 until: {
-                    guard taken.withLock({ $0 += 1; return $0 }) == 5 else { return false }
+                    guard
+                        taken.withLock({
+                            $0 += 1; return $0
+                        }) == 5
+                    else { return false }
                     _ = fifthHeld.wait(upTo: patience)
                     return true
                 })
