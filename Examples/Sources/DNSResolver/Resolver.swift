@@ -1,4 +1,5 @@
 import LegacyBridge
+import SelfPipe
 import Synchronization
 
 /// Resolves host names with c-ares, from async code.

@@ -1,4 +1,5 @@
 import LegacyBridge
+import SelfPipe
 import Synchronization
 
 /// An MQTT client over libmosquitto, from async code: QoS 1 publishes that return once the broker
