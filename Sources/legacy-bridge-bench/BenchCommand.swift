@@ -43,6 +43,12 @@ enum BenchCommand {
                     same work posted to its thread by hand; 1,000 concurrent calls blocking 1 ms
                     each on 8 threads vs the same blocks on 8 plain threads (the ideal, 125 ms
                     nominal), with a probe task measuring how long a new task waits to start
+          keyed     PendingRequests.request(id:) completed by id vs withCallback completed through its
+                    Completion, the reply made inside start and from a worker thread (ns per call)
+          shared    one pthread producer to 1, 4 and 16 consumers through one SharedSubscription vs
+                    as many independent CallbackStreams the producer yields to (events/s, every
+                    consumer checked to get each event once, in order); resident bytes per idle
+                    consumer, SharedSubscription vs CallbackStream (fresh child processes)
           scale     100,000 concurrent withCallback timeouts vs as many Task.sleeps; one cancelAll()
                     over 10,000 pending calls and 10,000 streams cancelled at once, each SDK cancel
                     blocking 20 ms (time until every caller is back); the peak count of the
@@ -59,14 +65,14 @@ enum BenchCommand {
           --only SECTIONS   Comma-separated sections to run (default: all); the others report 0.
 
         INTERNAL
-          --memory-probe bare|bridge --operations N
+          --memory-probe bare|bridge|shared|streams --operations N
                             Child mode of the memory section: one measurement, one result line.
 
         EXIT STATUS
           0 the benchmark ran (a missed target is reported, not an error); 2 bad usage.
         """
 
-    static let sections = ["oneshot", "worker", "stream", "memory", "cancel", "offload", "scale"]
+    static let sections = ["oneshot", "worker", "stream", "memory", "cancel", "offload", "scale", "keyed", "shared"]
 
     static func main() async {
         await runTool(named: "legacy-bridge-bench") { try await run(Array(CommandLine.arguments.dropFirst())) }
@@ -82,7 +88,8 @@ enum BenchCommand {
         }
         if let probe = parsed.string("memory-probe") {
             guard let variant = BenchMemory.Variant(rawValue: probe) else {
-                throw UsageError(message: "--memory-probe must be bare or bridge, not '\(probe)'", command: "")
+                throw UsageError(
+                    message: "--memory-probe must be bare, bridge, shared or streams, not '\(probe)'", command: "")
             }
             let operations = try parsed.integer("operations", default: 100_000, in: 1...10_000_000)
             let result = await BenchMemory.probe(variant, operations: operations)
@@ -134,6 +141,7 @@ struct BenchPlan: Sendable {
     var streamEvents: Int { quick ? 100_000 : 2_000_000 }
     var streamRounds: Int { quick ? 3 : 11 }
     var memoryOperations: Int { quick ? 10_000 : 100_000 }
+    var sharedEvents: Int { quick ? 20_000 : 200_000 }
     var memoryRounds: Int { quick ? 1 : 5 }
     var cancelSamples: Int { quick ? 100 : 2_000 }
     var burstRounds: Int { quick ? 1 : 5 }
@@ -170,6 +178,8 @@ struct BenchRunner {
         if plan.sections.contains("cancel") { await cancellation(&report) }
         if plan.sections.contains("offload") { try await offload(&report) }
         if plan.sections.contains("scale") { try await scale(&report) }
+        if plan.sections.contains("keyed") { try await keyed(&report) }
+        if plan.sections.contains("shared") { try await shared(&report) }
         return report
     }
 
@@ -410,6 +420,80 @@ struct BenchRunner {
                 note: "\(Int(benchMedian(widePauses))) pauses"),
             rate("  locked channel, batches of \(BenchStreams.batch)", channelBatched),
         ])
+    }
+
+    private func keyed(_ report: inout BenchReport) async throws {
+        let requests = PendingRequests<Int, Int>()
+        let inline = try await benchInterleaved(
+            BenchKeyed.inlineVariants(requests: requests), timing: plan.oneShotTiming)
+        let thread = BenchThread()
+        defer { thread.stop() }
+        let worker = try await pinnedToOneCPU {
+            try await benchInterleaved(
+                BenchKeyed.workerVariants(requests: requests, worker: thread), timing: plan.workerTiming)
+        }
+        report.keyed = .init(
+            inlineWithCallbackNs: inline[0].median, inlineKeyedNs: inline[1].median,
+            workerWithCallbackNs: worker[0].median, workerKeyedNs: worker[1].median, rounds: inline[0].samples.count)
+        report.addTarget(
+            "keyed: PendingRequests / withCallback, reply inside start", value: benchRatio(inline[1], inline[0]),
+            atMost: BenchKeyed.inlineTarget)
+        report.addTarget(
+            "keyed: PendingRequests / withCallback, reply from a worker thread",
+            value: benchRatio(worker[1], worker[0]), atMost: BenchKeyed.workerTarget)
+        show([
+            "keyed completion (\(inline[0].samples.count) rounds)",
+            row("  withCallback, completed inside start", inline[0]),
+            row("  PendingRequests, completed by id inside start", inline[1]),
+            row("  withCallback, completed by a worker thread", worker[0]),
+            row("  PendingRequests, completed by id by a worker thread", worker[1]),
+        ])
+    }
+
+    private func shared(_ report: inout BenchReport) async throws {
+        let thread = BenchThread()
+        defer { thread.stop() }
+        let events = plan.sharedEvents
+        var lines = [
+            "shared subscription, pthread producer → k consumers, \(events) Int events (\(plan.streamRounds) rounds)"
+        ]
+        var fans: [BenchSharedReport.Fan] = []
+        for consumers in [1, 4, 16] {
+            // Warm-up, then interleaved rounds.
+            _ = try await BenchShared.shared(consumers: consumers, events: events / 10, on: thread)
+            _ = try await BenchShared.independent(consumers: consumers, events: events / 10, on: thread)
+            var shared = BenchSeries()
+            var independent = BenchSeries()
+            for _ in 0..<plan.streamRounds {
+                shared.samples.append(try await BenchShared.shared(consumers: consumers, events: events, on: thread))
+                independent.samples.append(
+                    try await BenchShared.independent(consumers: consumers, events: events, on: thread))
+            }
+            fans.append(
+                .init(
+                    consumers: consumers, sharedEventsPerSec: shared.median,
+                    independentEventsPerSec: independent.median))
+            report.addTarget(
+                "shared: \(consumers) consumer\(consumers == 1 ? "" : "s"): SharedSubscription / \(consumers) CallbackStream\(consumers == 1 ? "" : "s")",
+                value: benchRatio(shared, independent), atLeast: BenchShared.throughputTarget(consumers: consumers))
+            lines.append(rate("  \(consumers) consumers, one SharedSubscription", shared))
+            lines.append(rate("  \(consumers) consumers, \(consumers) independent CallbackStreams", independent))
+        }
+        let (sharedBytes, streamBytes) = try BenchMemory.measure(
+            .shared, against: .streams, rounds: plan.memoryRounds, operations: plan.memoryOperations)
+        report.shared = .init(
+            fans: fans, events: events, rounds: plan.streamRounds, sharedBytesPerConsumer: sharedBytes.median,
+            streamBytesPerConsumer: streamBytes.median, memoryConsumers: plan.memoryOperations,
+            memoryRounds: plan.memoryRounds)
+        report.addTarget(
+            "shared: bytes per idle consumer, SharedSubscription / CallbackStream",
+            value: benchRatio(sharedBytes, streamBytes), atMost: BenchShared.memoryTarget)
+        lines.append(
+            "  \(plan.memoryOperations) idle consumers (\(plan.memoryRounds) rounds, a fresh process each): "
+                + String(
+                    format: "SharedSubscription %.0f bytes each, CallbackStream %.0f bytes each", sharedBytes.median,
+                    streamBytes.median))
+        show(lines)
     }
 
     private func memory(_ report: inout BenchReport) throws {

@@ -14,6 +14,10 @@ enum BenchMemory {
         case bare
         /// `withCallback`, its completion parked in a registry (no cancel handle, no timeout).
         case bridge
+        /// Idle consumers of one `SharedSubscription` (the `shared` section).
+        case shared
+        /// Idle consumers of as many `CallbackStream`s (the `shared` section).
+        case streams
     }
 
     /// What one probe process reports (one `MEMORY {json}` line).
@@ -51,6 +55,8 @@ enum BenchMemory {
     /// the drained value proves each was then released.
     static func suspendAll(_ variant: Variant, count: Int) async -> (Int, Int, Int) {
         switch variant {
+        case .shared, .streams:
+            return await BenchShared.suspendConsumers(shared: variant == .shared, count: count)
         case .bare:
             let registry = BenchParkedRegistry<UnsafeContinuation<Int, Never>>(capacity: count)
             let baseline = benchResidentBytes()
@@ -89,13 +95,20 @@ enum BenchMemory {
 
     /// Parent mode: `rounds` rounds of (bare, bridge), each a fresh child process.
     static func measure(rounds: Int, operations: Int) throws -> (bare: BenchSeries, bridge: BenchSeries) {
-        var bare = BenchSeries()
-        var bridge = BenchSeries()
+        try measure(.bare, against: .bridge, rounds: rounds, operations: operations)
+    }
+
+    /// Parent mode: `rounds` rounds of (`first`, `second`), each a fresh child process.
+    static func measure(
+        _ first: Variant, against second: Variant, rounds: Int, operations: Int
+    ) throws -> (BenchSeries, BenchSeries) {
+        var firstSeries = BenchSeries()
+        var secondSeries = BenchSeries()
         for _ in 0..<rounds {
-            bare.samples.append(try runProbe(.bare, operations: operations).bytesPerPending)
-            bridge.samples.append(try runProbe(.bridge, operations: operations).bytesPerPending)
+            firstSeries.samples.append(try runProbe(first, operations: operations).bytesPerPending)
+            secondSeries.samples.append(try runProbe(second, operations: operations).bytesPerPending)
         }
-        return (bare, bridge)
+        return (firstSeries, secondSeries)
     }
 
     struct ProbeFailure: Error, CustomStringConvertible {

@@ -118,6 +118,8 @@ struct BenchReport: Encodable {
     var cancelLatency = CancelLatency()
     var offload = Offload()
     var scale = BenchScaleReport()
+    var keyed = BenchKeyedReport()
+    var shared = BenchSharedReport()
     var targets: [Check] = []
     var quick: Bool
     var debugBuild: Bool

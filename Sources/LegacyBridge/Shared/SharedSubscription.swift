@@ -29,10 +29,11 @@
 ///   before it.
 /// - After the producer ended, by finishing, failing or `start` throwing, the ``RestartPolicy``
 ///   says what a later consumer gets: that replay and terminal, or a new run of `start`.
-/// - A slow consumer never blocks the producer or the other consumers. Its ``StreamBuffering``
-///   decides: the dropping policies drop for that consumer only, counted in its stream's
-///   statistics, and ``StreamBuffering/backpressure(low:high:)`` pauses the producer for everyone
-///   while that consumer holds `high` elements.
+/// - A slow consumer never blocks the producer or the other consumers. Its policy decides: the
+///   dropping ``StreamBuffering`` policies drop for that consumer only, counted in its stream's
+///   statistics. ``StreamBuffering/backpressure(low:high:)`` pauses the producer for everyone
+///   while that consumer holds `high` elements. ``subscribe(failingAbove:)`` ends that consumer
+///   alone with ``SlowConsumerError``, counted in ``statistics``.
 /// - Yields of a stopped or ended run return ``YieldOutcome/terminated`` and reach nobody.
 public final class SharedSubscription<Element: Sendable>: Sendable {
     /// What a new consumer receives before the live elements.
@@ -105,7 +106,31 @@ public final class SharedSubscription<Element: Sendable>: Sendable {
     ///   its task is cancelled, it leaves its loop, or it goes away.
     public func subscribe(buffering: StreamBuffering = .unbounded) -> CallbackStream<Element> {
         let storage = self.storage
-        return CallbackStream(buffering: buffering) { sink in storage.join(sink) }
+        return CallbackStream(buffering: buffering) { sink in storage.join(sink, failingAbove: nil) }
+    }
+
+    /// A stream whose iterators are consumers that are ended, alone, when they fall behind.
+    ///
+    /// - A consumer with more than `limit` elements waiting reads the elements it holds, then
+    ///   throws ``SlowConsumerError``. Elements count as ``StreamBuffering/backpressure(low:high:)``
+    ///   counts them: a batch the consumer took counts until it asks for more.
+    /// - The other consumers and the producer go on. A consumer ended this way leaves, and if it
+    ///   was the last one the producer stops as when a consumer leaves.
+    /// - Each ending is counted in ``SharedSubscriptionStatistics/slowConsumersEnded``.
+    /// - A replay longer than `limit` ends a new consumer at once: keep `limit` above it.
+    ///
+    /// - Parameter limit: How many elements may wait for a consumer; at least 1. A smaller value
+    ///   stops the program with a message saying what to pass.
+    /// - Returns: A cold stream, like the one from ``subscribe(buffering:)``.
+    public func subscribe(failingAbove limit: Int) -> CallbackStream<Element> {
+        precondition(
+            limit >= 1,
+            "SharedSubscription.subscribe(failingAbove: \(limit)): the limit must be at least 1 (use subscribe(buffering: .unbounded) for no limit)"
+        )
+        let storage = self.storage
+        return CallbackStream(buffering: .backpressure(low: 0, high: limit + 1)) { sink in
+            storage.join(sink, failingAbove: limit)
+        }
     }
 
     /// Forgets the terminal of an ended subscription under ``RestartPolicy/manual``: the next
@@ -156,6 +181,8 @@ public struct SharedSubscriptionStatistics: Sendable, Hashable {
     public var resumes: Int = 0
     /// Calls made to the control's `cancel`.
     public var cancels: Int = 0
+    /// Consumers ended with ``SlowConsumerError`` because their buffer went over its limit.
+    public var slowConsumersEnded: Int = 0
 
     /// Creates all-zero statistics.
     public init() {}

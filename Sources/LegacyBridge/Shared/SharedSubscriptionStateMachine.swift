@@ -28,6 +28,8 @@
 ///   A terminal of any other generation is ignored.
 /// - A pause is decided when a first consumer asks for one, a resume when the last one asking
 ///   resumes or leaves. The control machine orders and serializes the calls.
+/// - A consumer whose buffer overflowed is ended on its own with a slow-consumer error and leaves
+///   as if it had stopped. One that already has its terminal keeps it.
 struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: Sendable>: Sendable {
     typealias Control = ProducerControlStateMachine
 
@@ -87,6 +89,8 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         var start: UInt64?
         /// Replayable elements given up: released with the effects, outside the lock.
         var released: [Element] = []
+        /// End this consumer's sink with the slow-consumer error.
+        var slowConsumer: Sink?
     }
 
     /// How a new consumer is served.
@@ -256,6 +260,23 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         lingering.linger = .arming(token: lastLingerToken)
         state = .running(lingering)
         effects.armLinger = lastLingerToken
+        return effects
+    }
+
+    /// Consumer `id`'s buffer went over its limit: it is ended with the slow-consumer error alone.
+    mutating func consumerOverflowed(_ id: Int) -> Effects {
+        let sink: Sink
+        if let live = live[id] {
+            sink = live
+        } else if let record = joining[id], record.terminal == nil {
+            sink = record.sink
+        } else {
+            // It left, or its terminal is already behind its backlog.
+            return Effects()
+        }
+        statistics.slowConsumersEnded += 1
+        var effects = leave(id)
+        effects.slowConsumer = sink
         return effects
     }
 

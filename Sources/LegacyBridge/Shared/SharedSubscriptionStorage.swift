@@ -7,7 +7,7 @@
 /// the linger timer and the threads making control calls.
 @usableFromInline
 final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
-    typealias Machine = SharedSubscriptionStateMachine<Element, EventSink<Element>, DeadlineTimer>
+    typealias Machine = SharedSubscriptionStateMachine<Element, SharedConsumerSink<Element>, DeadlineTimer>
     typealias Call = ProducerControlStateMachine.Call
 
     let box: LockedBox<Machine>
@@ -44,13 +44,15 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
     // MARK: - Consumers
 
     /// A consumer's stream starts: it joins, on its own task, and gets the control through which
-    /// its stream reports that it left, paused or resumed.
-    func join(_ sink: EventSink<Element>) -> StreamControl? {
+    /// its stream reports that it left, paused or resumed. With a `limit`, its stream's pause
+    /// means it went over the limit.
+    func join(_ sink: EventSink<Element>, failingAbove limit: Int?) -> StreamControl? {
         let id = consumerIDs.withLock {
             $0 += 1
             return $0
         }
-        let action = box.withLock { $0.join(id, sink) }
+        let consumer = SharedConsumerSink(sink: sink, limit: limit)
+        let action = box.withLock { $0.join(id, consumer) }
         perform(action.effects)
         if let generation = action.start {
             runStart(generation)
@@ -59,20 +61,26 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         case .live:
             break
         case .catchUp:
-            catchUp(id, sink)
+            catchUp(id, consumer)
         case .ended(let replay, let terminal):
             sink.yield(contentsOf: replay)
-            Self.finish(sink, terminal)
+            Self.finish(consumer, terminal)
             return nil
         }
+        let cancel = CancelHandle { self.perform(self.box.withLock { $0.leave(id) }) }
+        if limit != nil {
+            // Its resume is never due: the pause ended it.
+            return StreamControl(
+                cancel: cancel, pause: { self.perform(self.box.withLock { $0.consumerOverflowed(id) }) }, resume: {})
+        }
         return StreamControl(
-            cancel: CancelHandle { self.perform(self.box.withLock { $0.leave(id) }) },
+            cancel: cancel,
             pause: { self.perform(self.box.withLock { $0.consumerPaused(id) }) },
             resume: { self.perform(self.box.withLock { $0.consumerResumed(id) }) })
     }
 
     /// Hands a new consumer its replay and what arrived meanwhile, until it is live.
-    private func catchUp(_ id: Int, _ sink: EventSink<Element>) {
+    private func catchUp(_ id: Int, _ sink: SharedConsumerSink<Element>) {
         while true {
             switch box.withLock({ $0.drain(id) }) {
             case .elements(let batch):
@@ -111,8 +119,8 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
             return .terminated
         case .deliver(let sinks, let acceptsStop, _):
             var outcome = YieldOutcome.enqueued
-            for sink in sinks {
-                outcome = Self.merge(outcome, sink.yield(element))
+            for consumer in sinks {
+                outcome = Self.merge(outcome, consumer.yield(element))
             }
             return outcome == .stopProducing && !acceptsStop ? .enqueued : outcome
         }
@@ -125,8 +133,8 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
             return .terminated
         case .deliver(let sinks, let acceptsStop, _):
             var outcome = YieldOutcome.enqueued
-            for sink in sinks {
-                outcome = Self.merge(outcome, sink.yield(contentsOf: elements))
+            for consumer in sinks {
+                outcome = Self.merge(outcome, consumer.yield(contentsOf: elements))
             }
             return outcome == .stopProducing && !acceptsStop ? .enqueued : outcome
         }
@@ -146,10 +154,10 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         }
     }
 
-    private static func finish(_ sink: EventSink<Element>, _ terminal: Machine.Terminal) {
+    private static func finish(_ consumer: SharedConsumerSink<Element>, _ terminal: Machine.Terminal) {
         switch terminal {
-        case .finished: sink.finish()
-        case .failed(let error): sink.finish(throwing: error)
+        case .finished: consumer.sink.finish()
+        case .failed(let error): consumer.sink.finish(throwing: error)
         }
     }
 
@@ -168,6 +176,9 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
             for sink in effects.finish {
                 Self.finish(sink, terminal)
             }
+        }
+        if let consumer = effects.slowConsumer {
+            consumer.sink.finish(throwing: SlowConsumerError(limit: consumer.limit ?? 0))
         }
         if let generation = effects.start {
             // The stop before it returned on this thread, maybe the SDK's own: start elsewhere.
@@ -237,6 +248,28 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
             self.perform(self.box.withLock { $0.lingerFired(token) })
         }
         box.withLock { $0.lingerArmed(token, timer) }?.cancel()
+    }
+}
+
+/// A consumer's sink, and the limit that ends it if it has one.
+struct SharedConsumerSink<Element: Sendable>: Sendable {
+    let sink: EventSink<Element>
+    let limit: Int?
+
+    /// Hands over an element. A consumer with a limit never holds the producer back: its
+    /// stream's wish to stop means it is being ended.
+    func yield(_ element: Element) -> YieldOutcome {
+        let outcome = sink.yield(element)
+        return limit != nil && outcome == .stopProducing ? .enqueued : outcome
+    }
+
+    func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldOutcome {
+        let outcome = sink.yield(contentsOf: elements)
+        return limit != nil && outcome == .stopProducing ? .enqueued : outcome
+    }
+
+    func yield(contentsOf elements: [Element]) {
+        _ = sink.yield(contentsOf: elements)
     }
 }
 

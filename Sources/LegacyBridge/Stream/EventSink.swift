@@ -11,30 +11,37 @@
 /// Keep payloads value-based: copy C buffers into `Sendable` Swift values inside the callback
 /// before yielding them.
 public struct EventSink<Element: Sendable>: Sendable {
-    /// Where the events go: one stream's buffer, or a shared subscription's consumers.
-    @usableFromInline
-    enum Target: Sendable {
-        case stream(CallbackStreamStorage<Element>)
-        case shared(SharedSubscriptionProducer<Element>)
-    }
-
-    @usableFromInline let target: Target
+    /// Where the events go: one stream's buffer, or else a shared subscription's consumers.
+    /// Two stored references rather than an enum: a yield reaches `stream` through optional
+    /// chaining, which reads it in place. Binding it, with a `switch` over an enum payload or an
+    /// `if let`, copies the reference: a retain and a release on the stream per element.
+    @usableFromInline let stream: CallbackStreamStorage<Element>?
+    @usableFromInline let shared: SharedSubscriptionProducer<Element>?
 
     @usableFromInline
     init(storage: CallbackStreamStorage<Element>) {
-        self.target = .stream(storage)
+        self.stream = storage
+        self.shared = nil
     }
 
     init(shared producer: SharedSubscriptionProducer<Element>) {
-        self.target = .shared(producer)
+        self.stream = nil
+        self.shared = producer
     }
 
     /// The stream this sink feeds; a shared subscription's sink has none.
     var storage: CallbackStreamStorage<Element> {
-        guard case .stream(let storage) = target else {
+        guard let stream else {
             preconditionFailure("EventSink: a shared subscription's sink feeds no single stream")
         }
-        return storage
+        return stream
+    }
+
+    /// The shared subscription's producer, when the sink feeds no single stream.
+    @usableFromInline
+    var sharedProducer: SharedSubscriptionProducer<Element> {
+        guard let shared else { preconditionFailure("EventSink: a sink feeds a stream or a shared subscription") }
+        return shared
     }
 
     /// Delivers one element, for streams with ``StreamOrdering/arrival`` ordering.
@@ -47,10 +54,8 @@ public struct EventSink<Element: Sendable>: Sendable {
     @inlinable
     @discardableResult
     public func yield(_ element: Element) -> YieldOutcome {
-        switch target {
-        case .stream(let storage): return storage.yield(element)
-        case .shared(let producer): return producer.yield(element)
-        }
+        if let outcome = stream?.yield(element) { return outcome }
+        return sharedProducer.yield(element)
     }
 
     /// Delivers several elements in order under one lock, for streams with ``StreamOrdering/arrival``
@@ -80,10 +85,8 @@ public struct EventSink<Element: Sendable>: Sendable {
 
     @inlinable
     func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldOutcome {
-        switch target {
-        case .stream(let storage): return storage.yield(contentsOf: elements)
-        case .shared(let producer): return producer.yield(contentsOf: elements)
-        }
+        if let outcome = stream?.yield(contentsOf: elements) { return outcome }
+        return sharedProducer.yield(contentsOf: elements)
     }
 
     /// Delivers one numbered element of a stream created with
@@ -101,22 +104,17 @@ public struct EventSink<Element: Sendable>: Sendable {
     ///   ``YieldOutcome/terminated`` if the stream had terminated.
     @discardableResult
     public func yield(_ element: Element, sequence: UInt64) -> YieldOutcome {
-        switch target {
-        case .stream(let storage):
-            return storage.yield(element, sequence: sequence)
-        case .shared:
+        guard let stream else {
             preconditionFailure(
                 "yield(_:sequence:) needs a CallbackStream created with ordering: .sequenced(window:); a SharedSubscription takes yield(_:)"
             )
         }
+        return stream.yield(element, sequence: sequence)
     }
 
     /// Ends the stream normally, after the elements yielded before. Only the first terminal counts.
     public func finish() {
-        switch target {
-        case .stream(let storage): storage.finish(nil)
-        case .shared(let producer): producer.finish(.finished)
-        }
+        if let stream { stream.finish(nil) } else { sharedProducer.finish(.finished) }
     }
 
     /// Ends the stream with an error, delivered after the elements yielded before. Only the first
@@ -124,10 +122,7 @@ public struct EventSink<Element: Sendable>: Sendable {
     ///
     /// - Parameter error: The error the consumer's `next()` throws.
     public func finish(throwing error: any Error) {
-        switch target {
-        case .stream(let storage): storage.finish(error)
-        case .shared(let producer): producer.finish(.failed(error))
-        }
+        if let stream { stream.finish(error) } else { sharedProducer.finish(.failed(error)) }
     }
 
     /// The stream's counters: drops by the buffering policy, stale and skipped sequence numbers,
@@ -135,9 +130,7 @@ public struct EventSink<Element: Sendable>: Sendable {
     /// accepted, those yielded after its generation ended, and the pauses and resumes. Each
     /// consumer's drops are in its own stream's statistics.
     public var statistics: StreamStatistics {
-        switch target {
-        case .stream(let storage): return storage.statistics
-        case .shared(let producer): return producer.statistics
-        }
+        if let stream { return stream.statistics }
+        return sharedProducer.statistics
     }
 }

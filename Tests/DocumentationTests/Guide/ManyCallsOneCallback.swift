@@ -177,3 +177,17 @@ func guideShared() async throws {
     }
     // end snippet
 }
+
+func render(_ quote: Quote) {}
+
+func guideSlowConsumer(quotes: SharedSubscription<Quote>) async throws {
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/ManyCallsOneCallback.md
+    do {
+        for try await quote in quotes.subscribe(failingAbove: 500) {
+            render(quote)
+        }
+    } catch let error as SlowConsumerError {
+        print("\(error)")   // subscribe again to catch up from the live quotes
+    }
+    // end snippet
+}

@@ -1,6 +1,7 @@
 // Drives SharedSubscriptionStateMachine through every sequence of its events up to a length, for
 // every combination of linger, replay and restart policy, over two consumers that may come back
-// once: joins, catching up, leaves, pauses and resumes, the producer's start returning (or
+// once: joins, catching up, leaves, pauses and resumes, consumer B's buffer going over its limit
+// (which ends B alone), the producer's start returning (or
 // throwing), yields of the current and of a stale run, finishes, control calls returning, the
 // linger timer being armed and firing, and `restart`. After every step the machine's answers must
 // agree with the contract; after every sequence the world is run to rest (every start and call
@@ -31,6 +32,8 @@ private enum Event: CaseIterable {
     case leaveA, leaveB
     /// Consumer A's buffer reaches high, or drains to low.
     case pauseA, resumeA
+    /// Consumer B's buffer goes over its limit: B alone is ended with the slow-consumer error.
+    case overflowB
     /// The oldest `start` in flight returns a control, returns nil, or throws.
     case startReturns, startReturnsNil, startThrows
     /// The newest started run yields or finishes; the run before it yields late.
@@ -125,6 +128,8 @@ private struct World {
             guard case .live(let id) = consumers[0].slot, consumers[0].paused else { return nil }
             consumers[0].paused = false
             return .some(perform(machine.consumerResumed(id), "resume"))
+        case .overflowB:
+            return overflow(1)
         case .startReturns, .startReturnsNil, .startThrows:
             guard !startsInFlight.isEmpty else { return nil }
             let generation = startsInFlight.removeFirst()
@@ -227,6 +232,38 @@ private struct World {
         return .some(perform(machine.leave(id), "leave"))
     }
 
+    mutating func overflow(_ index: Int) -> String?? {
+        let id: Int
+        switch consumers[index].slot {
+        case .out: return nil
+        case .live(let live): id = live
+        case .catchingUp(let catching): id = catching
+        }
+        let others = consumers.indices.filter { $0 != index }.map { (consumers[$0].slot, consumers[$0].terminals) }
+        let endedBefore = machine.statistics.slowConsumersEnded
+        let ending = consumers[index].ending
+        if !ending {
+            // It is ended, with the error as its terminal, and gone.
+            consumers[index].slot = .out
+            consumers[index].terminals += 1
+        }
+        let effects = machine.consumerOverflowed(id)
+        if let failure = perform(effects, "overflow") { return .some(failure) }
+        if ending {
+            // Its terminal waits behind its backlog: it keeps it.
+            if effects.slowConsumer != nil { return .some("a consumer with a terminal due was ended as slow") }
+            if machine.statistics.slowConsumersEnded != endedBefore { return .some("an overflow was counted twice") }
+            return .some(nil)
+        }
+        guard effects.slowConsumer == id else { return .some("an overflowed consumer was not ended with the error") }
+        if machine.statistics.slowConsumersEnded != endedBefore + 1 { return .some("a slow consumer was not counted") }
+        let othersAfter = consumers.indices.filter { $0 != index }.map { (consumers[$0].slot, consumers[$0].terminals) }
+        if !zip(others, othersAfter).allSatisfy({ $0.0 == $1.0 && $0.1 == $1.1 }) {
+            return .some("a slow consumer's end touched another consumer")
+        }
+        return .some(nil)
+    }
+
     mutating func yield(_ generation: UInt64) -> String? {
         nextElement += 1
         let element = nextElement
@@ -303,6 +340,9 @@ private struct World {
                 consumers[index].terminals += 1
                 consumers[index].slot = .out
             }
+        }
+        if effects.slowConsumer != nil && event != "overflow" {
+            return "\(event): a slow-consumer error out of the blue"
         }
         if let generation = effects.start, let failure = started(generation) { return failure }
         return nil
@@ -385,7 +425,7 @@ struct SharedSubscriptionStateMachineTests {
     static var length: Int { StreamProbe.underThreadSanitizer ? 5 : 6 }
 
     @Test(
-        "every sequence of joins, leaves, pauses, starts, yields, finishes, calls, linger timers and restarts keeps the contract",
+        "every sequence of joins, leaves, pauses, slow-consumer ends, starts, yields, finishes, calls, linger timers and restarts keeps the contract",
         arguments: Configuration.all)
     fileprivate func everyOrdering(_ configuration: Configuration) {
         var sequences = 0

@@ -251,6 +251,63 @@ struct SharedSubscriptionTests {
         #expect(slowStream.statistics.droppedByBuffering == 98)
     }
 
+    @Test("A consumer over its limit alone ends with SlowConsumerError after what it holds; the others go on")
+    func slowConsumerEnded() async throws {
+        let listener = FakeListener()
+        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let gate = AsyncGate()
+        let slowHolds = StreamShared(false)
+        let slow = Consumer(
+            shared.subscribe(failingAbove: 2),
+            firstElement: {
+                slowHolds.value = true
+                await gate.wait()
+            })
+        let fast = Consumer(shared.subscribe())
+        await streamPoll("both consumers joined") { shared.statistics.consumers == 2 }
+        #expect(listener.sink.yield(0) == .enqueued)
+        await streamPoll("the slow consumer holds its first element") { slowHolds.value }
+        // It holds 0 in its batch: 1 and 2 make three held, over the limit of 2.
+        #expect(listener.sink.yield(1) == .enqueued)
+        #expect(shared.statistics.slowConsumersEnded == 0)
+        #expect(listener.sink.yield(2) == .enqueued)
+        #expect(shared.statistics.slowConsumersEnded == 1 && shared.statistics.consumers == 1)
+        for element in 3...50 { #expect(listener.sink.yield(element) == .enqueued) }
+        listener.sink.finish()
+        #expect(await fast.result().elements == Array(0...50))
+        gate.open()
+        let slowResult = await slow.result()
+        #expect(slowResult.elements == [0, 1, 2])
+        #expect(slowResult.error as? SlowConsumerError == SlowConsumerError(limit: 2))
+        #expect(listener.log.all == ["start"])
+        #expect(shared.statistics.pauses == 0 && shared.statistics.finishes == 1)
+    }
+
+    @Test("A sole consumer ended as slow leaves: the producer is stopped as when the last consumer leaves")
+    func lastSlowConsumerStops() async throws {
+        let listener = FakeListener()
+        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let gate = AsyncGate()
+        let holds = StreamShared(false)
+        let slow = Consumer(
+            shared.subscribe(failingAbove: 1),
+            firstElement: {
+                holds.value = true
+                await gate.wait()
+            })
+        await streamPoll("the consumer joined") { shared.statistics.consumers == 1 }
+        listener.sink.yield(0)
+        await streamPoll("the consumer holds its first element") { holds.value }
+        listener.sink.yield(1)
+        #expect(shared.statistics.slowConsumersEnded == 1 && shared.statistics.stops == 1)
+        await streamPoll("the producer was cancelled") { listener.log.count(of: "cancel") == 1 }
+        #expect(listener.sink.yield(2) == .terminated)
+        gate.open()
+        let result = await slow.result()
+        #expect(result.elements == [0, 1] && result.error as? SlowConsumerError == SlowConsumerError(limit: 1))
+        #expect("\(SlowConsumerError(limit: 1))".contains("more than 1 elements"))
+    }
+
     @Test("Backpressure by the slowest: one consumer at high pauses the producer, its drain resumes it")
     func backpressureBySlowest() async throws {
         let listener = FakeListener()
