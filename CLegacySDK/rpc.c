@@ -249,8 +249,9 @@ static void rpc_finish(struct lsdk_rpc *rpc) {
     rpc->buckets = NULL;
     lsdk_unlock(&rpc->mutex);
     free(buckets);
-    if (release) release_set(client, set);
+    /* Counted before the release callback, as every finish is, so a test woken by it sees it. */
     lsdk_count(client, LSDK_COUNTER_rpc_connections_finished, 1);
+    if (release) release_set(client, set);
     /* Last touch of the client's runtime: its destroy may free it from now on. */
     lsdk_client_live_release(client);
 }
