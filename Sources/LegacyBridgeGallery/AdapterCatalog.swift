@@ -51,6 +51,7 @@ public enum AdapterCatalog {
         Entry(CallbackStreamAdapter(), gallery: false),
         Entry(SDKThreadExecutorAdapter(), gallery: false),
         Entry(OffloadPoolAdapter(), gallery: false),
+        Entry(PendingRequestsAdapter(), gallery: false),
         Entry(
             NaiveContinuationAdapter(), gallery: true,
             flaggedBy: [
@@ -90,6 +91,9 @@ public enum AdapterCatalog {
         Entry(FixedWindowStreamAdapter(), gallery: true, flaggedBy: ["reordered-across-window"]),
         Entry(
             CancelInCancellationHandlerAdapter(), gallery: true, flaggedBy: ["stream-slow-cancel-leaves-pool-free"]),
+        Entry(ContinuationDictionaryAdapter(), gallery: true, flaggedBy: ["keyed-disconnect-fails-all"]),
+        Entry(LeakingTableAdapter(), gallery: true, flaggedBy: ["keyed-timeout-and-cancel-leave-nothing"]),
+        Entry(RegisterAfterSendAdapter(), gallery: true, flaggedBy: ["keyed-synchronous-reply"]),
     ]
 
     /// The adapters that must pass: the library's own, and the correct client over `LoopSDK`.

@@ -54,6 +54,9 @@ struct GalleryProofTests {
         "blocking-start-stream": Evidence(verdicts: ["failed"], detail: "the consumer's thread ran nothing else"),
         "semaphore-post-affine": Evidence(verdicts: ["failed"], detail: "the caller's thread ran nothing else"),
         "fixed-window-stream": Evidence(verdicts: ["failed"], detail: "reordered no further"),
+        "continuation-dictionary": Evidence(verdicts: ["crashed"], detail: "CONTINUATION MISUSE"),
+        "leaking-request-table": Evidence(verdicts: ["failed"], detail: "an entry of its id table leaked"),
+        "register-after-send": Evidence(verdicts: ["failed"], detail: "registered the id after sending"),
         // The real-adapter path: adapters over LoopSDK, checked through fixtures.
         "loop-sdk-resume-every-callback": Evidence(verdicts: ["crashed"], detail: "CONTINUATION MISUSE"),
         "loop-sdk-no-sdk-cancel": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),

@@ -1,7 +1,8 @@
 import LegacyBridge
 import LegacySimulator
 
-/// The conformance suite: runs the one-shot, stream, blocking or thread-affine contract against an adapter.
+/// The conformance suite: runs the one-shot, stream, blocking, thread-affine or keyed-request contract
+/// against an adapter.
 ///
 /// Each scenario drives a simulated legacy SDK in one hostile behaviour, on its own SDK client,
 /// bounded by a watchdog, and reports pass/fail with a reason. Call it from your own tests:
@@ -58,6 +59,17 @@ public enum ConformanceSuite {
         await run(adapter, options: options, onResult: nil)
     }
 
+    /// Runs every keyed-request scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: KeyedRequestAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
     /// ``run(_:options:)-(OneShotAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: OneShotAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
@@ -91,6 +103,15 @@ public enum ConformanceSuite {
         let results = await runAll(
             ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, options: options, onResult: onResult)
         return ConformanceReport(adapter: adapter.name, kind: .threadAffine, results: results)
+    }
+
+    /// ``run(_:options:)-(KeyedRequestAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: KeyedRequestAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            KeyedScenarios.all, on: adapter as any KeyedRequestAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .keyed, results: results)
     }
 
     /// Runs every one-shot scenario against your adapter over your SDK, as `fixture` makes it possible.
@@ -175,7 +196,8 @@ public enum ConformanceSuite {
     /// The scenarios of the real-adapter path for one kind of adapter (``OneShotFixture``,
     /// ``StreamFixture``, ``BlockingFixture``): names and one-line summaries, in run order.
     /// - Parameter kind: The kind of adapter; thread-affine adapters have no fixture (declare
-    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead).
+    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead), and keyed-request
+    ///   adapters none yet.
     /// - Returns: `(name, summary)` pairs.
     public static func fixtureScenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
         switch kind {
@@ -186,7 +208,7 @@ public enum ConformanceSuite {
             return StreamFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
         case .blocking:
             return BlockingFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
-        case .threadAffine:
+        case .threadAffine, .keyed:
             return []
         }
     }
@@ -204,6 +226,8 @@ public enum ConformanceSuite {
             return ThreadAffineScenarios.all.map { ($0.name, $0.summary) }
         case .blocking:
             return BlockingScenarios.all.map { ($0.name, $0.summary) }
+        case .keyed:
+            return KeyedScenarios.all.map { ($0.name, $0.summary) }
         }
     }
 

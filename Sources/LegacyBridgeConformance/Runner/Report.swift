@@ -63,6 +63,8 @@ public enum AdapterKind: String, Sendable, Hashable, Codable, CaseIterable {
     case threadAffine
     /// Bridges a blocking call to an async call that does not block its caller.
     case blocking
+    /// Turns requests answered through one global reply callback, matched by id, into async calls.
+    case keyed
 }
 
 /// Everything one conformance run found out about one adapter.
