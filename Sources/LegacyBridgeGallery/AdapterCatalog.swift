@@ -52,6 +52,7 @@ public enum AdapterCatalog {
         Entry(SDKThreadExecutorAdapter(), gallery: false),
         Entry(OffloadPoolAdapter(), gallery: false),
         Entry(PendingRequestsAdapter(), gallery: false),
+        Entry(SharedSubscriptionLibraryAdapter(), gallery: false),
         Entry(
             NaiveContinuationAdapter(), gallery: true,
             flaggedBy: [
@@ -94,6 +95,9 @@ public enum AdapterCatalog {
         Entry(ContinuationDictionaryAdapter(), gallery: true, flaggedBy: ["keyed-disconnect-fails-all"]),
         Entry(LeakingTableAdapter(), gallery: true, flaggedBy: ["keyed-timeout-and-cancel-leave-nothing"]),
         Entry(RegisterAfterSendAdapter(), gallery: true, flaggedBy: ["keyed-synchronous-reply"]),
+        Entry(SharedAsyncStreamAdapter(), gallery: true, flaggedBy: ["shared-every-consumer-every-event"]),
+        Entry(ListenerPerConsumerAdapter(), gallery: true, flaggedBy: ["shared-one-sdk-listener"]),
+        Entry(NeverStopsListenerAdapter(), gallery: true, flaggedBy: ["shared-last-consumer-stops-listener"]),
     ]
 
     /// The adapters that must pass: the library's own, and the correct client over `LoopSDK`.

@@ -150,7 +150,8 @@ struct ConformanceSuiteTests {
         #expect(
             AdapterCatalog.library.map(\.name).sorted() == [
                 "callback-stream", "loop-sdk-client", "loop-sdk-client-events", "loop-sdk-client-query", "offload-pool",
-                "pending-requests", "sdk-thread-executor", "with-callback", "with-callback-context",
+                "pending-requests", "sdk-thread-executor", "shared-subscription", "with-callback",
+                "with-callback-context",
             ])
     }
 }

@@ -1,8 +1,8 @@
 import LegacyBridge
 import LegacySimulator
 
-/// The conformance suite: runs the one-shot, stream, blocking, thread-affine or keyed-request contract
-/// against an adapter.
+/// The conformance suite: runs the one-shot, stream, blocking, thread-affine, keyed-request or
+/// shared-subscription contract against an adapter.
 ///
 /// Each scenario drives a simulated legacy SDK in one hostile behaviour, on its own SDK client,
 /// bounded by a watchdog, and reports pass/fail with a reason. Call it from your own tests:
@@ -70,6 +70,17 @@ public enum ConformanceSuite {
         await run(adapter, options: options, onResult: nil)
     }
 
+    /// Runs every shared-subscription scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: SharedSubscriptionAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
     /// ``run(_:options:)-(OneShotAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: OneShotAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
@@ -112,6 +123,15 @@ public enum ConformanceSuite {
         let results = await runAll(
             KeyedScenarios.all, on: adapter as any KeyedRequestAdapter, options: options, onResult: onResult)
         return ConformanceReport(adapter: adapter.name, kind: .keyed, results: results)
+    }
+
+    /// ``run(_:options:)-(SharedSubscriptionAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: SharedSubscriptionAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            SharedSubscriptionScenarios<Adapter>.all, on: adapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .shared, results: results)
     }
 
     /// Runs every one-shot scenario against your adapter over your SDK, as `fixture` makes it possible.
@@ -197,7 +217,7 @@ public enum ConformanceSuite {
     /// ``StreamFixture``, ``BlockingFixture``): names and one-line summaries, in run order.
     /// - Parameter kind: The kind of adapter; thread-affine adapters have no fixture (declare
     ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead), and keyed-request
-    ///   adapters none yet.
+    ///   and shared-subscription adapters none yet.
     /// - Returns: `(name, summary)` pairs.
     public static func fixtureScenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
         switch kind {
@@ -208,7 +228,7 @@ public enum ConformanceSuite {
             return StreamFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
         case .blocking:
             return BlockingFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
-        case .threadAffine, .keyed:
+        case .threadAffine, .keyed, .shared:
             return []
         }
     }
@@ -228,6 +248,8 @@ public enum ConformanceSuite {
             return BlockingScenarios.all.map { ($0.name, $0.summary) }
         case .keyed:
             return KeyedScenarios.all.map { ($0.name, $0.summary) }
+        case .shared:
+            return SharedSubscriptionScenarios<NeverSharedAdapter>.all.map { ($0.name, $0.summary) }
         }
     }
 

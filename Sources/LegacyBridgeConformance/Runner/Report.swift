@@ -65,6 +65,8 @@ public enum AdapterKind: String, Sendable, Hashable, Codable, CaseIterable {
     case blocking
     /// Turns requests answered through one global reply callback, matched by id, into async calls.
     case keyed
+    /// Lets many consumers follow one SDK listener, each with a sequence of its own.
+    case shared
 }
 
 /// Everything one conformance run found out about one adapter.
