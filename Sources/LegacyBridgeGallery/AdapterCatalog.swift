@@ -53,6 +53,8 @@ public enum AdapterCatalog {
         Entry(OffloadPoolAdapter(), gallery: false),
         Entry(PendingRequestsAdapter(), gallery: false),
         Entry(SharedSubscriptionLibraryAdapter(), gallery: false),
+        Entry(LatestWinsLibraryAdapter(), gallery: false),
+        Entry(CoalescedCallsAdapter(), gallery: false),
         Entry(
             NaiveContinuationAdapter(), gallery: true,
             flaggedBy: [
@@ -98,6 +100,9 @@ public enum AdapterCatalog {
         Entry(SharedAsyncStreamAdapter(), gallery: true, flaggedBy: ["shared-every-consumer-every-event"]),
         Entry(ListenerPerConsumerAdapter(), gallery: true, flaggedBy: ["shared-one-sdk-listener"]),
         Entry(NeverStopsListenerAdapter(), gallery: true, flaggedBy: ["shared-last-consumer-stops-listener"]),
+        Entry(RevisionWithoutCancelAdapter(), gallery: true, flaggedBy: ["latest-superseded-call-cancelled"]),
+        Entry(CurrentContinuationAdapter(), gallery: true, flaggedBy: ["latest-late-result-never-lands"]),
+        Entry(CancelOnFirstLeaveAdapter(), gallery: true, flaggedBy: ["coalesced-first-leaver-keeps-call"]),
     ]
 
     /// The adapters that must pass: the library's own, and the correct client over `LoopSDK`.

@@ -93,7 +93,8 @@ struct LayeringTests {
     func conformanceIsGroupedByKind() throws {
         let conformance = Self.root.appendingPathComponent("Sources/LegacyBridgeConformance")
         let folders: Set<String> = [
-            "OneShot", "Stream", "Blocking", "ThreadAffine", "Keyed", "SharedSubscription", "Runner",
+            "OneShot", "Stream", "Blocking", "ThreadAffine", "Keyed", "SharedSubscription", "LatestWins", "Coalesced",
+            "Runner",
             "Shared",
         ]
         for file in try Self.swiftFiles(under: conformance) {

@@ -67,6 +67,10 @@ public enum AdapterKind: String, Sendable, Hashable, Codable, CaseIterable {
     case keyed
     /// Lets many consumers follow one SDK listener, each with a sequence of its own.
     case shared
+    /// Lets a new call supersede the one in flight, whose late result never lands.
+    case latestWins
+    /// Lets concurrent callers with the same key share one SDK call.
+    case coalesced
 }
 
 /// Everything one conformance run found out about one adapter.
