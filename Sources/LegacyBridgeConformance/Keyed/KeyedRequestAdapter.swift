@@ -155,6 +155,15 @@ final class RPCRouter: Sendable {
         }
     }
 
+    /// Forgets the adapter's callbacks: they hold the adapter, which holds the connection, which
+    /// holds them through the SDK until it is destroyed.
+    func uninstall() {
+        state.withLock {
+            $0.onReply = nil
+            $0.onDisconnect = nil
+        }
+    }
+
     func noteSend() { state.withLock { $0.sends += 1 } }
     func noteCancel() { state.withLock { $0.cancels += 1 } }
     var sends: Int { state.withLock { $0.sends } }

@@ -26,6 +26,13 @@ enum KeyedScenarios {
         return (rpc, try await adapter.open(rpc))
     }
 
+    /// Ends the scenario's connection: the adapter's callbacks are dropped and the connection is
+    /// destroyed, so that the SDK lets go of them and the lab's client can be destroyed in turn.
+    static func close(_ rpc: LegacyRPCConnection) {
+        rpc.router.uninstall()
+        try? rpc.connection.destroy()
+    }
+
     /// Starts `session.request(id:timeout:)` in a task of the scenario's own.
     static func launch(
         _ session: any KeyedRequestSession, id: UInt64, timeout: Duration? = nil
@@ -108,6 +115,7 @@ enum KeyedScenarios {
         } catch {
             return .fail("could not open the adapter: \(error)")
         }
+        defer { close(rpc) }
         let tasks = (1...UInt64(count)).map { (id: $0, task: launch(session, id: $0)) }
         let results: [Result<LegacyRPCAnswer, any Error>]
         switch await outcomes(tasks, within: Patience.bound) {
@@ -143,12 +151,14 @@ enum KeyedScenarios {
         name: "keyed-synchronous-reply",
         summary: "the SDK replies inside the send, before it returns: the reply finds its caller"
     ) { adapter, context in
+        let rpc: LegacyRPCConnection
         let session: any KeyedRequestSession
         do {
-            (_, session) = try await open(adapter, context, behavior: { _ in .synchronous })
+            (rpc, session) = try await open(adapter, context, behavior: { _ in .synchronous })
         } catch {
             return .fail("could not open the adapter: \(error)")
         }
+        defer { close(rpc) }
         let task = launch(session, id: 1)
         let result: Result<LegacyRPCAnswer, any Error>
         switch await outcomes([(1, task)], within: Patience.bound) {
@@ -181,6 +191,7 @@ enum KeyedScenarios {
         } catch {
             return .fail("could not open the adapter: \(error)")
         }
+        defer { close(rpc) }
         let tasks = (1...UInt64(count)).map { (id: $0, task: launch(session, id: $0)) }
         guard await eventually({ rpc.connection.client.counters.rpcRequestsPending == UInt64(count) }) else {
             for (_, task) in tasks { task.cancel() }
@@ -233,6 +244,7 @@ enum KeyedScenarios {
         } catch {
             return .fail("could not open the adapter: \(error)")
         }
+        defer { close(rpc) }
         var counters: SDKCounters { rpc.connection.client.counters }
         // Never answered: only the timeout ends it.
         let timed = launch(session, id: 1, timeout: .milliseconds(10))
