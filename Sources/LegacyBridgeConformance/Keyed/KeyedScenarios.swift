@@ -49,7 +49,8 @@ enum KeyedScenarios {
         let done = LockedBox<[UInt64: Result<LegacyRPCAnswer, any Error>]>([:])
         let latch = FirstResultLatch<Bool>()
         for (id, task) in tasks {
-            Task {
+            // On the scenario's own threads: an adapter elsewhere may hold the cooperative pool.
+            _ = ScenarioThreads.task {
                 let result = await task.value
                 let count = done.withLock {
                     $0[id] = result

@@ -132,7 +132,8 @@ func values<T: Sendable>(of tasks: [Task<T, Never>], within bound: Duration) asy
     let done = LockedBox<[Int: T]>([:])
     let latch = FirstResultLatch<Bool>()
     for (index, task) in tasks.enumerated() {
-        Task {
+        // On the scenario's own threads: an adapter elsewhere may hold the cooperative pool.
+        _ = ScenarioThreads.task {
             let value = await task.value
             let count = done.withLock {
                 $0[index] = value

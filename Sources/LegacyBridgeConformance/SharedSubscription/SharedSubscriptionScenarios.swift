@@ -65,30 +65,6 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
         return tasks
     }
 
-    /// The values of `tasks`, or `nil` when some did not end within `bound` (those are cancelled).
-    static func values(_ tasks: [Task<Followed, Never>], within bound: Duration) async -> [Followed]? {
-        let done = LockedBox<[Int: Followed]>([:])
-        let latch = FirstResultLatch<Bool>()
-        for (index, task) in tasks.enumerated() {
-            Task {
-                let value = await task.value
-                let count = done.withLock {
-                    $0[index] = value
-                    return $0.count
-                }
-                if count == tasks.count { latch.offer(true) }
-            }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(bound.nanosecondsClamped))) {
-            latch.offer(false)
-        }
-        guard await latch.value() else {
-            for task in tasks { task.cancel() }
-            return nil
-        }
-        return done.withLock { values in tasks.indices.map { values[$0]! } }
-    }
-
     /// Where `sequences` first differs from `expected`, in words.
     static func gap(in sequences: [UInt64], expected: [UInt64]) -> String {
         guard !sequences.isEmpty else { return "none at all" }
@@ -117,7 +93,7 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
                     $0.errorStatus = .remote
                 })
             let tasks = consumers(3, of: adapter.share(listener), listener: listener)
-            guard let followed = await values(tasks, within: Patience.bound) else {
+            guard let followed = await values(of: tasks, within: Patience.bound) else {
                 return .fail(
                     "a consumer was still waiting \(Patience.bound) after the listener ended: the events and the end must reach every consumer (one stream iterated by several tasks leaves some of them suspended)"
                 )
@@ -155,7 +131,7 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
             let listener = makeListener(
                 context, eventCount: 0, behavior: .wellBehaved.with { $0.intervalMicroseconds = 500 })
             let tasks = consumers(4, of: adapter.share(listener), listener: listener) { _, seen in seen.count >= 5 }
-            guard let followed = await values(tasks, within: Patience.bound) else {
+            guard let followed = await values(of: tasks, within: Patience.bound) else {
                 return .fail("a consumer of an endless listener never got its 5 events within \(Patience.bound)")
             }
             let counters = context.lab.counters
@@ -192,7 +168,7 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
                 guard let after = othersLeft.withLock({ $0 }), let last = seen.last else { return false }
                 return last >= after + 5
             }
-            guard let early = await values(Array(tasks.prefix(2)), within: Patience.bound) else {
+            guard let early = await values(of: Array(tasks.prefix(2)), within: Patience.bound) else {
                 tasks[2].cancel()
                 return .fail("consumers 1 and 2 never got their 3 events within \(Patience.bound)")
             }
@@ -201,7 +177,7 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
                 return .fail("consumer \(index + 1) got \(consumer.sequences.count) events, then its sequence ended")
             }
             othersLeft.withLock { $0 = context.lab.counters.listenerEvents }
-            guard let last = await values([tasks[2]], within: Patience.bound)?.first, !last.ended else {
+            guard let last = await values(of: [tasks[2]], within: Patience.bound)?.first, !last.ended else {
                 return .fail(
                     "once 2 of 3 consumers had left, the third stopped getting events: the listener was stopped before its last consumer left (SDK listener cancels: \(context.lab.counters.listenerStops))"
                 )
