@@ -62,7 +62,6 @@ public struct LegacyRPCConnection: Sendable {
     /// - Throws: ``LegacySDKError/duplicateID`` when a request with that id is still pending in the
     ///   SDK, or another ``LegacySDKError`` the SDK returns. No reply comes for a refused send.
     public func send(id: UInt64) throws {
-        router.noteSend()
         let sent = connection.send(
             FetchRequest(path: RPCRouter.path(for: id), responseSize: 8), behavior: behavior(id), id: id)
         if case .failure(let error) = sent { throw error }
@@ -75,7 +74,6 @@ public struct LegacyRPCConnection: Sendable {
     /// - Returns: Whether a request with that id was pending in the SDK.
     @discardableResult
     public func cancel(id: UInt64) -> Bool {
-        router.noteCancel()
         return (try? connection.cancel(id: id)) ?? false
     }
 }
@@ -130,8 +128,6 @@ final class RPCRouter: Sendable {
     private struct State {
         var onReply: (@Sendable (LegacyRPCReply) -> Void)?
         var onDisconnect: (@Sendable () -> Void)?
-        var sends = 0
-        var cancels = 0
         var replies = 0
     }
     private let state = LockedBox(State())
@@ -164,10 +160,6 @@ final class RPCRouter: Sendable {
         }
     }
 
-    func noteSend() { state.withLock { $0.sends += 1 } }
-    func noteCancel() { state.withLock { $0.cancels += 1 } }
-    var sends: Int { state.withLock { $0.sends } }
-    var cancels: Int { state.withLock { $0.cancels } }
     /// Replies the adapter's callback has returned from (or that found no callback installed).
     var replies: Int { state.withLock { $0.replies } }
 
