@@ -51,6 +51,10 @@ public enum AdapterCatalog {
         Entry(CallbackStreamAdapter(), gallery: false),
         Entry(SDKThreadExecutorAdapter(), gallery: false),
         Entry(OffloadPoolAdapter(), gallery: false),
+        Entry(PendingRequestsAdapter(), gallery: false),
+        Entry(SharedSubscriptionLibraryAdapter(), gallery: false),
+        Entry(LatestWinsLibraryAdapter(), gallery: false),
+        Entry(CoalescedCallsAdapter(), gallery: false),
         Entry(
             NaiveContinuationAdapter(), gallery: true,
             flaggedBy: [
@@ -92,6 +96,15 @@ public enum AdapterCatalog {
         Entry(FixedWindowStreamAdapter(), gallery: true, flaggedBy: ["reordered-across-window"]),
         Entry(
             CancelInCancellationHandlerAdapter(), gallery: true, flaggedBy: ["stream-slow-cancel-leaves-pool-free"]),
+        Entry(ContinuationDictionaryAdapter(), gallery: true, flaggedBy: ["keyed-disconnect-fails-all"]),
+        Entry(LeakingTableAdapter(), gallery: true, flaggedBy: ["keyed-timeout-and-cancel-leave-nothing"]),
+        Entry(RegisterAfterSendAdapter(), gallery: true, flaggedBy: ["keyed-synchronous-reply"]),
+        Entry(SharedAsyncStreamAdapter(), gallery: true, flaggedBy: ["shared-every-consumer-every-event"]),
+        Entry(ListenerPerConsumerAdapter(), gallery: true, flaggedBy: ["shared-one-sdk-listener"]),
+        Entry(NeverStopsListenerAdapter(), gallery: true, flaggedBy: ["shared-last-consumer-stops-listener"]),
+        Entry(RevisionWithoutCancelAdapter(), gallery: true, flaggedBy: ["latest-superseded-call-cancelled"]),
+        Entry(CurrentContinuationAdapter(), gallery: true, flaggedBy: ["latest-late-result-never-lands"]),
+        Entry(CancelOnFirstLeaveAdapter(), gallery: true, flaggedBy: ["coalesced-first-leaver-keeps-call"]),
     ]
 
     /// The adapters that must pass: the library's own, and the correct client over `LoopSDK`.

@@ -149,8 +149,9 @@ struct ConformanceSuiteTests {
         }
         #expect(
             AdapterCatalog.library.map(\.name).sorted() == [
-                "callback-stream", "loop-sdk-client", "loop-sdk-client-events", "loop-sdk-client-query", "offload-pool",
-                "sdk-thread-executor", "with-callback", "with-callback-context",
+                "callback-stream", "coalesced-calls", "latest-wins", "loop-sdk-client", "loop-sdk-client-events",
+                "loop-sdk-client-query", "offload-pool", "pending-requests", "sdk-thread-executor",
+                "shared-subscription", "with-callback", "with-callback-context",
             ])
     }
 }

@@ -56,6 +56,16 @@ struct GalleryProofTests {
         "blocking-start-stream": Evidence(verdicts: ["failed"], detail: "the consumer's thread ran nothing else"),
         "semaphore-post-affine": Evidence(verdicts: ["failed"], detail: "the caller's thread ran nothing else"),
         "fixed-window-stream": Evidence(verdicts: ["failed"], detail: "reordered no further"),
+        "continuation-dictionary": Evidence(verdicts: ["crashed"], detail: "CONTINUATION MISUSE"),
+        "leaking-request-table": Evidence(verdicts: ["failed"], detail: "an entry of its id table leaked"),
+        "register-after-send": Evidence(verdicts: ["failed"], detail: "registered the id after sending"),
+        "one-asyncstream-shared": Evidence(
+            verdicts: ["crashed"], detail: "attempt to await next() on more than one task"),
+        "listener-per-consumer": Evidence(verdicts: ["failed"], detail: "share one listener among the consumers"),
+        "never-stops-listener": Evidence(verdicts: ["failed"], detail: "stop it when the last consumer leaves"),
+        "revision-without-cancel": Evidence(verdicts: ["failed"], detail: "cancel the superseded call"),
+        "current-continuation": Evidence(verdicts: ["failed"], detail: "late result must never land"),
+        "cancel-on-first-leave": Evidence(verdicts: ["failed"], detail: "only when its last waiter leaves"),
         // The real-adapter path: adapters over LoopSDK, checked through fixtures.
         "loop-sdk-resume-every-callback": Evidence(verdicts: ["crashed"], detail: "CONTINUATION MISUSE"),
         "loop-sdk-no-sdk-cancel": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),

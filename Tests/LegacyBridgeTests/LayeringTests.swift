@@ -92,7 +92,11 @@ struct LayeringTests {
     @Test("the conformance library's files sit in one folder per adapter kind, Runner/ or Shared/")
     func conformanceIsGroupedByKind() throws {
         let conformance = Self.root.appendingPathComponent("Sources/LegacyBridgeConformance")
-        let folders: Set<String> = ["OneShot", "Stream", "Blocking", "ThreadAffine", "Runner", "Shared"]
+        let folders: Set<String> = [
+            "OneShot", "Stream", "Blocking", "ThreadAffine", "Keyed", "SharedSubscription", "LatestWins", "Coalesced",
+            "Runner",
+            "Shared",
+        ]
         for file in try Self.swiftFiles(under: conformance) {
             let folder = file.deletingLastPathComponent().lastPathComponent
             #expect(folders.contains(folder), "\(file.path) is outside \(folders.sorted())")

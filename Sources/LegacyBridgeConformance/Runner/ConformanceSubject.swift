@@ -6,7 +6,7 @@ import LegacySimulator
 /// Make one of your real adapters over its SDK with ``oneShot(_:)-(OneShotFixture<Value>)``,
 /// ``stream(_:)-(StreamFixture<Element>)`` or ``blocking(_:)-(BlockingFixture<Value>)``, or
 /// one of your patterns over the simulated SDK with ``oneShot(_:)-(Adapter)``,
-/// ``stream(_:)-(Adapter)``, ``blocking(_:)-(Adapter)`` or ``threadAffine(_:)``, and hand a list
+/// ``stream(_:)-(Adapter)``, ``blocking(_:)-(Adapter)``, ``threadAffine(_:)``, ``keyed(_:)``, ``shared(_:)``, ``latestWins(_:)`` or ``coalesced(_:)``, and hand a list
 /// of them to ``ConformanceRunner/main(_:)``: each is expected to pass every scenario it can run.
 /// (The package's own bad-adapter gallery uses the same type, expecting each of its adapters to be
 /// flagged.)
@@ -15,7 +15,7 @@ public struct ConformanceSubject: Sendable {
     public let name: String
     /// One line describing it.
     public let summary: String
-    /// One-shot, stream, blocking or thread-affine.
+    /// One-shot, stream, blocking, thread-affine, keyed, shared, latest-wins or coalesced.
     public let kind: AdapterKind
     /// `true` for adapters that are wrong on purpose (the gallery): they are expected to be flagged.
     package let isGallery: Bool
@@ -54,6 +54,36 @@ public struct ConformanceSubject: Sendable {
     /// - Parameter adapter: The adapter.
     /// - Returns: The subject.
     public static func threadAffine<Adapter: ThreadAffineAdapter>(_ adapter: Adapter) -> ConformanceSubject {
+        ConformanceSubject(adapter, gallery: false)
+    }
+
+    /// An adapter of yours that turns requests answered through one global reply callback into
+    /// async calls; expected to pass every scenario.
+    /// - Parameter adapter: The adapter.
+    /// - Returns: The subject.
+    public static func keyed<Adapter: KeyedRequestAdapter>(_ adapter: Adapter) -> ConformanceSubject {
+        ConformanceSubject(adapter, gallery: false)
+    }
+
+    /// An adapter of yours that lets many consumers follow one SDK listener; expected to pass
+    /// every scenario.
+    /// - Parameter adapter: The adapter.
+    /// - Returns: The subject.
+    public static func shared<Adapter: SharedSubscriptionAdapter>(_ adapter: Adapter) -> ConformanceSubject {
+        ConformanceSubject(adapter, gallery: false)
+    }
+
+    /// An adapter of yours that lets a new call supersede the one in flight; expected to pass every scenario.
+    /// - Parameter adapter: The adapter.
+    /// - Returns: The subject.
+    public static func latestWins<Adapter: LatestWinsAdapter>(_ adapter: Adapter) -> ConformanceSubject {
+        ConformanceSubject(adapter, gallery: false)
+    }
+
+    /// An adapter of yours that lets concurrent callers with the same key share one SDK call; expected to pass every scenario.
+    /// - Parameter adapter: The adapter.
+    /// - Returns: The subject.
+    public static func coalesced<Adapter: CoalescedAdapter>(_ adapter: Adapter) -> ConformanceSubject {
         ConformanceSubject(adapter, gallery: false)
     }
 
@@ -149,6 +179,42 @@ public struct ConformanceSubject: Sendable {
     ) {
         self.init(
             name: adapter.name, summary: adapter.summary, kind: .threadAffine, gallery: gallery, flaggedBy: flaggedBy,
+            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
+    }
+
+    package init<Adapter: KeyedRequestAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+    ) {
+        self.init(
+            name: adapter.name, summary: adapter.summary, kind: .keyed, gallery: gallery, flaggedBy: flaggedBy,
+            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
+    }
+
+    package init<Adapter: SharedSubscriptionAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+    ) {
+        self.init(
+            name: adapter.name, summary: adapter.summary, kind: .shared, gallery: gallery, flaggedBy: flaggedBy,
+            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
+    }
+
+    package init<Adapter: LatestWinsAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+    ) {
+        self.init(
+            name: adapter.name, summary: adapter.summary, kind: .latestWins, gallery: gallery, flaggedBy: flaggedBy,
+            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
+    }
+
+    package init<Adapter: CoalescedAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+    ) {
+        self.init(
+            name: adapter.name, summary: adapter.summary, kind: .coalesced, gallery: gallery, flaggedBy: flaggedBy,
             onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
             runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }

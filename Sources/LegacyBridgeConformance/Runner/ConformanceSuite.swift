@@ -1,7 +1,8 @@
 import LegacyBridge
 import LegacySimulator
 
-/// The conformance suite: runs the one-shot, stream, blocking or thread-affine contract against an adapter.
+/// The conformance suite: runs the one-shot, stream, blocking, thread-affine, keyed-request,
+/// shared-subscription, latest-wins or coalesced-call contract against an adapter.
 ///
 /// Each scenario drives a simulated legacy SDK in one hostile behaviour, on its own SDK client,
 /// bounded by a watchdog, and reports pass/fail with a reason. Call it from your own tests:
@@ -58,6 +59,50 @@ public enum ConformanceSuite {
         await run(adapter, options: options, onResult: nil)
     }
 
+    /// Runs every keyed-request scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: KeyedRequestAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
+    /// Runs every shared-subscription scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: SharedSubscriptionAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
+    /// Runs every latest-wins scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: LatestWinsAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
+    /// Runs every coalesced-call scenario against `adapter`.
+    /// - Parameters:
+    ///   - adapter: The adapter to check.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Adapter: CoalescedAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(adapter, options: options, onResult: nil)
+    }
+
     /// ``run(_:options:)-(OneShotAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: OneShotAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
@@ -91,6 +136,42 @@ public enum ConformanceSuite {
         let results = await runAll(
             ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, options: options, onResult: onResult)
         return ConformanceReport(adapter: adapter.name, kind: .threadAffine, results: results)
+    }
+
+    /// ``run(_:options:)-(KeyedRequestAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: KeyedRequestAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            KeyedScenarios.all, on: adapter as any KeyedRequestAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .keyed, results: results)
+    }
+
+    /// ``run(_:options:)-(SharedSubscriptionAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: SharedSubscriptionAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            SharedSubscriptionScenarios<Adapter>.all, on: adapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .shared, results: results)
+    }
+
+    /// ``run(_:options:)-(LatestWinsAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: LatestWinsAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            LatestWinsScenarios.all, on: adapter as any LatestWinsAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .latestWins, results: results)
+    }
+
+    /// ``run(_:options:)-(CoalescedAdapter,_)``, calling `onResult` as each scenario ends.
+    package static func run<Adapter: CoalescedAdapter>(
+        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runAll(
+            CoalescedScenarios.all, on: adapter as any CoalescedAdapter, options: options, onResult: onResult)
+        return ConformanceReport(adapter: adapter.name, kind: .coalesced, results: results)
     }
 
     /// Runs every one-shot scenario against your adapter over your SDK, as `fixture` makes it possible.
@@ -175,7 +256,8 @@ public enum ConformanceSuite {
     /// The scenarios of the real-adapter path for one kind of adapter (``OneShotFixture``,
     /// ``StreamFixture``, ``BlockingFixture``): names and one-line summaries, in run order.
     /// - Parameter kind: The kind of adapter; thread-affine adapters have no fixture (declare
-    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead).
+    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead), and the keyed,
+    ///   shared, latest-wins and coalesced kinds none yet.
     /// - Returns: `(name, summary)` pairs.
     public static func fixtureScenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
         switch kind {
@@ -186,7 +268,7 @@ public enum ConformanceSuite {
             return StreamFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
         case .blocking:
             return BlockingFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
-        case .threadAffine:
+        case .threadAffine, .keyed, .shared, .latestWins, .coalesced:
             return []
         }
     }
@@ -204,6 +286,14 @@ public enum ConformanceSuite {
             return ThreadAffineScenarios.all.map { ($0.name, $0.summary) }
         case .blocking:
             return BlockingScenarios.all.map { ($0.name, $0.summary) }
+        case .keyed:
+            return KeyedScenarios.all.map { ($0.name, $0.summary) }
+        case .shared:
+            return SharedSubscriptionScenarios<NeverSharedAdapter>.all.map { ($0.name, $0.summary) }
+        case .latestWins:
+            return LatestWinsScenarios.all.map { ($0.name, $0.summary) }
+        case .coalesced:
+            return CoalescedScenarios.all.map { ($0.name, $0.summary) }
         }
     }
 

@@ -63,6 +63,14 @@ public enum AdapterKind: String, Sendable, Hashable, Codable, CaseIterable {
     case threadAffine
     /// Bridges a blocking call to an async call that does not block its caller.
     case blocking
+    /// Turns requests answered through one global reply callback, matched by id, into async calls.
+    case keyed
+    /// Lets many consumers follow one SDK listener, each with a sequence of its own.
+    case shared
+    /// Lets a new call supersede the one in flight, whose late result never lands.
+    case latestWins
+    /// Lets concurrent callers with the same key share one SDK call.
+    case coalesced
 }
 
 /// Everything one conformance run found out about one adapter.
