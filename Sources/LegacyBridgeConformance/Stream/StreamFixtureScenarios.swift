@@ -269,6 +269,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
             let promptly = context.patience / 3
             let quiet = context.patience / 20
             let limit = fixture.bound.heldLimit
+            let mustBeTold: Bool
+            if case .backpressure = fixture.bound.kind { mustBeTold = true } else { mustBeTold = false }
             let recorder = recorder(context)
             let stallEnded = LockedBox(false)
             // After the stall the consumer takes what was held and a few more: only a resumed
@@ -279,10 +281,13 @@ enum StreamFixtureScenarios<Element: Sendable> {
                 if count == 1 {
                     // Stall until the adapter holds more than the limit, or the SDK has been quiet
                     // for a while with events waiting (it stopped), or a callback is held too long.
+                    // A backpressure adapter must also have told the SDK to stop (a pause, or a
+                    // yield's answer): quiet alone may only be a busy machine's SDK thread.
                     _ = await eventually {
                         let snapshot = recorder.snapshot
+                        let told = !mustBeTold || snapshot.pauses + snapshot.stopAnswers > 0
                         let rested =
-                            snapshot.outstanding > 0 && recorder.callbacksInFlight == 0
+                            told && snapshot.outstanding > 0 && recorder.callbacksInFlight == 0
                             && (snapshot.lastDelivery.map { ContinuousClock.now - $0 > quiet } ?? false)
                         return snapshot.outstanding > limit || rested || recorder.longestCallback > promptly
                     }
