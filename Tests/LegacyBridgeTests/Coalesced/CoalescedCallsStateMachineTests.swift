@@ -9,6 +9,7 @@
 
 import Testing
 @testable import LegacyBridge
+import TestSupport
 
 private struct WaiterTicket: Equatable {
     let caller: Int
@@ -282,7 +283,12 @@ private struct World {
     }
 }
 
-@Suite("Coalesced: CoalescedCalls state machine, every ordering")
+@Suite(
+    "Coalesced: CoalescedCalls state machine, every ordering",
+    .disabled(
+        if: testsUnderThreadSanitizer,
+        "a pure value driven on one thread: nothing for TSan to see; the plain run checks every ordering")
+)
 struct CoalescedCallsStateMachineTests {
     @Test(
         "every sequence of joins, creations, cancellations, leaves, completions and relays up to length 6 keeps the contract"

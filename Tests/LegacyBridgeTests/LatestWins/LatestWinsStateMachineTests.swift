@@ -8,6 +8,7 @@
 
 import Testing
 @testable import LegacyBridge
+import TestSupport
 
 private struct Ticket: Equatable {
     let run: Int
@@ -206,7 +207,12 @@ private struct World {
     }
 }
 
-@Suite("LatestWins: state machine, every ordering")
+@Suite(
+    "LatestWins: state machine, every ordering",
+    .disabled(
+        if: testsUnderThreadSanitizer,
+        "a pure value driven on one thread: nothing for TSan to see; the plain run checks every ordering")
+)
 struct LatestWinsStateMachineTests {
     @Test(
         "every sequence of begins, registrations, completions, timeouts, ends and cancels up to length 7 keeps the contract"
