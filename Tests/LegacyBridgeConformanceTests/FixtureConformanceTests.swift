@@ -145,7 +145,12 @@ struct FixtureConformanceTests {
         }
     }
 
-    @Test("a stream that buffers without bound though it declares backpressure is failed by the stalled consumer")
+    /// Not under ThreadSanitizer: there the simulated SDK, beside the rest of this test process,
+    /// delivered fewer events than the bound within the scenario's patience, so nothing could be
+    /// seen held. CI's TSan conformance step runs this adapter crash-isolated.
+    @Test(
+        "a stream that buffers without bound though it declares backpressure is failed by the stalled consumer",
+        .disabled(if: threadSanitizerIsActive, "the SDK is too slow beside the whole TSan test process"))
     func unboundedStreamIsFlagged() async throws {
         let client = try Self.client()
         let fixture = try #require(LoopSDKStreamMistake.fixtures(client: { client }).first { $0.0 == .unbounded }?.1)

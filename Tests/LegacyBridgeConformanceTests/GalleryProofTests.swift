@@ -92,8 +92,13 @@ struct GalleryProofTests {
         #expect(gallery.filter(\.flaggedOnlyUnderThreadSanitizer).map(\.name) == ["plain-bool-gate"])
     }
 
+    /// Not under ThreadSanitizer: there CI runs each gallery adapter once, crash-isolated, through
+    /// `legacy-bridge conformance --adapter all --flagging-only` on a TSan build. Four seeds of every
+    /// adapter beside the rest of this test process slowed the SDK side past what a late mistake
+    /// (a retried cancel) needs to show before the verdict.
     @Test(
         "flagged on every seed",
+        .disabled(if: threadSanitizerIsActive, "CI's TSan conformance step runs the gallery instead"),
         arguments: AdapterCatalog.all.filter { $0.isGallery && !$0.flaggedOnlyUnderThreadSanitizer }.map(\.name))
     func flaggedOnEverySeed(adapter name: String) async throws {
         let entry = try #require(AdapterCatalog.entry(named: name))
