@@ -13,6 +13,18 @@ package let testsUnderThreadSanitizer: Bool = {
     return dlsym(process, "__tsan_init") != nil
 }()
 
+/// Whether this test process runs with AddressSanitizer (its runtime is linked in).
+package let testsUnderAddressSanitizer: Bool = {
+    guard let process = dlopen(nil, RTLD_NOW) else { return false }
+    return dlsym(process, "__asan_init") != nil
+}()
+
+/// Whether a sanitizer instruments this process. Stress sizes scale down under one, and the
+/// suites that enumerate a pure value's orderings do not run: the value lives on one thread and
+/// holds no unsafe memory, so neither sanitizer has anything to see there, and their minutes of
+/// work would only crowd the tests that do have something.
+package let testsUnderSanitizer = testsUnderThreadSanitizer || testsUnderAddressSanitizer
+
 /// How many seconds a test waits for something that must happen before it reports a hang: 120,
 /// or 600 under ThreadSanitizer.
 ///

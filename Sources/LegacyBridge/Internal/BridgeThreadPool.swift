@@ -108,10 +108,10 @@ final class BridgeThreadPool: @unchecked Sendable {
     }
 
     /// No thread exists while jobs wait: try again later, from the timer thread (which only
-    /// starts a thread here, and holds the pool weakly).
+    /// starts a thread here). The timer holds the pool until it fires, a `retryDelay` at most:
+    /// the jobs that wait need the pool anyway.
     private func scheduleRetry() {
-        _ = DeadlineTimers.schedule(at: .now + Self.retryDelay, onTimerThread: true) { [weak self] in
-            guard let self else { return }
+        _ = DeadlineTimers.schedule(at: .now + Self.retryDelay, onTimerThread: true) {
             if case .startThread = self.locked({ $0.retry() }) { self.startOneThread() }
         }
     }

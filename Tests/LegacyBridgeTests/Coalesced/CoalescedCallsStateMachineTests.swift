@@ -286,8 +286,8 @@ private struct World {
 @Suite(
     "Coalesced: CoalescedCalls state machine, every ordering",
     .disabled(
-        if: testsUnderThreadSanitizer,
-        "a pure value driven on one thread: nothing for TSan to see; the plain run checks every ordering")
+        if: testsUnderSanitizer,
+        "a pure value on one thread: nothing for a sanitizer to see; the plain run checks every ordering")
 )
 struct CoalescedCallsStateMachineTests {
     @Test(

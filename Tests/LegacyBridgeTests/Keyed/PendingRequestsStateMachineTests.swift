@@ -447,8 +447,8 @@ private func exploreAll(length: Int) -> (checked: Int, problems: [String]) {
 @Suite(
     "Keyed: PendingRequests state machine, every ordering",
     .disabled(
-        if: testsUnderThreadSanitizer,
-        "a pure value driven on one thread: nothing for TSan to see; the plain run checks every ordering")
+        if: testsUnderSanitizer,
+        "a pure value on one thread: nothing for a sanitizer to see; the plain run checks every ordering")
 )
 struct PendingRequestsStateMachineTests {
     @Test(

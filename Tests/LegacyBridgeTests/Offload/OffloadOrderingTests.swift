@@ -575,7 +575,7 @@ struct OffloadOrderingTests {
 
     @Test(
         "two threads: both calls cancelled and interrupted, shutdown, each worker stepping",
-        .disabled(if: testsUnderThreadSanitizer, "pure state machine: run without ThreadSanitizer"))
+        .disabled(if: testsUnderSanitizer, "pure state machine: run without sanitizers"))
     func twoWorkers() async {
         let events: [Event] = [
             .call(0), .call(1), .cancel(0), .cancel(1), .interruptStart(0), .interruptStart(1), .worker(0), .worker(1),

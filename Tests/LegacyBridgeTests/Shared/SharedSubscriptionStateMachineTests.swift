@@ -424,11 +424,11 @@ private struct World {
 @Suite(
     "SharedSubscriptionStateMachine",
     .disabled(
-        if: testsUnderThreadSanitizer,
-        "a pure value driven on one thread: nothing for TSan to see; the plain run checks every ordering")
+        if: testsUnderSanitizer,
+        "a pure value on one thread: nothing for a sanitizer to see; the plain run checks every ordering")
 )
 struct SharedSubscriptionStateMachineTests {
-    static var length: Int { StreamProbe.underThreadSanitizer ? 5 : 6 }
+    static var length: Int { testsUnderSanitizer ? 5 : 6 }
 
     @Test(
         "every sequence of joins, leaves, pauses, slow-consumer ends, starts, yields, finishes, calls, linger timers and restarts keeps the contract",

@@ -23,15 +23,31 @@ private final class FakeListener: Sendable {
         log.append("start")
         sinks.withLock { $0.append(sink) }
         if let startError { throw startError }
+        // The control holds the log, not the listener: the listener holds the sink, which holds
+        // the subscription, which holds the control.
+        let log = self.log
         return StreamControl(
             scheduler: scheduler,
-            cancel: CancelHandle { self.log.append("cancel") },
-            pause: { self.log.append("pause") },
-            resume: { self.log.append("resume") })
+            cancel: CancelHandle { log.append("cancel") },
+            pause: { log.append("pause") },
+            resume: { log.append("resume") })
     }
 
     /// The sink of the latest start.
     var sink: EventSink<Int> { sinks.withLock { $0.last! } }
+
+    /// A subscription whose `start` is this listener's. It holds the listener weakly: the
+    /// listener keeps every sink it was given (tests yield through old ones) and a sink holds its
+    /// subscription, so a strong hold would be a cycle that outlives the test, which
+    /// LeakSanitizer reports. A real SDK lets go of the sink when it is cancelled.
+    func subscription(
+        replay: SharedSubscription<Int>.Replay = .none, linger: Duration = .zero
+    ) -> SharedSubscription<Int> {
+        SharedSubscription(of: Int.self, replay: replay, linger: linger) { [weak self] sink in
+            guard let self else { throw CancellationError() }
+            return try self.start(sink)
+        }
+    }
 }
 
 /// An async one-way gate: `wait` suspends the task (no thread is blocked) until `open`.
@@ -94,7 +110,7 @@ struct SharedSubscriptionTests {
     @Test("Two consumers share one run of start; both get every element in order, then the terminal")
     func twoConsumersOneRun() async throws {
         let listener = FakeListener()
-        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let shared = listener.subscription()
         let stream = shared.subscribe()
         let a = Consumer(stream)
         let b = Consumer(stream)
@@ -115,7 +131,7 @@ struct SharedSubscriptionTests {
     func lastLeaves() async throws {
         let loop = CallsManualScheduler()
         let listener = FakeListener(scheduler: loop.scheduler)
-        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let shared = listener.subscription()
         let stream = shared.subscribe()
         let stayer = Consumer(stream, count: 2)
         let leaver = Consumer(stream, count: 1)
@@ -136,13 +152,17 @@ struct SharedSubscriptionTests {
         listener.sink.yield(4)
         #expect(await next.result().elements == [4])
         #expect(shared.statistics.starts == 2 && shared.statistics.yieldedWhileStopped == 1)
+        // The second run stops the same way; a job left on the loop would hold the subscription.
+        await streamPoll("the second cancel was posted") { loop.pending == 1 }
+        loop.runAll()
+        #expect(listener.log.all == ["start", "cancel", "start", "cancel"])
     }
 
     @Test("A consumer arriving while the stop is under way waits; start runs again once the cancel returned")
     func startWaitsForStop() async throws {
         let loop = CallsManualScheduler()
         let listener = FakeListener(scheduler: loop.scheduler)
-        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let shared = listener.subscription()
         let stream = shared.subscribe()
         let first = Consumer(stream, count: 1)
         await streamPoll("the first consumer joined") { shared.statistics.consumers == 1 }
@@ -157,12 +177,16 @@ struct SharedSubscriptionTests {
         #expect(listener.log.all == ["start", "cancel", "start"])
         listener.sink.yield(2)
         #expect(await second.result().elements == [2])
+        // The second run stops the same way; a job left on the loop would hold the subscription.
+        await streamPoll("the second cancel was posted") { loop.pending == 1 }
+        loop.runAll()
+        #expect(listener.log.all == ["start", "cancel", "start", "cancel"])
     }
 
     @Test("A consumer arriving within the linger keeps the run; once the linger passes, the run stops")
     func linger() async throws {
         let listener = FakeListener()
-        let keeper = SharedSubscription(of: Int.self, linger: .seconds(600)) { try listener.start($0) }
+        let keeper = listener.subscription(linger: .seconds(600))
         let stream = keeper.subscribe()
         let first = Consumer(stream, count: 1)
         await streamPoll("the first consumer joined") { keeper.statistics.consumers == 1 }
@@ -176,7 +200,7 @@ struct SharedSubscriptionTests {
         #expect(keeper.statistics.lingerRescues == 1 && keeper.statistics.starts == 1)
 
         let brief = FakeListener()
-        let stopper = SharedSubscription(of: Int.self, linger: .milliseconds(1)) { try brief.start($0) }
+        let stopper = brief.subscription(linger: .milliseconds(1))
         let third = Consumer(stopper.subscribe(), count: 1)
         await streamPoll("the third consumer joined") { stopper.statistics.consumers == 1 }
         brief.sink.yield(3)
@@ -189,7 +213,7 @@ struct SharedSubscriptionTests {
     @Test("After the end, a late consumer gets the replay and the terminal until restart(); then start runs again")
     func terminalReplayedUntilRestart() async throws {
         let listener = FakeListener()
-        let shared = SharedSubscription(of: Int.self, replay: .last(2)) { try listener.start($0) }
+        let shared = listener.subscription(replay: .last(2))
         let stream = shared.subscribe()
         let present = Consumer(stream)
         await streamPoll("a consumer joined") { shared.statistics.consumers == 1 }
@@ -211,7 +235,7 @@ struct SharedSubscriptionTests {
     @Test("A new consumer gets the latest element before the live ones")
     func replayLatest() async throws {
         let listener = FakeListener()
-        let shared = SharedSubscription(of: Int.self, replay: .latest) { try listener.start($0) }
+        let shared = listener.subscription(replay: .latest)
         let stream = shared.subscribe()
         let first = Consumer(stream)
         await streamPoll("a consumer joined") { shared.statistics.consumers == 1 }
@@ -229,7 +253,7 @@ struct SharedSubscriptionTests {
     @Test("A slow consumer with a dropping policy drops for itself alone, counted; the producer never waits")
     func slowConsumerDrops() async throws {
         let listener = FakeListener()
-        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let shared = listener.subscription()
         let gate = AsyncGate()
         let slowStream = shared.subscribe(buffering: .bufferingNewest(2))
         let slowHolds = StreamShared(false)
@@ -254,7 +278,7 @@ struct SharedSubscriptionTests {
     @Test("A consumer over its limit alone ends with SlowConsumerError after what it holds; the others go on")
     func slowConsumerEnded() async throws {
         let listener = FakeListener()
-        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let shared = listener.subscription()
         let gate = AsyncGate()
         let slowHolds = StreamShared(false)
         let slow = Consumer(
@@ -286,7 +310,7 @@ struct SharedSubscriptionTests {
     @Test("A sole consumer ended as slow leaves: the producer is stopped as when the last consumer leaves")
     func lastSlowConsumerStops() async throws {
         let listener = FakeListener()
-        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let shared = listener.subscription()
         let gate = AsyncGate()
         let holds = StreamShared(false)
         let slow = Consumer(
@@ -311,7 +335,7 @@ struct SharedSubscriptionTests {
     @Test("Backpressure by the slowest: one consumer at high pauses the producer, its drain resumes it")
     func backpressureBySlowest() async throws {
         let listener = FakeListener()
-        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let shared = listener.subscription()
         let gate = AsyncGate()
         let slowHolds = StreamShared(false)
         let slow = Consumer(
@@ -341,7 +365,7 @@ struct SharedSubscriptionTests {
     @Test("A start that throws fails the consumers present and, until restart(), the later ones")
     func startThrows() async throws {
         let listener = FakeListener(startError: StreamTestError(code: 9))
-        let shared = SharedSubscription(of: Int.self) { try listener.start($0) }
+        let shared = listener.subscription()
         for _ in 0..<2 {
             let result = await Consumer(shared.subscribe()).result()
             #expect(result.elements.isEmpty && (result.error as? StreamTestError)?.code == 9)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -186,7 +187,7 @@ struct StreamBridgingTests {
     @Test("sequenced producers on several threads are delivered in order; stale ones are dropped and counted")
     func sequencedConcurrent() async throws {
         let threads = 4
-        let perThread = StreamProbe.underThreadSanitizer ? 500 : 2_000
+        let perThread = testsUnderSanitizer ? 500 : 2_000
         let window = threads * perThread  // every number fits: this checks ordering, not overflow
         let sinkBox = StreamShared<EventSink<Int>?>(nil)
         let stream = AsyncThrowingStream.bridging(of: Int.self, ordering: .sequenced(window: window)) { sink in

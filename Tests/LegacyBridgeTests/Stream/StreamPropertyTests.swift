@@ -11,11 +11,11 @@ import Testing
 
 private let propertySeed: UInt64 =
     ProcessInfo.processInfo.environment["LEGACY_BRIDGE_PROPERTY_SEED"].flatMap { UInt64($0) } ?? 0x5EED_2026
-/// A million in plain runs; under ThreadSanitizer (every access instrumented, nothing here is
-/// concurrent) a twentieth, so the sanitizer pass stays within CI time.
+/// A million in plain runs; under a sanitizer (every access instrumented, nothing here is
+/// concurrent) a twentieth, so the sanitizer passes stay within CI time.
 private let propertySequences: Int =
     ProcessInfo.processInfo.environment["LEGACY_BRIDGE_PROPERTY_SEQUENCES"].flatMap { Int($0) }
-    ?? (StreamProbe.underThreadSanitizer ? 50_000 : 1_000_000)
+    ?? (testsUnderSanitizer ? 50_000 : 1_000_000)
 
 // MARK: - Reference model of the reorderer
 

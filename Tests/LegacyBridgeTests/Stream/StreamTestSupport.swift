@@ -70,11 +70,6 @@ enum StreamProbe {
     static func isConsumerWaiting<Element>(_ sink: EventSink<Element>) -> Bool {
         sink.storage.box.withLock { $0.isConsumerWaiting }
     }
-
-    /// Whether the process runs under ThreadSanitizer (stress sizes scale down).
-    static var underThreadSanitizer: Bool {
-        dlsym(nil, "__tsan_init") != nil
-    }
 }
 
 struct StreamTestError: Error, Equatable {

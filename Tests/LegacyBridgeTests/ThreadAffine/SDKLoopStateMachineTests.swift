@@ -121,8 +121,8 @@ private struct World {
 @Suite(
     "ThreadAffine: SDKLoop state machine, every ordering",
     .disabled(
-        if: testsUnderThreadSanitizer,
-        "a pure value driven on one thread: nothing for TSan to see; the plain run checks every ordering")
+        if: testsUnderSanitizer,
+        "a pure value on one thread: nothing for a sanitizer to see; the plain run checks every ordering")
 )
 struct SDKLoopStateMachineTests {
     @Test("every sequence of posts, takes and shutdowns up to length 7 keeps the contract")

@@ -68,6 +68,9 @@ private final class RunningSDK: Sendable {
                         job()
                     }
                 }
+                // A stopped loop lets go of what it was given, as a real one does when it is
+                // freed: a drain kept here would hold the SDKLoop, which holds this driver.
+                _ = takeAll(scheduled)
             },
             schedule: { [self] drain in
                 scheduled.withLock { $0.append(drain) }
