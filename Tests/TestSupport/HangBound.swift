@@ -7,17 +7,17 @@ import Glibc
 import Darwin
 #endif
 
-/// Whether this test process runs with ThreadSanitizer (its runtime is linked in).
-package let testsUnderThreadSanitizer: Bool = {
+/// Whether this process has the runtime that defines `symbol` linked in.
+private func runtimeLinked(_ symbol: String) -> Bool {
     guard let process = dlopen(nil, RTLD_NOW) else { return false }
-    return dlsym(process, "__tsan_init") != nil
-}()
+    return dlsym(process, symbol) != nil
+}
+
+/// Whether this test process runs with ThreadSanitizer (its runtime is linked in).
+package let testsUnderThreadSanitizer = runtimeLinked("__tsan_init")
 
 /// Whether this test process runs with AddressSanitizer (its runtime is linked in).
-package let testsUnderAddressSanitizer: Bool = {
-    guard let process = dlopen(nil, RTLD_NOW) else { return false }
-    return dlsym(process, "__asan_init") != nil
-}()
+package let testsUnderAddressSanitizer = runtimeLinked("__asan_init")
 
 /// Whether a sanitizer instruments this process. Stress sizes scale down under one, and the
 /// suites that enumerate a pure value's orderings do not run: the value lives on one thread and
