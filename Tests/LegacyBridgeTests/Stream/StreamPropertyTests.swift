@@ -385,13 +385,3 @@ struct StreamPropertyTests {
         #expect(failures.isEmpty, "\(failures.prefix(5).joined(separator: "\n"))")
     }
 }
-
-/// Runs `body` on a thread of its own and returns its result: a test that computes for seconds
-/// must not hold one of the cooperative pool's few threads (nothing preempts it there, so every
-/// async test of the run would wait for it).
-func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
-    await withCheckedContinuation { continuation in
-        let rc = startDetachedThread(name: "test-compute") { continuation.resume(returning: body()) }
-        precondition(rc == 0, "pthread_create failed: \(rc)")
-    }
-}
