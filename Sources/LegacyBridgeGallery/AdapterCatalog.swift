@@ -68,11 +68,14 @@ public enum AdapterCatalog {
         Entry(EarlyContextReleaseAdapter(), gallery: true, flaggedBy: ["context-released-once"]),
         Entry(CancelAfterSuccessAdapter(), gallery: true, flaggedBy: ["no-cancel-after-completion"]),
         Entry(
-            PlainBoolGateAdapter(), gallery: true, flaggedBy: ["concurrent-callbacks"], onlyUnderThreadSanitizer: true),
+            PlainBoolGateAdapter(), gallery: true, flaggedBy: ["concurrent-callbacks"], onlyUnder: .thread),
         Entry(ContextReleasedOnCancelAdapter(), gallery: true, flaggedBy: ["context-released-once"]),
         Entry(FailureAsEmptySuccessAdapter(), gallery: true, flaggedBy: ["single-failure-throws"]),
         Entry(SemaphoreWaitAdapter(), gallery: true, flaggedBy: ["caller-not-blocked"]),
         Entry(LateRetryCancelAdapter(), gallery: true, flaggedBy: ["never-calls-back-then-cancel"]),
+        Entry(
+            ContextUsedAfterReleaseAdapter(), gallery: true, flaggedBy: ["context-unused-after-release"],
+            onlyUnder: .address),
         Entry(TaskForwardedCallbackAdapter(), gallery: true, flaggedBy: ["outcome-decided-in-callback"]),
         Entry(QueueForwardedCallbackAdapter(), gallery: true, flaggedBy: ["outcome-decided-in-callback"]),
         Entry(

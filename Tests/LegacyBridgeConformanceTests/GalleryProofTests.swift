@@ -85,11 +85,16 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "the caller's thread ran nothing else", "was not resumed within"),
     ]
 
-    @Test("every gallery adapter has evidence to check (the data race is checked under ThreadSanitizer in CI)")
+    @Test(
+        "every gallery adapter has evidence to check (the data race is checked under ThreadSanitizer in CI, the use of freed memory under AddressSanitizer)"
+    )
     func everyAdapterHasEvidence() {
         let gallery = AdapterCatalog.all.filter(\.isGallery)
-        #expect(Set(gallery.filter { !$0.flaggedOnlyUnderThreadSanitizer }.map(\.name)) == Set(Self.evidence.keys))
-        #expect(gallery.filter(\.flaggedOnlyUnderThreadSanitizer).map(\.name) == ["plain-bool-gate"])
+        #expect(Set(gallery.filter { $0.flaggedOnlyUnder == nil }.map(\.name)) == Set(Self.evidence.keys))
+        #expect(gallery.filter { $0.flaggedOnlyUnder == .thread }.map(\.name) == ["plain-bool-gate"])
+        #expect(
+            gallery.filter { $0.flaggedOnlyUnder == .address }.map(\.name)
+                == Array(AddressSanitizerGalleryTests.evidence.keys))
     }
 
     /// Not under ThreadSanitizer: there CI runs each gallery adapter once, crash-isolated, through
@@ -99,7 +104,7 @@ struct GalleryProofTests {
     @Test(
         "flagged on every seed",
         .disabled(if: threadSanitizerIsActive, "CI's TSan conformance step runs the gallery instead"),
-        arguments: AdapterCatalog.all.filter { $0.isGallery && !$0.flaggedOnlyUnderThreadSanitizer }.map(\.name))
+        arguments: AdapterCatalog.all.filter { $0.isGallery && $0.flaggedOnlyUnder == nil }.map(\.name))
     func flaggedOnEverySeed(adapter name: String) async throws {
         let entry = try #require(AdapterCatalog.entry(named: name))
         let evidence = try #require(Self.evidence[name])

@@ -452,8 +452,15 @@ final class ContextWatch: @unchecked Sendable {
     ///
     /// The lab keeps its guards until the scenario is over, so that a release the adapter makes
     /// after the SDK's (a double release) is reported rather than freeing the object under it.
+    /// Under AddressSanitizer it gives them up first instead: the adapter's release frees the
+    /// context there, as over a real SDK, and any later use of it (or a second release) is a use
+    /// of freed memory that AddressSanitizer reports every time, inside the scenario.
     func release(_ probe: OperationProbe, _ release: (Unmanaged<AnyObject>) -> Void) {
         if (adapterReferences ?? 0) > 0 {
+            if addressSanitizerIsActive {
+                _ = announcedFreedContexts
+                dropGuards()
+            }
             release(context)
         } else {
             probe.noteContextReleasedBeforeSDKRelease()
@@ -472,6 +479,11 @@ final class ContextWatch: @unchecked Sendable {
         for _ in 0..<count { context.release() }
     }
 }
+
+/// Said once per process, before the lab first lets an adapter's release free its context.
+private let announcedFreedContexts: Void = announceWatch(
+    "the suite had let the SDK's release free an adapter's C context (an AddressSanitizer build), so freed memory reached after that is the adapter using its context after the release"
+)
 
 /// A weak reference to an object, to learn when it was freed.
 struct WeakObject {

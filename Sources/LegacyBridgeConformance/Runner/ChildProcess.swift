@@ -50,7 +50,7 @@ package struct ChildOutcome: Sendable {
     /// The first `count` non-empty lines of standard error, for crash reports.
     package func firstErrorLines(_ count: Int) -> String {
         standardError.split(separator: "\n", omittingEmptySubsequences: true)
-            .filter { !$0.allSatisfy { $0 == "=" || $0 == " " } }
+            .filter { !$0.allSatisfy { $0 == "=" || $0 == " " } && !$0.hasPrefix(watchLinePrefix) }
             .prefix(count)
             .joined(separator: " | ")
     }
@@ -154,7 +154,52 @@ package func runChildOffThePool(
 }
 
 /// Whether this process runs with ThreadSanitizer (its runtime is linked in).
-package let threadSanitizerIsActive: Bool = {
+package let threadSanitizerIsActive: Bool = sanitizerRuntimeLinked("__tsan_init")
+
+/// Whether this process runs with AddressSanitizer (its runtime is linked in).
+package let addressSanitizerIsActive: Bool = sanitizerRuntimeLinked("__asan_init")
+
+private func sanitizerRuntimeLinked(_ symbol: String) -> Bool {
     guard let process = dlopen(nil, RTLD_NOW) else { return false }
-    return dlsym(process, "__tsan_init") != nil
-}()
+    return dlsym(process, symbol) != nil
+}
+
+/// A sanitizer that a gallery adapter's mistake needs before anything can see it.
+package enum Sanitizer: Sendable {
+    /// ThreadSanitizer: the mistake is a data race.
+    case thread
+    /// AddressSanitizer: the mistake is a use of freed memory.
+    case address
+
+    /// Whether this process was built with it.
+    package var isActive: Bool {
+        switch self {
+        case .thread: return threadSanitizerIsActive
+        case .address: return addressSanitizerIsActive
+        }
+    }
+
+    /// Its name, for messages.
+    package var name: String {
+        switch self {
+        case .thread: return "ThreadSanitizer"
+        case .address: return "AddressSanitizer"
+        }
+    }
+
+    /// The kind of mistake only it sees, for messages.
+    package var mistake: String {
+        switch self {
+        case .thread: return "a data race"
+        case .address: return "a use of freed memory"
+        }
+    }
+
+    /// The `swift build` flag that builds with it.
+    package var buildFlag: String {
+        switch self {
+        case .thread: return "--sanitize=thread"
+        case .address: return "--sanitize=address"
+        }
+    }
+}

@@ -78,8 +78,9 @@ public enum ConformanceRunner {
         Runs the adapter conformance suite. Each scenario runs in a child process (this executable,
         re-run), so an adapter that traps or deadlocks fails that scenario and the suite goes on.
         A scenario also fails when its process exits with a non-zero status or prints a sanitizer
-        report (build with --sanitize=thread to catch data races). Each scenario's result is
-        printed as soon as it ends.
+        report (build with --sanitize=thread to catch data races, with --sanitize=address to
+        catch a C context used after the SDK released it). Each scenario's result is printed as
+        soon as it ends.
 
         OPTIONS
           --adapter NAMES|all Which adapters (comma-separated names), or all. Default:
@@ -100,7 +101,8 @@ public enum ConformanceRunner {
           An adapter that must work is expected to pass every scenario that ran. A gallery
           adapter (wrong on purpose) is expected to be flagged by each scenario its documentation
           names, among those that ran; if none of them ran (--scenario chose others), or its
-          mistake needs ThreadSanitizer and this is not a TSan build, it is not checked.
+          mistake needs a sanitizer this build does not have (ThreadSanitizer, AddressSanitizer),
+          it is not checked.
 
         EXIT STATUS
           0  every adapter checked met its expectation; 1 otherwise; 2 bad usage.
@@ -239,7 +241,7 @@ public enum ConformanceRunner {
         let expectation: String
         if subject.isGallery {
             expectation =
-                "wrong on purpose, expected to be flagged by \(subject.flaggedBy.joined(separator: ", "))\(subject.flaggedOnlyUnderThreadSanitizer ? " under ThreadSanitizer" : "")"
+                "wrong on purpose, expected to be flagged by \(subject.flaggedBy.joined(separator: ", "))\(subject.flaggedOnlyUnder.map { " under \($0.name)" } ?? "")"
         } else {
             expectation = "expected to pass every scenario"
         }
@@ -296,11 +298,18 @@ public enum ConformanceRunner {
                 name: name, summary: summary, verdict: .hung,
                 detail: "the scenario's process did not finish within \(bound) and was killed")
         }
+        // What the lab said a sanitizer's report would mean from some point on (see `announceWatch`),
+        // quoted after such a report.
+        let watching =
+            child.sanitizerReport == nil
+            ? ""
+            : child.standardError.split(separator: "\n").last { $0.hasPrefix(watchLinePrefix) }
+                .map { ". Before it: \($0.dropFirst(watchLinePrefix.count))" } ?? ""
         if child.signal != nil {
             let lines = child.sanitizerReport ?? child.firstErrorLines(3)
             return ScenarioResult(
                 name: name, summary: summary, verdict: .crashed,
-                detail: "crashed with \(child.signalDescription)\(lines.isEmpty ? "" : ": \(lines)")")
+                detail: "crashed with \(child.signalDescription)\(lines.isEmpty ? "" : ": \(lines)")\(watching)")
         }
         let resultLine = child.standardOutput.split(separator: "\n").last { $0.hasPrefix("RESULT ") }
         guard let resultLine,
@@ -311,11 +320,13 @@ public enum ConformanceRunner {
             return ScenarioResult(
                 name: name, summary: summary, verdict: .crashed,
                 detail:
-                    "exited with status \(child.exitStatus ?? -1) without a result\(lines.isEmpty ? "" : ": \(lines)")")
+                    "exited with status \(child.exitStatus ?? -1) without a result\(lines.isEmpty ? "" : ": \(lines)")\(watching)"
+            )
         }
         var problem: String?
         if let report = child.sanitizerReport {
-            problem = "its process printed a sanitizer report (exit status \(child.exitStatus ?? -1)): \(report)"
+            problem =
+                "its process printed a sanitizer report (exit status \(child.exitStatus ?? -1)): \(report)\(watching)"
         } else if let status = child.exitStatus, status != 0 {
             let lines = child.firstErrorLines(3)
             problem = "its process exited with status \(status)\(lines.isEmpty ? "" : ": \(lines)")"
@@ -391,11 +402,11 @@ package struct ConformanceEvaluation: Sendable {
         }
         let ran = Set(report.results.map(\.name))
         let relevant = subject.flaggedBy.filter(ran.contains)
-        if subject.flaggedOnlyUnderThreadSanitizer && !threadSanitizerIsActive {
+        if let sanitizer = subject.flaggedOnlyUnder, !sanitizer.isActive {
             return Verdict(
                 expected: "unchecked", met: true,
                 line:
-                    "\(subject.name): \(counts); not checked: its mistake is a data race, flagged by \(subject.flaggedBy.joined(separator: ", ")) only in a ThreadSanitizer build (swift build --sanitize=thread)"
+                    "\(subject.name): \(counts); not checked: its mistake is \(sanitizer.mistake), flagged by \(subject.flaggedBy.joined(separator: ", ")) only in a \(sanitizer.name) build (swift build \(sanitizer.buildFlag))"
             )
         }
         guard !relevant.isEmpty else {

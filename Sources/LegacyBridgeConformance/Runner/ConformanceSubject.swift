@@ -21,8 +21,9 @@ public struct ConformanceSubject: Sendable {
     package let isGallery: Bool
     /// The scenarios that must flag it (empty for adapters expected to pass).
     package let flaggedBy: [String]
-    /// Its mistake is a data race, which only a ThreadSanitizer build of the runner can see.
-    package let flaggedOnlyUnderThreadSanitizer: Bool
+    /// The sanitizer its mistake needs to be seen (a data race, a use of freed memory), if any: in
+    /// other builds of the runner it is not checked.
+    package let flaggedOnlyUnder: Sanitizer?
     /// The scenarios that apply, in run order.
     private let scenarios: [ScenarioInfo]
     private let runner: @Sendable (ConformanceOptions, (@Sendable (ScenarioResult) -> Void)?) async -> ConformanceReport
@@ -114,7 +115,7 @@ public struct ConformanceSubject: Sendable {
 
     private init(
         name: String, summary: String, kind: AdapterKind, gallery: Bool, flaggedBy: [String],
-        onlyUnderThreadSanitizer: Bool, scenarios: [(name: String, summary: String)]? = nil,
+        onlyUnder sanitizer: Sanitizer?, scenarios: [(name: String, summary: String)]? = nil,
         runner:
             @escaping @Sendable (ConformanceOptions, (@Sendable (ScenarioResult) -> Void)?) async
             -> ConformanceReport
@@ -124,7 +125,7 @@ public struct ConformanceSubject: Sendable {
         self.kind = kind
         self.isGallery = gallery
         self.flaggedBy = flaggedBy
-        self.flaggedOnlyUnderThreadSanitizer = onlyUnderThreadSanitizer
+        self.flaggedOnlyUnder = sanitizer
         self.scenarios = (scenarios ?? ConformanceSuite.scenarios(for: kind)).map {
             ScenarioInfo(name: $0.name, summary: $0.summary)
         }
@@ -134,106 +135,106 @@ public struct ConformanceSubject: Sendable {
     @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
     package init<Element: Sendable>(
         _ fixture: StreamFixture<Element>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
-        onlyUnderThreadSanitizer: Bool = false
+        onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: fixture.name, summary: summary ?? "a stream adapter over its SDK (fixture)", kind: .stream,
-            gallery: gallery, flaggedBy: flaggedBy, onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
             scenarios: ConformanceSuite.fixtureScenarios(for: .stream),
             runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
     }
 
     package init<Value: Sendable>(
         _ fixture: BlockingFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
-        onlyUnderThreadSanitizer: Bool = false
+        onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: fixture.name, summary: summary ?? "a blocking-call adapter over its SDK (fixture)", kind: .blocking,
-            gallery: gallery, flaggedBy: flaggedBy, onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
             scenarios: ConformanceSuite.fixtureScenarios(for: .blocking),
             runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
     }
 
     package init<Value: Sendable>(
         _ fixture: OneShotFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
-        onlyUnderThreadSanitizer: Bool = false
+        onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: fixture.name, summary: summary ?? "a one-shot adapter over its SDK (fixture)", kind: .oneShot,
-            gallery: gallery, flaggedBy: flaggedBy, onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
             scenarios: ConformanceSuite.fixtureScenarios(for: .oneShot),
             runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
     }
 
     package init<Adapter: BlockingAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: adapter.name, summary: adapter.summary, kind: .blocking, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            onlyUnder: sanitizer,
             runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     package init<Adapter: ThreadAffineAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: adapter.name, summary: adapter.summary, kind: .threadAffine, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            onlyUnder: sanitizer,
             runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     package init<Adapter: KeyedRequestAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: adapter.name, summary: adapter.summary, kind: .keyed, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            onlyUnder: sanitizer,
             runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     package init<Adapter: SharedSubscriptionAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: adapter.name, summary: adapter.summary, kind: .shared, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            onlyUnder: sanitizer,
             runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     package init<Adapter: LatestWinsAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: adapter.name, summary: adapter.summary, kind: .latestWins, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            onlyUnder: sanitizer,
             runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     package init<Adapter: CoalescedAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: adapter.name, summary: adapter.summary, kind: .coalesced, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            onlyUnder: sanitizer,
             runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     package init<Adapter: OneShotAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: adapter.name, summary: adapter.summary, kind: .oneShot, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            onlyUnder: sanitizer,
             runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 
     package init<Adapter: StreamAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnderThreadSanitizer: Bool = false
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
             name: adapter.name, summary: adapter.summary, kind: .stream, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnderThreadSanitizer: onlyUnderThreadSanitizer,
+            onlyUnder: sanitizer,
             runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
     }
 

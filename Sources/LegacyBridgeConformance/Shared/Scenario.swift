@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import LegacyBridge
 import LegacySimulator
 
@@ -150,4 +151,14 @@ func describe(_ result: Result<LegacyPayload, any Error>) -> String {
     case .success(let payload): return "value from callback #\(payload.attempt)"
     case .failure(let error): return "error \(type(of: error)): \(error)"
     }
+}
+
+/// Starts the line the lab prints when a sanitizer's report would mean something from then on
+/// (it freed a context under AddressSanitizer): the crash-isolating runner quotes it after the report.
+let watchLinePrefix = "WATCHING "
+
+/// Says, on standard error, what a sanitizer's report from now on would mean, so that a process
+/// that ends with one is explained by more than a stack (see ``watchLinePrefix``).
+func announceWatch(_ what: String) {
+    FileHandle.standardError.write(Data((watchLinePrefix + what + "\n").utf8))
 }
