@@ -47,14 +47,16 @@ enum CLI {
         _ arguments: [String], bound: TimeInterval = 300, executableName: String = "legacy-bridge",
         environment: [String: String] = [:]
     ) async throws -> CLIRun {
-        try await withCheckedThrowingContinuation { continuation in
-            onDedicatedThread("cli test child") {
-                continuation.resume(
-                    with: Result {
-                        try runBlocking(
-                            arguments, bound: bound, executable: executable(named: executableName),
-                            environment: environment)
-                    })
+        try await ChildSlots.shared.holding {
+            try await withCheckedThrowingContinuation { continuation in
+                onDedicatedThread("cli test child") {
+                    continuation.resume(
+                        with: Result {
+                            try runBlocking(
+                                arguments, bound: bound, executable: executable(named: executableName),
+                                environment: environment)
+                        })
+                }
             }
         }
     }
@@ -99,6 +101,36 @@ enum CLI {
     }
 }
 
+/// How many children of the CLI the tests of this process run at once: one per core, and one
+/// more for a child that mostly waits (a hung scenario sits out its watchdog).
+///
+/// Without a bound, Swift Testing starts every argument of a parameterized test together: the
+/// gallery's proof alone started 44 children on two cores, each got a twentieth of a core, and a
+/// scenario that needs a quarter of a second of CPU (20,000 events through a slow consumer) ran
+/// past its 3 s watchdog and was reported as hung. Slots queue in arrival order; the child's own
+/// bound starts when it starts, not while it waits for a slot.
+actor ChildSlots {
+    static let shared = ChildSlots(count: ProcessInfo.processInfo.activeProcessorCount + 1)
+
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(count: Int) { free = max(1, count) }
+
+    /// Runs `body` once a slot is free, and frees the slot when it returns or throws.
+    func holding<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        if free > 0 {
+            free -= 1
+        } else {
+            await withCheckedContinuation { waiting.append($0) }
+        }
+        defer {
+            if waiting.isEmpty { free += 1 } else { waiting.removeFirst().resume() }
+        }
+        return try await body()
+    }
+}
+
 /// One line a child printed, and whether the child was still running when it arrived.
 struct StreamedLine: Sendable {
     var text: String
@@ -108,9 +140,11 @@ struct StreamedLine: Sendable {
 extension CLI {
     /// Runs the CLI with `arguments`, reading standard output line by line as it arrives.
     static func runStreaming(_ arguments: [String], bound: TimeInterval = 300) async throws -> [StreamedLine] {
-        try await withCheckedThrowingContinuation { continuation in
-            onDedicatedThread("cli test child") {
-                continuation.resume(with: Result { try runStreamingBlocking(arguments, bound: bound) })
+        try await ChildSlots.shared.holding {
+            try await withCheckedThrowingContinuation { continuation in
+                onDedicatedThread("cli test child") {
+                    continuation.resume(with: Result { try runStreamingBlocking(arguments, bound: bound) })
+                }
             }
         }
     }
