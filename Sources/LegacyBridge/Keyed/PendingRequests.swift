@@ -43,7 +43,7 @@
 /// A table may serve caller-assigned and SDK-assigned requests at once, but a parked reply is
 /// only ever claimed by an SDK-assigned start.
 public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Sendable {
-    let storage: PendingRequestsStorage<ID, Value>
+    @usableFromInline let storage: PendingRequestsStorage<ID, Value>
 
     /// Creates an empty table.
     ///
@@ -86,6 +86,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     /// - Returns: The value of the reply.
     /// - Throws: The reply's error, the error `start` threw, ``RequestIDError`` if the id is in
     ///   use, the error passed to ``failAll(_:)``, `CancellationError`, or ``BridgeTimeoutError``.
+    @inlinable
     public func request(
         id: ID,
         isolation: isolated (any Actor)? = #isolation,
@@ -139,6 +140,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     /// - Throws: The reply's error, the error `start` threw, ``RequestIDError`` if the SDK gave
     ///   the id to a newer request, the error passed to ``failAll(_:)``, `CancellationError`, or
     ///   ``BridgeTimeoutError``.
+    @inlinable
     public func request(
         isolation: isolated (any Actor)? = #isolation,
         timeout: Duration? = nil,
@@ -181,7 +183,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     ///   - result: The reply's value or error.
     /// - Returns: `true` if this reply decided a request's outcome. `false` if it found no request,
     ///   was parked for a request still starting, or lost against a timeout or a cancellation.
-    @discardableResult
+    @inlinable @discardableResult
     public func complete(_ id: ID, with result: Result<Value, any Error>) -> Bool {
         storage.complete(id, with: result)
     }
@@ -195,7 +197,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     /// - Parameter error: The error every pending caller throws.
     /// - Returns: How many pending requests this call failed. A request whose outcome was already
     ///   decided is not counted.
-    @discardableResult
+    @inlinable @discardableResult
     public func failAll(_ error: any Error) -> Int {
         storage.failAll(error)
     }

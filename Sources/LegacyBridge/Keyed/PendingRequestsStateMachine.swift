@@ -27,11 +27,13 @@
 /// - A reply that finds no request is classified by the memory of ended ids: after a reply it is
 ///   a duplicate, after any other ending it is late, otherwise unknown. Its value is dropped.
 /// - Tokens only grow, so a registration is told from a newer one with the same id.
+@usableFromInline
 struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
-    typealias Reply = Result<Value, any Error>
+    @usableFromInline typealias Reply = Result<Value, any Error>
 
     /// How a request ended, from its caller's point of view.
-    enum Outcome: Hashable {
+    @usableFromInline
+    enum Outcome: Hashable, Sendable {
         case succeeded
         case failed
         case timedOut
@@ -39,7 +41,8 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     }
 
     /// How a remembered id last ended, to classify replies that find no request.
-    enum Ending: Hashable {
+    @usableFromInline
+    enum Ending: Hashable, Sendable {
         /// A reply took its request: a further reply is a duplicate.
         case replied
         /// Its request ended another way (timeout, cancellation, `failAll`, a failed start): a
@@ -48,48 +51,74 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     }
 
     /// What a reply that found no request was.
-    enum Unmatched: Hashable {
+    @usableFromInline
+    enum Unmatched: Hashable, Sendable {
         case unknown
         case duplicate
         case late
     }
 
+    @usableFromInline
     struct Registration {
-        let token: UInt64
-        let entry: Entry
+        @usableFromInline let token: UInt64
+        @usableFromInline let entry: Entry
+
+        @inlinable
+        init(token: UInt64, entry: Entry) {
+            self.token = token
+            self.entry = entry
+        }
     }
 
+    @usableFromInline
     struct Starting {
-        let token: UInt64
+        @usableFromInline let token: UInt64
         /// Set by `failAll` while the start ran, with the clock of that `failAll`.
-        var failure: (error: any Error, clock: UInt64)?
+        @usableFromInline var failure: (error: any Error, clock: UInt64)?
+
+        @inlinable
+        init(token: UInt64) {
+            self.token = token
+            self.failure = nil
+        }
     }
 
+    @usableFromInline
     struct Parked {
-        let reply: Reply
+        @usableFromInline let reply: Reply
         /// When the reply arrived, on the machine's clock.
-        let clock: UInt64
+        @usableFromInline let clock: UInt64
         /// The newest token issued when it arrived: only starts up to it may claim it.
-        let newestToken: UInt64
+        @usableFromInline let newestToken: UInt64
         /// Tells this parked reply from a later one for the same id in `parkedOrder`.
-        let serial: UInt64
+        @usableFromInline let serial: UInt64
+
+        @inlinable
+        init(reply: Reply, clock: UInt64, newestToken: UInt64, serial: UInt64) {
+            self.reply = reply
+            self.clock = clock
+            self.newestToken = newestToken
+            self.serial = serial
+        }
     }
 
     /// Counters kept by the machine.
-    struct Counters: Hashable {
-        var succeeded = 0
-        var failed = 0
-        var timedOut = 0
-        var cancelled = 0
-        var refused = 0
-        var unknownReplies = 0
-        var duplicateReplies = 0
-        var lateReplies = 0
+    @usableFromInline
+    struct Counters: Hashable, Sendable {
+        @usableFromInline var succeeded = 0
+        @usableFromInline var failed = 0
+        @usableFromInline var timedOut = 0
+        @usableFromInline var cancelled = 0
+        @usableFromInline var refused = 0
+        @usableFromInline var unknownReplies = 0
+        @usableFromInline var duplicateReplies = 0
+        @usableFromInline var lateReplies = 0
     }
 
     // MARK: Actions
 
     /// Result of `register`.
+    @usableFromInline
     enum RegisterAction {
         /// The id is now pending under `token`.
         case registered(token: UInt64)
@@ -98,6 +127,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     }
 
     /// What a start that returned its id gets.
+    @usableFromInline
     enum StartOutcome {
         /// The id is pending: wait for its reply.
         case registered
@@ -108,15 +138,24 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     }
 
     /// Result of `startReturned`.
+    @usableFromInline
     struct StartReturnedAction {
-        var outcome: StartOutcome
+        @usableFromInline var outcome: StartOutcome
         /// An older registration of the same id, taken over: fail it (the SDK reassigned its id).
-        var takenOver: Entry?
+        @usableFromInline var takenOver: Entry?
         /// Success values of parked replies that were dropped: to `onDiscard`.
-        var discarded: [Value]
+        @usableFromInline var discarded: [Value]
+
+        @inlinable
+        init(outcome: StartOutcome, takenOver: Entry?, discarded: [Value]) {
+            self.outcome = outcome
+            self.takenOver = takenOver
+            self.discarded = discarded
+        }
     }
 
     /// Result of `complete`.
+    @usableFromInline
     enum CompleteAction {
         /// Complete this request with the reply.
         case deliver(Entry)
@@ -128,18 +167,18 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
 
     // MARK: State
 
-    private var pending: [ID: Registration] = [:]
+    @usableFromInline var pending: [ID: Registration] = [:]
     /// Running starts in token order (tokens only grow, so appending keeps the order).
-    private var starting: [Starting] = []
-    private var parked: [ID: Parked] = [:]
+    @usableFromInline var starting: [Starting] = []
+    @usableFromInline var parked: [ID: Parked] = [:]
     /// Parked replies in arrival order (by `newestToken`, which never decreases); entries whose
     /// reply was claimed or replaced are skipped by their serial.
-    private var parkedOrder: [(id: ID, serial: UInt64)] = []
-    private var parkedOrderHead = 0
-    private var endings: RecentEndings<ID, Ending>
-    private var newestToken: UInt64 = 0
-    private var clock: UInt64 = 0
-    private(set) var counters = Counters()
+    @usableFromInline var parkedOrder: [(id: ID, serial: UInt64)] = []
+    @usableFromInline var parkedOrderHead = 0
+    @usableFromInline var endings: RecentEndings<ID, Ending>
+    @usableFromInline var newestToken: UInt64 = 0
+    @usableFromInline var clock: UInt64 = 0
+    @usableFromInline var counters = Counters()
 
     /// A table that remembers how the last `rememberedEndings` ids ended.
     init(rememberedEndings: Int) {
@@ -149,6 +188,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     // MARK: Events
 
     /// A caller-assigned request registers `id` before its SDK call.
+    @inlinable
     mutating func register(_ id: ID, entry: Entry) -> RegisterAction {
         if pending[id] != nil {
             counters.refused += 1
@@ -161,6 +201,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     }
 
     /// An SDK-assigned request begins its start; the returned token names it.
+    @inlinable
     mutating func beginStart() -> UInt64 {
         let token = issueToken()
         starting.append(Starting(token: token))
@@ -168,6 +209,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     }
 
     /// The start `token` returned `id`.
+    @inlinable
     mutating func startReturned(_ token: UInt64, id: ID, entry: Entry) -> StartReturnedAction {
         let failure = removeStarting(token)
         var action = StartReturnedAction(outcome: .registered, takenOver: nil, discarded: [])
@@ -199,6 +241,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
 
     /// The start `token` threw: no id, no request. Returns the success values of parked replies
     /// that nobody can claim any more.
+    @inlinable
     mutating func startThrew(_ token: UInt64) -> [Value] {
         _ = removeStarting(token)
         var discarded: [Value] = []
@@ -207,6 +250,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     }
 
     /// A reply for `id` arrived.
+    @inlinable
     mutating func complete(_ id: ID, with reply: Reply) -> CompleteAction {
         if let registration = pending.removeValue(forKey: id) {
             endings.record(id, .replied)
@@ -228,11 +272,13 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
 
     /// A reply delivered by `complete` lost: its request's outcome had been decided already
     /// (timeout or cancellation, its caller not yet back). It was a late reply.
+    @inlinable
     mutating func deliveredReplyLost() {
         counters.lateReplies += 1
     }
 
     /// Every pending request and every running start fails. Returns the pending registrations.
+    @inlinable
     mutating func failAll(_ error: any Error) -> [Entry] {
         clock += 1
         for index in starting.indices where starting[index].failure == nil {
@@ -253,6 +299,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     /// token if it was registered; if it is still pending (its outcome was decided by its
     /// timeout, its cancellation or its start's error), it is removed and returned, to be
     /// released outside the lock.
+    @inlinable
     mutating func requestEnded(_ registration: (id: ID, token: UInt64)?, outcome: Outcome) -> Entry? {
         switch outcome {
         case .succeeded: counters.succeeded += 1
@@ -270,19 +317,22 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
 
     // MARK: Helpers
 
-    private mutating func issueToken() -> UInt64 {
+    @inlinable
+    mutating func issueToken() -> UInt64 {
         newestToken += 1
         return newestToken
     }
 
-    private mutating func removeStarting(_ token: UInt64) -> (error: any Error, clock: UInt64)? {
+    @inlinable
+    mutating func removeStarting(_ token: UInt64) -> (error: any Error, clock: UInt64)? {
         guard let index = binarySearch(token) else {
             preconditionFailure("PendingRequests: a start ended that was not running (token \(token))")
         }
         return starting.remove(at: index).failure
     }
 
-    private func binarySearch(_ token: UInt64) -> Int? {
+    @inlinable
+    func binarySearch(_ token: UInt64) -> Int? {
         var low = 0
         var high = starting.count
         while low < high {
@@ -292,13 +342,15 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         return low < starting.count && starting[low].token == token ? low : nil
     }
 
-    private mutating func takeParked(_ id: ID) -> Parked? {
+    @inlinable
+    mutating func takeParked(_ id: ID) -> Parked? {
         parked.removeValue(forKey: id)
     }
 
     /// Drops parked replies that no running start can claim: those that arrived before the
     /// oldest running start began (all of them once no start runs).
-    private mutating func evictUnclaimable(into discarded: inout [Value]) {
+    @inlinable
+    mutating func evictUnclaimable(into discarded: inout [Value]) {
         let oldestRunning = starting.first?.token ?? .max
         while parkedOrderHead < parkedOrder.count {
             let (id, serial) = parkedOrder[parkedOrderHead]
@@ -318,13 +370,15 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         }
     }
 
-    private mutating func drop(_ reply: Reply, id: ID, into discarded: inout [Value]) {
+    @inlinable
+    mutating func drop(_ reply: Reply, id: ID, into discarded: inout [Value]) {
         _ = classify(id)
         if let value = Self.value(of: reply) { discarded.append(value) }
     }
 
     /// Counts a reply that found no request, by the memory of how its id last ended.
-    private mutating func classify(_ id: ID) -> Unmatched {
+    @inlinable
+    mutating func classify(_ id: ID) -> Unmatched {
         switch endings.ending(of: id) {
         case .replied:
             counters.duplicateReplies += 1
@@ -338,7 +392,8 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         }
     }
 
-    private static func value(of reply: Reply) -> Value? {
+    @inlinable
+    static func value(of reply: Reply) -> Value? {
         switch reply {
         case .success(let value): return value
         case .failure: return nil
@@ -366,19 +421,21 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
 }
 
 /// A bounded memory of how ids ended: the most recent `capacity` records, older ones forgotten.
+@usableFromInline
 struct RecentEndings<ID: Hashable, Ending> {
-    private let capacity: Int
-    private var byID: [ID: (ending: Ending, serial: UInt64)] = [:]
+    @usableFromInline let capacity: Int
+    @usableFromInline var byID: [ID: (ending: Ending, serial: UInt64)] = [:]
     /// The last `capacity` records in a ring; a slot whose serial no longer matches `byID` is stale.
-    private var ring: [(id: ID, serial: UInt64)] = []
-    private var next = 0
-    private var serial: UInt64 = 0
+    @usableFromInline var ring: [(id: ID, serial: UInt64)] = []
+    @usableFromInline var next = 0
+    @usableFromInline var serial: UInt64 = 0
 
     init(capacity: Int) {
         precondition(capacity > 0, "RecentEndings needs a positive capacity")
         self.capacity = capacity
     }
 
+    @inlinable
     mutating func record(_ id: ID, _ ending: Ending) {
         serial += 1
         byID[id] = (ending, serial)
@@ -392,10 +449,12 @@ struct RecentEndings<ID: Hashable, Ending> {
         next = (next + 1) % capacity
     }
 
+    @inlinable
     mutating func forget(_ id: ID) {
         byID[id] = nil
     }
 
+    @inlinable
     func ending(of id: ID) -> Ending? {
         byID[id]?.ending
     }

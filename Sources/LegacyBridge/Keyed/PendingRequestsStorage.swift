@@ -7,16 +7,17 @@
 // global reply callback can therefore call `complete` from inside any of them.
 
 /// The lock, the machine and the table's configuration; `PendingRequests` is its public face.
+@usableFromInline
 final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Sendable {
-    typealias Machine = PendingRequestsStateMachine<ID, Value, Completion<Value>>
+    @usableFromInline typealias Machine = PendingRequestsStateMachine<ID, Value, Completion<Value>>
 
     /// How many ended ids the table remembers to tell late and duplicate replies from unknown ones.
     static var rememberedEndings: Int { 128 }
 
-    let box: LockedBox<Machine>
-    let scheduler: SDKScheduler?
-    let cancel: (@Sendable (ID) -> Void)?
-    let onDiscard: (@Sendable (Value) -> Void)?
+    @usableFromInline let box: LockedBox<Machine>
+    @usableFromInline let scheduler: SDKScheduler?
+    @usableFromInline let cancel: (@Sendable (ID) -> Void)?
+    @usableFromInline let onDiscard: (@Sendable (Value) -> Void)?
 
     init(scheduler: SDKScheduler?, onDiscard: (@Sendable (Value) -> Void)?, cancel: (@Sendable (ID) -> Void)?) {
         self.box = LockedBox(Machine(rememberedEndings: Self.rememberedEndings))
@@ -28,6 +29,7 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
     // MARK: Requests
 
     /// Registers a caller-assigned `id`; nil if it is in use.
+    @inlinable
     func register(_ id: ID, completion: Completion<Value>) -> UInt64? {
         switch box.withLock({ $0.register(id, entry: completion) }) {
         case .registered(let token): return token
@@ -35,12 +37,14 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
         }
     }
 
+    @inlinable
     func beginStart() -> UInt64 {
         box.withLock { $0.beginStart() }
     }
 
     /// The start `token` returned `id`: registers it, or settles the request at once with a
     /// parked reply or a `failAll` error. Returns whether the request is now pending.
+    @inlinable
     func startReturned(_ token: UInt64, id: ID, completion: Completion<Value>) -> Bool {
         let action = box.withLock { $0.startReturned(token, id: id, entry: completion) }
         // The lock is released: resume, fail and discard from here.
@@ -60,17 +64,20 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
         }
     }
 
+    @inlinable
     func startThrew(_ token: UInt64) {
         discard(box.withLock { $0.startThrew(token) })
     }
 
     /// The caller of a request ended; removes what is left of it.
+    @inlinable
     func requestEnded(_ registration: (id: ID, token: UInt64)?, outcome: Machine.Outcome) {
         let removed = box.withLock { $0.requestEnded(registration, outcome: outcome) }
         _ = removed  // released here, after unlocking
     }
 
     /// The handle that cancels request `id` through the SDK, on the scheduler if there is one.
+    @inlinable
     func cancelHandle(for id: ID) -> CancelHandle? {
         guard let cancel else { return nil }
         return CancelHandle { cancel(id) }.posted(through: scheduler)
@@ -78,6 +85,7 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
 
     // MARK: Replies
 
+    @inlinable
     func complete(_ id: ID, with reply: Result<Value, any Error>) -> Bool {
         switch box.withLock({ $0.complete(id, with: reply) }) {
         case .deliver(let completion):
@@ -93,6 +101,7 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
         }
     }
 
+    @inlinable
     func failAll(_ error: any Error) -> Int {
         let completions = box.withLock { $0.failAll(error) }
         var failed = 0
@@ -102,7 +111,8 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
         return failed
     }
 
-    private func discard(_ values: [Value]) {
+    @inlinable
+    func discard(_ values: [Value]) {
         guard let onDiscard else { return }
         for value in values { onDiscard(value) }
     }
@@ -132,6 +142,7 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
 
 extension PendingRequestsStateMachine.Outcome {
     /// The outcome a caller saw, from what its request returned or threw.
+    @inlinable
     init(_ result: Result<some Any, any Error>) {
         switch result {
         case .success: self = .succeeded
