@@ -30,6 +30,7 @@
 ///   resumes or leaves. The control machine orders and serializes the calls.
 /// - A consumer whose buffer overflowed is ended on its own with a slow-consumer error and leaves
 ///   as if it had stopped. One that already has its terminal keeps it.
+@usableFromInline
 struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: Sendable>: Sendable {
     typealias Control = ProducerControlStateMachine
 
@@ -122,6 +123,7 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         case gone
     }
 
+    @usableFromInline
     enum YieldAction: Sendable {
         /// Hand the element(s) to these sinks. `acceptsStop`: a `stopProducing` answer may reach
         /// the producer. `evicted`: replay elements pushed out, released outside the lock.
@@ -317,6 +319,7 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
     }
 
     /// Generation `id`'s producer yields `count` elements, passed as `elements`.
+    @usableFromInline
     mutating func yield(_ id: UInt64, _ elements: UnsafeBufferPointer<Element>) -> YieldAction {
         guard case .running(let generation) = state, generation.id == id else {
             statistics.yieldedWhileStopped += elements.count

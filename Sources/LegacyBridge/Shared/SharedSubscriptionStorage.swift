@@ -7,10 +7,12 @@
 /// the linger timer and the threads making control calls.
 @usableFromInline
 final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
-    typealias Machine = SharedSubscriptionStateMachine<Element, SharedConsumerSink<Element>, DeadlineTimer>
+    @usableFromInline typealias Machine = SharedSubscriptionStateMachine<
+        Element, SharedConsumerSink<Element>, DeadlineTimer
+    >
     typealias Call = ProducerControlStateMachine.Call
 
-    let box: LockedBox<Machine>
+    @usableFromInline let box: LockedBox<Machine>
     let linger: Duration
     let start: @Sendable (EventSink<Element>) throws -> StreamControl?
     /// The last consumer number handed out.
@@ -109,7 +111,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         }
     }
 
-    @usableFromInline
+    @inlinable
     func yield(_ element: Element, generation: UInt64) -> YieldOutcome {
         let action = box.withLock { machine in
             withUnsafePointer(to: element) { machine.yield(generation, UnsafeBufferPointer(start: $0, count: 1)) }
@@ -126,7 +128,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         }
     }
 
-    @usableFromInline
+    @inlinable
     func yield(contentsOf elements: UnsafeBufferPointer<Element>, generation: UInt64) -> YieldOutcome {
         switch box.withLock({ $0.yield(generation, elements) }) {
         case .stale:
@@ -146,7 +148,8 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
 
     /// The producer's answer from the consumers' answers: stop wins over a drop, a drop over
     /// enqueued. A consumer that ended meanwhile does not speak for the others.
-    private static func merge(_ current: YieldOutcome, _ next: YieldOutcome) -> YieldOutcome {
+    @inlinable
+    static func merge(_ current: YieldOutcome, _ next: YieldOutcome) -> YieldOutcome {
         switch (current, next) {
         case (.stopProducing, _), (_, .stopProducing): return .stopProducing
         case (.dropped, _), (_, .dropped): return .dropped
@@ -252,17 +255,20 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
 }
 
 /// A consumer's sink, and the limit that ends it if it has one.
+@usableFromInline
 struct SharedConsumerSink<Element: Sendable>: Sendable {
-    let sink: EventSink<Element>
-    let limit: Int?
+    @usableFromInline let sink: EventSink<Element>
+    @usableFromInline let limit: Int?
 
     /// Hands over an element. A consumer with a limit never holds the producer back: its
     /// stream's wish to stop means it is being ended.
+    @inlinable
     func yield(_ element: Element) -> YieldOutcome {
         let outcome = sink.yield(element)
         return limit != nil && outcome == .stopProducing ? .enqueued : outcome
     }
 
+    @inlinable
     func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldOutcome {
         let outcome = sink.yield(contentsOf: elements)
         return limit != nil && outcome == .stopProducing ? .enqueued : outcome
@@ -284,12 +290,12 @@ final class SharedSubscriptionProducer<Element: Sendable>: Sendable {
         self.generation = generation
     }
 
-    @usableFromInline
+    @inlinable
     func yield(_ element: Element) -> YieldOutcome {
         storage.yield(element, generation: generation)
     }
 
-    @usableFromInline
+    @inlinable
     func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldOutcome {
         storage.yield(contentsOf: elements, generation: generation)
     }
