@@ -226,7 +226,11 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
             let handle = LoopHandle()
             try sdk.loop.post {
                 probe.start {
-                    let context = SDKContext.retain(StreamContext(yield: yield, end: end, contexts: contexts))
+                    // Each mistake keeps the correct adapter's pause on a stop answer (an unbounded
+                    // stream never answers stop), so it shows its one mistake only.
+                    let context = SDKContext.retain(
+                        StreamContext(
+                            yield: yield, end: end, stop: { handle.value.map(sdk.pause) }, contexts: contexts))
                     handle.value = sdk.subscribe(
                         plan, context: context, onEvent: streamEvent, onEnd: streamEnd, release: streamRelease)
                 }

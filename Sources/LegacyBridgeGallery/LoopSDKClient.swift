@@ -82,6 +82,12 @@ public struct LoopSDKClient: Sendable {
 
     /// The events of one subscription, with backpressure: the SDK is paused when 32 events wait.
     ///
+    /// The subscription starts on the loop thread, so the SDK may deliver before `start` has
+    /// returned the stream its control: until then the stream cannot pause the SDK, and a caller
+    /// descheduled for a few milliseconds would let thousands of events in. The event callback
+    /// therefore pauses the SDK itself, on its own thread, when a yield answers `.stopProducing`;
+    /// the stream's own `pause` then finds it paused, and its `resume` lets it go again.
+    ///
     /// - Parameters:
     ///   - plan: What the subscription delivers.
     ///   - probe: The conformance probe; `.off` in production.
@@ -101,7 +107,9 @@ public struct LoopSDKClient: Sendable {
             let handle = LoopHandle()
             try sdk.loop.post {
                 probe.start {
-                    let context = SDKContext.retain(StreamContext(yield: yield, end: end, contexts: contexts))
+                    let context = SDKContext.retain(
+                        StreamContext(
+                            yield: yield, end: end, stop: { handle.value.map(sdk.pause) }, contexts: contexts))
                     handle.value = sdk.subscribe(
                         plan, context: context, onEvent: streamEvent, onEnd: streamEnd, release: streamRelease)
                 }
@@ -164,14 +172,17 @@ final class RequestContext: Sendable {
 final class StreamContext: Sendable {
     let yield: @Sendable (LoopSDKEvent) -> YieldOutcome
     let end: @Sendable ((any Error)?) -> Void
+    /// Pauses the SDK from inside its event callback (loop thread).
+    let stop: @Sendable () -> Void
     let contexts: LockedValue<Int>
 
     init(
         yield: @escaping @Sendable (LoopSDKEvent) -> YieldOutcome, end: @escaping @Sendable ((any Error)?) -> Void,
-        contexts: LockedValue<Int>
+        stop: @escaping @Sendable () -> Void, contexts: LockedValue<Int>
     ) {
         self.yield = yield
         self.end = end
+        self.stop = stop
         self.contexts = contexts
         contexts.withLock { $0 += 1 }
     }
@@ -191,7 +202,8 @@ let requestRelease: LoopSDKRelease = { context in
 }
 
 let streamEvent: LoopSDKEventCallback = { context, sequence, payload in
-    _ = SDKContext.value(of: context, as: StreamContext.self).yield(LoopSDKEvent(sequence: sequence, payload: payload))
+    let stream = SDKContext.value(of: context, as: StreamContext.self)
+    if stream.yield(LoopSDKEvent(sequence: sequence, payload: payload)) == .stopProducing { stream.stop() }
 }
 
 let streamEnd: LoopSDKEndCallback = { context, status in
