@@ -27,22 +27,13 @@ struct AddressSanitizerGalleryTests {
         let entry = try #require(AdapterCatalog.entry(named: name))
         let evidence = try #require(Self.evidence[name])
         for seed in Self.seeds {
-            let run = try await CLI.run([
-                "conformance", "--adapter", name, "--scenario", entry.flaggedBy.joined(separator: ","),
-                "--watchdog", "3", "--seed", String(seed), "--json",
-            ])
-            #expect(run.status == 0, "\(name) seed \(seed): \(run.errors)")
-            let adapter = try #require(
-                (run.json?["adapters"] as? [[String: Any]])?.first, "\(name) seed \(seed): no JSON in \(run.output)")
-            #expect(adapter["expected"] as? String == "flagged")
-            #expect(adapter["expectationMet"] as? Bool == true, "\(name) seed \(seed)")
-            let scenarios = try #require(adapter["scenarios"] as? [[String: Any]])
-            #expect(scenarios.compactMap { $0["name"] as? String } == entry.flaggedBy)
+            let scenarios = try await CLI.runFlaggingScenarios(
+                of: name, flaggedBy: entry.flaggedBy, seed: seed, watchdog: "3")
             for scenario in scenarios {
-                let detail = scenario["detail"] as? String ?? ""
-                let verdict = scenario["verdict"] as? String ?? ""
-                #expect(["crashed", "failed"].contains(verdict), "\(name) seed \(seed): \(verdict): \(detail)")
-                #expect(detail.contains(evidence), "\(name) seed \(seed): \(detail)")
+                #expect(
+                    ["crashed", "failed"].contains(scenario.verdict),
+                    "\(name) seed \(seed): \(scenario.verdict): \(scenario.detail)")
+                #expect(scenario.detail.contains(evidence), "\(name) seed \(seed): \(scenario.detail)")
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridgeConformance
+import Testing
 
 /// The watchdog of every conformance run in these tests: 60 s, or 300 s under ThreadSanitizer,
 /// where the whole test run keeps both cores and the cooperative pool busy for minutes and a slow
@@ -189,4 +190,38 @@ final class LockedData: @unchecked Sendable {
     private var data = Data()
     func set(_ value: Data) { lock.withLock { data = value } }
     func get() -> Data { lock.withLock { data } }
+}
+
+/// What one scenario of a conformance run reported, from the CLI's JSON.
+struct ReportedScenario {
+    var name: String
+    var verdict: String
+    var detail: String
+}
+
+extension CLI {
+    /// Runs gallery adapter `name` crash-isolated on `seed`, with only the scenarios that must flag
+    /// it, and checks what every such run must show: exit 0, "flagged" expected and met, and a
+    /// result for each of those scenarios. Returns the scenarios' results, for the caller to check
+    /// each one's verdict and reason.
+    static func runFlaggingScenarios(
+        of name: String, flaggedBy: [String], seed: UInt64, watchdog: String
+    ) async throws -> [ReportedScenario] {
+        let run = try await run([
+            "conformance", "--adapter", name, "--scenario", flaggedBy.joined(separator: ","),
+            "--watchdog", watchdog, "--seed", String(seed), "--json",
+        ])
+        #expect(run.status == 0, "\(name) seed \(seed): \(run.errors)")
+        let adapter = try #require(
+            (run.json?["adapters"] as? [[String: Any]])?.first, "\(name) seed \(seed): no JSON in \(run.output)")
+        #expect(adapter["expected"] as? String == "flagged")
+        #expect(adapter["expectationMet"] as? Bool == true, "\(name) seed \(seed)")
+        let scenarios = try #require(adapter["scenarios"] as? [[String: Any]]).map {
+            ReportedScenario(
+                name: $0["name"] as? String ?? "?", verdict: $0["verdict"] as? String ?? "",
+                detail: $0["detail"] as? String ?? "")
+        }
+        #expect(Set(scenarios.map(\.name)) == Set(flaggedBy), "\(name) seed \(seed)")
+        return scenarios
+    }
 }

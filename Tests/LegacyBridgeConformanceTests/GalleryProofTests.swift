@@ -109,26 +109,15 @@ struct GalleryProofTests {
         let entry = try #require(AdapterCatalog.entry(named: name))
         let evidence = try #require(Self.evidence[name])
         for seed in Self.seeds {
-            let run = try await CLI.run([
-                "conformance", "--adapter", name, "--scenario", entry.flaggedBy.joined(separator: ","),
-                "--watchdog", threadSanitizerIsActive ? "10" : "3", "--seed", String(seed), "--json",
-            ])
-            #expect(run.status == 0, "\(name) seed \(seed): \(run.errors)")
-            let adapter = try #require(
-                (run.json?["adapters"] as? [[String: Any]])?.first, "\(name) seed \(seed): no JSON in \(run.output)")
-            #expect(adapter["expected"] as? String == "flagged")
-            #expect(adapter["expectationMet"] as? Bool == true, "\(name) seed \(seed)")
-            let scenarios = try #require(adapter["scenarios"] as? [[String: Any]])
-            #expect(Set(scenarios.compactMap { $0["name"] as? String }) == Set(entry.flaggedBy))
+            let scenarios = try await CLI.runFlaggingScenarios(
+                of: name, flaggedBy: entry.flaggedBy, seed: seed, watchdog: threadSanitizerIsActive ? "10" : "3")
             for scenario in scenarios {
-                let verdict = scenario["verdict"] as? String ?? ""
-                let detail = scenario["detail"] as? String ?? ""
                 #expect(
-                    evidence.verdicts.contains(verdict),
-                    "\(name) seed \(seed) \(scenario["name"] ?? "?"): \(verdict): \(detail)")
+                    evidence.verdicts.contains(scenario.verdict),
+                    "\(name) seed \(seed) \(scenario.name): \(scenario.verdict): \(scenario.detail)")
                 #expect(
-                    evidence.details.contains { detail.contains($0) },
-                    "\(name) seed \(seed) \(scenario["name"] ?? "?"): \(detail)")
+                    evidence.details.contains { scenario.detail.contains($0) },
+                    "\(name) seed \(seed) \(scenario.name): \(scenario.detail)")
             }
         }
     }
