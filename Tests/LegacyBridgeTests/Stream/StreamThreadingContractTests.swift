@@ -227,7 +227,11 @@ struct StreamThreadingContractTests {
         await #expect(throws: SequenceGapError(missingSequence: 1)) {
             for try await _ in stream {}
         }
-        await streamPoll("the cancel ran") { cancelThread.value != nil }
+        // The cancel records its thread before it waits for the yield, so the yield's answer may
+        // still be on its way when the cancel has run: wait for both.
+        await streamPoll("the cancel ran and the yield that found the gap returned") {
+            cancelThread.value != nil && outcome.value != nil
+        }
         #expect(outcome.value == .dropped)
         let (cancel, producer) = (try #require(cancelThread.value), try #require(producerThread.value))
         #expect(pthread_equal(cancel, producer) == 0)
