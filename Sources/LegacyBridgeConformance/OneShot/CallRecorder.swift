@@ -63,6 +63,9 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
         var snapshot = Snapshot()
         var delivers: [@Sendable (Result<Value, any Error>) -> Void] = []
         var caller: (@Sendable () -> Void)?
+        /// What the probes handed to the adapter hold; weak here, so that its end says the adapter
+        /// let go of every copy of the probe and can make no more SDK call through it.
+        weak var handedOut: ProbeForwarder<Value>?
     }
 
     let hostility: CallHostility<Value>
@@ -74,7 +77,21 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
         self.threading = threading
     }
 
-    var probe: CallProbe<Value> { CallProbe(hooks: self) }
+    /// The probe to hand to the adapter. Its copies hold a forwarder, not this recorder, so that
+    /// ``adapterLetGo`` can tell when the adapter dropped them all.
+    var probe: CallProbe<Value> {
+        let forwarder = state.withLock { state in
+            if let current = state.handedOut { return current }
+            let made = ProbeForwarder(to: self)
+            state.handedOut = made
+            return made
+        }
+        return CallProbe(hooks: forwarder)
+    }
+
+    /// Whether the adapter holds no copy of the probe any more: after that, it can make no SDK call
+    /// this recorder would count (a retried or late cancel, say).
+    var adapterLetGo: Bool { state.withLock { $0.handedOut == nil } }
     var snapshot: Snapshot { state.withLock { $0.snapshot } }
 
     /// How to cancel the caller's task (``CallHostility/cancelCallerInStart``).
@@ -256,4 +273,24 @@ func launchCall<Value: Sendable>(
     recorder.setCaller { task.cancel() }
     go.offer(true)
     return LaunchedCall(recorder: recorder, task: task)
+}
+
+/// The hooks of the probes a ``CallRecorder`` hands out: everything goes to the recorder. The
+/// recorder holds this only weakly, so its end marks the moment the adapter dropped every probe.
+final class ProbeForwarder<Value: Sendable>: CallProbeHooks, Sendable {
+    let recorder: CallRecorder<Value>
+
+    init(to recorder: CallRecorder<Value>) {
+        self.recorder = recorder
+    }
+
+    func startBegins() { recorder.startBegins() }
+    func startEnded(threw: Bool) { recorder.startEnded(threw: threw) }
+    func wrapCallback(
+        _ deliver: @escaping @Sendable (Result<Value, any Error>) -> Void
+    ) -> @Sendable (Result<Value, any Error>) -> Void {
+        recorder.wrapCallback(deliver)
+    }
+    func cancelBegins() { recorder.cancelBegins() }
+    func cancelEnded() { recorder.cancelEnded() }
 }

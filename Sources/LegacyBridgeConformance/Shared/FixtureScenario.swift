@@ -20,6 +20,13 @@ struct FixtureCommon: Sendable {
 protocol FixtureWatch: Sendable {
     /// The first rule the adapter broke on this call, in words, or `nil`.
     func problem() -> String?
+    /// Whether the adapter can no longer call the SDK through this call's probe: it dropped every
+    /// copy. Until then a late mistake (a retried cancel on a job still queued) may yet show.
+    var adapterLetGo: Bool { get }
+}
+
+extension FixtureWatch {
+    var adapterLetGo: Bool { true }
 }
 
 /// One named scenario of the real-adapter path.
@@ -155,7 +162,12 @@ final class FixtureContext: Sendable {
         releaseHangs()
         let resources = await resourcesBack(after: "after every call of the scenario ended")
         if let usage = baselineProblem() { return usage }
-        for watch in watches.withLock({ $0 }) {
+        // A mistake the adapter makes late (a retried cancel posted behind the first, on a thread
+        // the machine descheduled) would otherwise come after the verdict: wait until the adapter
+        // dropped its probes, or for a quiet period if it keeps one.
+        let watched = watches.withLock { $0 }
+        _ = await eventually(within: patience / 4) { watched.allSatisfy(\.adapterLetGo) }
+        for watch in watched {
             if let problem = watch.problem() { return .fail(problem) }
         }
         if case .fail(let observed)? = resources {
