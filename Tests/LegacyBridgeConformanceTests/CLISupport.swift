@@ -102,8 +102,8 @@ enum CLI {
     }
 }
 
-/// How many children of the CLI the tests of this process run at once: one per core, and one
-/// more for a child that mostly waits (a hung scenario sits out its watchdog).
+/// How many children of the CLI the tests of this process run at once: two per core, since many
+/// children mostly wait (a hung scenario sits out its watchdog, a sanitizer child its slow start).
 ///
 /// Without a bound, Swift Testing starts every argument of a parameterized test together: the
 /// gallery's proof alone started 44 children on two cores, each got a twentieth of a core, and a
@@ -111,7 +111,7 @@ enum CLI {
 /// past its 3 s watchdog and was reported as hung. Slots queue in arrival order; the child's own
 /// bound starts when it starts, not while it waits for a slot.
 actor ChildSlots {
-    static let shared = ChildSlots(count: ProcessInfo.processInfo.activeProcessorCount + 1)
+    static let shared = ChildSlots(count: 2 * ProcessInfo.processInfo.activeProcessorCount)
 
     private var free: Int
     private var waiting: [CheckedContinuation<Void, Never>] = []
