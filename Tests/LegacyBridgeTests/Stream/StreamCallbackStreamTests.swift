@@ -472,6 +472,7 @@ struct StreamCallbackStreamTests {
     func backpressureStress() async throws {
         let total = testsUnderSanitizer ? 100_000 : 1_000_000
         let high = 64
+        let stallEvery = total / 4
         let produced = StreamAtomicCounter()
         let pauseSwitch = StreamPauseSwitch()
         let sinkBox = StreamShared<EventSink<Int>?>(nil)
@@ -505,6 +506,12 @@ struct StreamCallbackStreamTests {
             // A slow consumer: some work per element, and a hop every so often.
             for step in 0..<4 { checksum &+= element &* step }
             if element % 4096 == 0 { await Task.yield() }
+            // Whether the work above outpaces the producer depends on the schedule,
+            // so the consumer also stalls a few times until the producer is paused:
+            // at least one pause and resume happen in every run.
+            if element % stallEvery == 0 && total - element > 2 * high {
+                await streamPoll("the producer to pause for a stalled consumer") { pauseSwitch.isPaused }
+            }
             expected += 1
         }
         let stats = iterator.statistics
