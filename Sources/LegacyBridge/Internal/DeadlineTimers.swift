@@ -52,8 +52,9 @@ final class DeadlineTimer: @unchecked Sendable {
         self.index = -1
     }
 
-    /// Its position in the heap holding it, -1 when none does (for tests).
-    var heapIndex: Int { index }
+    /// Its position in the heap holding it, -1 when none does (for tests). Read under the timer
+    /// lock: inserting any other timer into the shared heap may move this one.
+    var heapIndex: Int { DeadlineTimers.position(of: self) }
 
     /// Makes sure the action does not run (unless it already began). Harmless when called again,
     /// after the deadline, or from the action itself.
@@ -98,6 +99,13 @@ enum DeadlineTimers {
         lock.unlock()
     }
     private static let lock = ThreadParking(conditionCount: 0)
+
+    /// `timer`'s position in the heap holding it, read under the lock (for tests).
+    static func position(of timer: DeadlineTimer) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return timer.index
+    }
     static let alarm = TimerAlarm()
 
     /// Runs `action` once `deadline` has passed, unless the returned timer is cancelled first.
