@@ -2,7 +2,8 @@
 /// on its own threads.
 ///
 /// The stream is cold: nothing happens until an iterator asks for its first element. Then `start`
-/// runs on the consumer's task, synchronously and with no lock held, and receives an ``EventSink``
+/// runs on the consumer's task (or on the SDK's thread, for a stream made with
+/// ``init(of:buffering:ordering:scheduler:_:)``), synchronously and with no lock held, and receives an ``EventSink``
 /// for the producer's callbacks. It returns a ``StreamControl`` with which the stream cancels,
 /// pauses and resumes the producer. Every iterator gets its own run of `start`.
 ///
@@ -73,6 +74,8 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     @usableFromInline let buffering: StreamBuffering
     @usableFromInline let ordering: StreamOrdering
     @usableFromInline let start: @Sendable (EventSink<Element>) throws -> StreamControl?
+    /// Where `start` runs, for a single-threaded SDK; nil: on the consumer's task.
+    @usableFromInline let scheduler: SDKScheduler?
     @usableFromInline let registry: StreamRegistry<Element>
 
     /// Creates a stream that runs `start` for each iterator.
@@ -99,6 +102,60 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
         self.buffering = buffering
         self.ordering = ordering
         self.start = start
+        self.scheduler = nil
+        self.registry = StreamRegistry()
+    }
+
+    /// Creates a stream over a single-threaded SDK: `start` runs on the SDK's thread, posted
+    /// through `scheduler`, and so does every control call.
+    ///
+    /// Use this when the SDK must only be called from its own thread or event loop, for example
+    /// an ``SDKLoop``'s ``SDKLoop/scheduler``. Every guarantee of the other initializer holds,
+    /// and:
+    /// - `start` is posted through the scheduler when an iterator first asks for an element, and
+    ///   runs on the SDK's thread. A consumer already on that thread, as `scheduler.isCurrent`
+    ///   tells, runs it inline with no hop. The consumer does not wait for `start`: it waits for
+    ///   elements.
+    /// - An SDK that delivers its events on that same thread cannot deliver one before `start`
+    ///   has returned the control, so backpressure holds from the first event: the stream can
+    ///   pause the producer as soon as `high` is reached.
+    /// - A consumer that stops before the posted `start` began (its task is cancelled, it leaves,
+    ///   or ``stop()`` is called) means `start` never runs. One that stops while `start` runs has
+    ///   the returned control cancelled once, after `start` returned.
+    /// - The returned ``StreamControl``'s calls go through `scheduler` too, unless the control
+    ///   names a scheduler of its own.
+    /// - When the scheduler refuses the post, for example because the loop was shut down, the
+    ///   iteration throws the scheduler's error and `start` never runs.
+    ///
+    /// ```swift
+    /// let messages = CallbackStream(of: Message.self, buffering: .backpressure(low: 16, high: 64),
+    ///                               scheduler: loop.scheduler) { sink in
+    ///     let subscription = client.subscribe(topic) { sink.yield(Message(copying: $0)) }
+    ///     return StreamControl(cancel: CancelHandle { subscription.cancel() },
+    ///                          pause: { subscription.pause() }, resume: { subscription.resume() })
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - elementType: The element type, for call sites that need to spell it.
+    ///   - buffering: How elements wait for the consumer: see ``StreamBuffering``.
+    ///   - ordering: ``StreamOrdering/arrival``, the default, or a sequenced ordering.
+    ///   - scheduler: Runs `start`, and the control's calls unless it names its own scheduler,
+    ///     on the SDK's thread.
+    ///   - start: Starts the producer, on the SDK's thread, as in the other initializer.
+    public init(
+        of elementType: Element.Type = Element.self,
+        buffering: StreamBuffering = .unbounded,
+        ordering: StreamOrdering = .arrival,
+        scheduler: SDKScheduler,
+        _ start: @escaping @Sendable (EventSink<Element>) throws -> StreamControl?
+    ) {
+        buffering.validate()
+        ordering.validate()
+        self.buffering = buffering
+        self.ordering = ordering
+        self.start = start
+        self.scheduler = scheduler
         self.registry = StreamRegistry()
     }
 
@@ -107,7 +164,8 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
     /// - Returns: A new iterator with its own subscription to the producer.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(
-            subscription: StreamSubscription(buffering: buffering, ordering: ordering, start: start, registry: registry)
+            subscription: StreamSubscription(
+                buffering: buffering, ordering: ordering, start: start, scheduler: scheduler, registry: registry)
         )
     }
 
@@ -286,8 +344,14 @@ public struct CallbackStream<Element: Sendable>: AsyncSequence, Sendable {
             }
             subscription.storage = storage
             let start = subscription.start
+            let scheduler = subscription.scheduler
+            if let scheduler, !scheduler.isCurrent {
+                // The consumer does not wait for the posted `start`: it asks for elements next.
+                storage.postStart(start, through: scheduler)
+                return
+            }
             await withTaskCancellationHandler(
-                operation: { storage.runStart(start) },
+                operation: { storage.runStart(start, scheduler: scheduler) },
                 onCancel: { storage.consumerTerminated(cancelled: true) },
                 isolation: actor
             )
@@ -323,6 +387,7 @@ final class StreamSubscription<Element: Sendable> {
     @usableFromInline let buffering: StreamBuffering
     @usableFromInline let ordering: StreamOrdering
     @usableFromInline let start: @Sendable (EventSink<Element>) throws -> StreamControl?
+    @usableFromInline let scheduler: SDKScheduler?
     @usableFromInline let registry: StreamRegistry<Element>
     @usableFromInline var storage: CallbackStreamStorage<Element>?
 
@@ -331,11 +396,13 @@ final class StreamSubscription<Element: Sendable> {
         buffering: StreamBuffering,
         ordering: StreamOrdering,
         start: @escaping @Sendable (EventSink<Element>) throws -> StreamControl?,
+        scheduler: SDKScheduler?,
         registry: StreamRegistry<Element>
     ) {
         self.buffering = buffering
         self.ordering = ordering
         self.start = start
+        self.scheduler = scheduler
         self.registry = registry
         self.storage = nil
     }

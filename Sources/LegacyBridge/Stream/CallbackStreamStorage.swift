@@ -41,8 +41,9 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
     // MARK: - Producer side
 
     /// Runs `start` with no lock held and hands the machine the handle it returns, or its error.
+    /// A handle without a scheduler of its own makes its calls through `scheduler`, if given.
     @usableFromInline
-    func runStart(_ start: (EventSink<Element>) throws -> StreamControl?) {
+    func runStart(_ start: (EventSink<Element>) throws -> StreamControl?, scheduler: SDKScheduler? = nil) {
         // Stopped or cancelled before `start` began: the producer is never started.
         if box.withLock({ $0.hasEnded }) {
             handleArrived(nil)
@@ -50,7 +51,21 @@ final class CallbackStreamStorage<Element: Sendable>: Sendable {
         }
         let sink = EventSink(storage: self)
         do {
-            handleArrived(try start(sink))
+            handleArrived(try start(sink)?.scheduled(by: scheduler))
+        } catch {
+            handleArrived(nil)
+            finish(error)
+        }
+    }
+
+    /// Posts `start` through `scheduler` to run on the SDK's thread. A refused post ends the
+    /// stream with the scheduler's error; `start` never runs.
+    @usableFromInline
+    func postStart(
+        _ start: @escaping @Sendable (EventSink<Element>) throws -> StreamControl?, through scheduler: SDKScheduler
+    ) {
+        do {
+            try scheduler.post { self.runStart(start, scheduler: scheduler) }
         } catch {
             handleArrived(nil)
             finish(error)

@@ -61,3 +61,11 @@ public struct StreamControl: Sendable {
         self.resume = resume
     }
 }
+
+extension StreamControl {
+    /// This control, or, if it names no scheduler, the same calls made through `fallback`.
+    func scheduled(by fallback: SDKScheduler?) -> StreamControl {
+        guard scheduler == nil, let fallback else { return self }
+        return StreamControl(scheduler: fallback, cancel: cancel, pause: pause, resume: resume)
+    }
+}

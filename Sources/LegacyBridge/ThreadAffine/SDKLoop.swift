@@ -5,7 +5,7 @@
 /// `SDKLoop` owns that thread: it runs the SDK's loop there, and between iterations the jobs
 /// posted from any thread, one at a time, in the order they were posted. From it come the
 /// pieces the rest of the library takes:
-/// - ``scheduler``, an ``SDKScheduler`` for ``StreamControl`` and one-shot calls,
+/// - ``scheduler``, an ``SDKScheduler`` for one-shot calls, streams and ``StreamControl``,
 /// - ``executor``, an ``SDKThreadExecutor`` that makes the loop thread an actor's executor,
 /// - ``run(isolation:_:)``, which runs a closure there and returns its result.
 ///

@@ -4,7 +4,9 @@
 /// Single-threaded SDKs (libcurl's multi interface, c-ares channels, GLib main contexts, most GUI
 /// and device SDKs) must only be called from their own thread. One scheduler describes that thread
 /// for every part of the library that calls the SDK:
-/// - ``StreamControl``'s `pause`, `resume` and `cancel` calls,
+/// - ``StreamControl``'s `pause`, `resume` and `cancel` calls, and a stream's `start` with
+///   ``CallbackStream/init(of:buffering:ordering:scheduler:_:)``,
+/// - `start` and the cancel handle of ``withCallback(isolation:timeout:scheduler:onDiscard:_:)``,
 /// - an ``SDKThreadExecutor`` that makes the thread an actor's executor.
 ///
 /// ```swift
