@@ -1,6 +1,7 @@
 // CallbackStream(scheduler:): `start` posted to the SDK's thread. Each order is forced by holding
 // the loop (a TestLoop that does not drain until told) or by a gate inside `start`; nothing sleeps.
 
+import Dispatch
 import Foundation
 import TestSupport
 import Synchronization
@@ -26,7 +27,8 @@ private final class LoopDrivenProducer: Sendable {
         var sink: EventSink<Int>?
     }
 
-    let loop: TestLoop
+    let post: @Sendable (@escaping @Sendable () -> Void) -> Void
+    let isCurrent: @Sendable () -> Bool
     let total: Int
     private let state = LockedBox(State())
     let offLoopCalls = Atomic<Int>(0)
@@ -35,14 +37,21 @@ private final class LoopDrivenProducer: Sendable {
     let cancels = Atomic<Int>(0)
 
     init(loop: TestLoop, total: Int) {
-        self.loop = loop
+        self.post = { job in loop.post(job) }
+        self.isCurrent = { loop.isCurrent }
+        self.total = total
+    }
+
+    init(loop: SDKLoop, total: Int) {
+        self.post = { job in try? loop.post(job) }
+        self.isCurrent = { loop.isCurrent }
         self.total = total
     }
 
     var isPaused: Bool { state.withLock { $0.paused } }
 
     private func checkThread() {
-        if !loop.isCurrent { offLoopCalls.add(1, ordering: .relaxed) }
+        if !isCurrent() { offLoopCalls.add(1, ordering: .relaxed) }
     }
 
     func subscribe(_ sink: EventSink<Int>) -> StreamControl {
@@ -75,7 +84,7 @@ private final class LoopDrivenProducer: Sendable {
             state.scheduled = true
             return true
         }
-        if post { loop.post { self.deliver() } }
+        if post { self.post { self.deliver() } }
     }
 
     /// One loop job: one event, then the next job is posted. A pause posted by that event's
@@ -136,6 +145,41 @@ struct StreamPostedStartTests {
         #expect(statistics.peakBuffered <= high, "\(statistics)")
         #expect(producer.offLoopCalls.load(ordering: .relaxed) == 0)
         #expect(producer.cancels.load(ordering: .relaxed) == 0, "a finished producer is not cancelled")
+    }
+
+    @Test(
+        "over an SDKLoop: start and every control call run on the loop thread, the bound holds; once the loop shut down, an iteration throws its error and start never runs"
+    )
+    func overSDKLoop() async throws {
+        let wake = DispatchSemaphore(value: 0)
+        let loop = try SDKLoop(
+            name: "posted-start", driver: .iterating(runOnce: { wake.wait() }, wake: { wake.signal() }))
+        let total = 1_000
+        let high = 8
+        let producer = LoopDrivenProducer(loop: loop, total: total)
+        let starts = Atomic<Int>(0)
+        let stream = CallbackStream(
+            of: Int.self, buffering: .backpressure(low: 2, high: high), scheduler: loop.scheduler
+        ) { sink in
+            starts.add(1, ordering: .relaxed)
+            return producer.subscribe(sink)
+        }
+        var received: [Int] = []
+        var iterator = stream.makeAsyncIterator()
+        while let element = try await iterator.next() {
+            received.append(element)
+            if element == 0 {
+                await streamPoll("the producer to pause for a stalled consumer") { producer.isPaused }
+            }
+        }
+        #expect(received == Array(0..<total))
+        #expect(iterator.statistics.peakBuffered <= high && iterator.statistics.acceptedWhilePaused == 0)
+        #expect(producer.offLoopCalls.load(ordering: .relaxed) == 0)
+        await loop.shutdown()
+        await #expect(throws: OffloadError.shutDown) {
+            for try await _ in stream {}
+        }
+        #expect(starts.load(ordering: .relaxed) == 1)
     }
 
     @Test("a consumer cancelled before the posted start began: the iteration ends at once and start never runs")
