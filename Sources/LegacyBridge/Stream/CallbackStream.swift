@@ -2,9 +2,9 @@
 /// on its own threads.
 ///
 /// The stream is cold: nothing happens until an iterator asks for its first element. Then `start`
-/// runs on the consumer's task (or on the SDK's thread, for a stream made with
-/// ``init(of:buffering:ordering:scheduler:_:)``), synchronously and with no lock held, and receives an ``EventSink``
-/// for the producer's callbacks. It returns a ``StreamControl`` with which the stream cancels,
+/// runs on the consumer's task (on the SDK's thread for a stream made with
+/// ``init(of:buffering:ordering:scheduler:_:)``), synchronously and with no lock held, and
+/// receives an ``EventSink`` for the producer's callbacks. It returns a ``StreamControl`` with which the stream cancels,
 /// pauses and resumes the producer. Every iterator gets its own run of `start`.
 ///
 /// ```swift
