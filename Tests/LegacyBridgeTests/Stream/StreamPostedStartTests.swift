@@ -232,11 +232,11 @@ struct StreamPostedStartTests {
     func cancelledDuringStart() async throws {
         let loop = TestLoop()
         defer { loop.stop() }
-        let startEntered = StreamGate()
+        let startEntered = StreamShared(false)
         let releaseStart = StreamGate()
         let log = StreamCallLog()
         let stream = CallbackStream(of: Int.self, scheduler: loop.currentAwareScheduler) { _ in
-            startEntered.open()
+            startEntered.value = true
             releaseStart.wait(what: "the consumer to be cancelled")
             log.append("start returns")
             return StreamControl(
@@ -245,7 +245,9 @@ struct StreamPostedStartTests {
         let consumer = Task {
             for try await _ in stream {}
         }
-        startEntered.wait(what: "the loop to run start")
+        // Polled, not waited for on a semaphore: the consumer needs a cooperative thread to post
+        // `start`, and this test must not hold one of the pool's few threads meanwhile.
+        await streamPoll("the loop to run start") { startEntered.value }
         consumer.cancel()
         await #expect(throws: CancellationError.self) { try await consumer.value }
         #expect(log.all.isEmpty, "the consumer resumed while start still ran")
