@@ -174,12 +174,16 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
     /// Never unsubscribes when the consumer leaves: the SDK goes on delivering into a stream
     /// nobody reads, and the subscription's context is never released.
     case noUnsubscribe = "loop-sdk-stream-no-unsubscribe"
+    /// Unsubscribes, then posts a second unsubscribe "in case the first was lost". The retry runs
+    /// after the stream is done with its control: it reaches an SDK that may have reused the handle.
+    case retryCancel = "loop-sdk-stream-retry-cancel"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
         switch self {
         case .unbounded: return ["stream-stalled-consumer"]
         case .noUnsubscribe: return ["stream-break", "stream-consumer-cancel"]
+        case .retryCancel: return ["stream-break", "stream-consumer-cancel"]
         }
     }
 
@@ -191,6 +195,8 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
                 "WRONG ON PURPOSE: over LoopSDK, an unbounded stream that never pauses the SDK (promises backpressure)"
         case .noUnsubscribe:
             return "WRONG ON PURPOSE: over LoopSDK, never unsubscribes when the consumer leaves"
+        case .retryCancel:
+            return "WRONG ON PURPOSE: over LoopSDK, unsubscribes twice (a retry posted after the first)"
         }
     }
 
@@ -243,6 +249,16 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
             case .noUnsubscribe:
                 return StreamControl(
                     scheduler: sdk.loop.scheduler, cancel: CancelHandle {},
+                    pause: { probe.pause { handle.value.map(sdk.pause) } },
+                    resume: { probe.resume { handle.value.map(sdk.resume) } })
+            case .retryCancel:
+                return StreamControl(
+                    scheduler: sdk.loop.scheduler,
+                    cancel: CancelHandle {
+                        probe.cancel { handle.value.map(sdk.unsubscribe) }
+                        // The retry, as a job of its own behind this one on the loop.
+                        post(sdk) { probe.cancel { handle.value.map(sdk.unsubscribe) } }
+                    },
                     pause: { probe.pause { handle.value.map(sdk.pause) } },
                     resume: { probe.resume { handle.value.map(sdk.resume) } })
             }

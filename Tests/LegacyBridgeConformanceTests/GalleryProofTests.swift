@@ -81,6 +81,8 @@ struct GalleryProofTests {
         "loop-sdk-leaks-context": Evidence(verdicts: ["failed"], detail: "the SDK still held 1 resource(s) more"),
         "loop-sdk-stream-unbounded": Evidence(verdicts: ["failed"], detail: "were held for a stalled consumer"),
         "loop-sdk-stream-no-unsubscribe": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),
+        "loop-sdk-stream-retry-cancel": Evidence(
+            verdicts: ["failed"], detail: "called the SDK's cancel 2 times for one subscription"),
         "loop-sdk-query-on-pool": Evidence(
             verdicts: ["failed"], detail: "the caller's thread ran nothing else", "was not resumed within"),
     ]

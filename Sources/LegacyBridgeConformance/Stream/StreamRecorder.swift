@@ -53,6 +53,9 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
         var inFlight: [Int: ContinuousClock.Instant] = [:]
         var nextToken = 0
         var longestReturned: Duration = .zero
+        /// What the probes handed to the adapter hold; weak here, so that its end says the adapter
+        /// let go of every copy of the probe and can make no more SDK call through it.
+        weak var handedOut: StreamProbeForwarder<Element>?
     }
 
     let hostility: StreamHostility
@@ -64,7 +67,21 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
         self.threading = threading
     }
 
-    var probe: StreamProbe<Element> { StreamProbe(hooks: self) }
+    /// The probe to hand to the adapter. Its copies hold a forwarder, not this recorder, so that
+    /// ``adapterLetGo`` can tell when the adapter dropped them all.
+    var probe: StreamProbe<Element> {
+        let forwarder = state.withLock { state in
+            if let current = state.handedOut { return current }
+            let made = StreamProbeForwarder(to: self)
+            state.handedOut = made
+            return made
+        }
+        return StreamProbe(hooks: forwarder)
+    }
+
+    /// Whether the adapter holds no copy of the probe any more: after that, it can make no SDK
+    /// control call this recorder would count (a retried cancel, say).
+    var adapterLetGo: Bool { state.withLock { $0.handedOut == nil } }
     var snapshot: Snapshot { state.withLock { $0.snapshot } }
 
     /// The consumer took an event.
@@ -199,4 +216,25 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
         }
         return nil
     }
+}
+
+/// The hooks of the probes a ``StreamRecorder`` hands out: everything goes to the recorder. The
+/// recorder holds this only weakly, so its end marks the moment the adapter dropped every probe.
+final class StreamProbeForwarder<Element: Sendable>: StreamProbeHooks, Sendable {
+    let recorder: StreamRecorder<Element>
+
+    init(to recorder: StreamRecorder<Element>) {
+        self.recorder = recorder
+    }
+
+    func startBegins() { recorder.startBegins() }
+    func startEnded(threw: Bool) { recorder.startEnded(threw: threw) }
+    func wrapEvent<Outcome>(_ yield: @escaping @Sendable (Element) -> Outcome) -> @Sendable (Element) -> Outcome {
+        recorder.wrapEvent(yield)
+    }
+    func wrapEnd(_ finish: @escaping @Sendable ((any Error)?) -> Void) -> @Sendable ((any Error)?) -> Void {
+        recorder.wrapEnd(finish)
+    }
+    func controlBegins(_ control: StreamProbeControl) { recorder.controlBegins(control) }
+    func controlEnded(_ control: StreamProbeControl) { recorder.controlEnded(control) }
 }
