@@ -125,6 +125,8 @@ struct StreamCallbackStreamTests {
         await streamPoll("the consumer is suspended") { sinkBox.value.map(StreamProbe.isConsumerWaiting) ?? false }
         task.cancel()
         #expect(await task.value == "cancelled")
+        // The cancel runs on a library thread, and the consumer does not wait for it.
+        await streamPoll("the producer was cancelled") { !log.all.isEmpty }
         #expect(log.all == ["cancel"])
         let sink = try #require(sinkBox.value)
         #expect(sink.yield(1) == .terminated)
