@@ -95,13 +95,15 @@ struct DeadlineTimersTests {
         // are released. The cancel handle records whether every blocker held its thread when the
         // timer called it.
         //
-        // The blockers are released as soon as the cancel handle was called (and after 10 s at
-        // most): this test shares the process with every other test, and a cooperative pool held
-        // for long starves them all. An attempt in which the blockers did not all get a thread
-        // before the 1 s timeout (a busy pool) proves nothing either way and is repeated. Under
-        // ThreadSanitizer the whole run keeps the pool's queue full for minutes, so there all
-        // attempts can be inconclusive: that is reported as a known, intermittent issue, and the
-        // plain `swift test` run is the one that must prove it.
+        // The order is forced: on the caller's own thread, the call is made only once every
+        // blocker holds a cooperative thread, so its 1 s timeout starts with the pool full. The
+        // blockers are released as soon as the cancel handle was called (and after 60 s at most):
+        // this test shares the process with every other test, and a cooperative pool held for
+        // long starves them all. An attempt in which a blocker gave up its thread before the
+        // timeout fired proves nothing either way and is repeated. Under ThreadSanitizer the whole
+        // run keeps the pool's queue full for minutes, so there all attempts can be inconclusive:
+        // that is reported as a known, intermittent issue, and the plain `swift test` run is the
+        // one that must prove it.
         let executor = try SDKThreadExecutor(name: "timer-test")
         let caller = DeadlineTestCaller(executor: executor)
         let blockers = ProcessInfo.processInfo.activeProcessorCount
@@ -114,20 +116,23 @@ struct DeadlineTimersTests {
             let blockerTasks = (0..<blockers).map { _ in
                 Task.detached {
                     blocked.update { $0 += 1 }
-                    _ = release.wait(timeout: .now() + .seconds(10))
+                    _ = release.wait(timeout: .now() + .seconds(60))
                     blocked.update { $0 -= 1 }
                 }
             }
             let watcher = Thread {
-                _ = cancelCalled.wait(timeout: .now() + .seconds(30))
+                _ = cancelCalled.wait(timeout: .now() + .seconds(90))
                 for _ in 0..<blockers { release.signal() }
             }
             watcher.start()
-            let outcome = await caller.callWithTimeout(.seconds(1)) {
-                let all = blocked.value == blockers
-                cancelledWhileAllBlocked.value = all
-                cancelCalled.signal()
-            }
+            let outcome = await caller.callWithTimeout(
+                .seconds(1),
+                first: { _ = spinUntil(within: 50) { blocked.value == blockers } },
+                cancel: {
+                    let all = blocked.value == blockers
+                    cancelledWhileAllBlocked.value = all
+                    cancelCalled.signal()
+                })
             for task in blockerTasks { await task.value }
             #expect(outcome == "timed out as asked")
             conclusive = cancelledWhileAllBlocked.value
@@ -151,7 +156,11 @@ actor DeadlineTestCaller {
 
     init(executor: SDKThreadExecutor) { self.executor = executor }
 
-    func callWithTimeout(_ timeout: Duration, cancel: @escaping @Sendable () -> Void) async -> String {
+    /// Runs `first` on the actor's thread, then calls with `timeout`.
+    func callWithTimeout(
+        _ timeout: Duration, first: () -> Void = {}, cancel: @escaping @Sendable () -> Void
+    ) async -> String {
+        first()
         do {
             let value = try await withCallback(timeout: timeout) { (_: Completion<Int>) in
                 CancelHandle(cancel)
