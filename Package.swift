@@ -3,6 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "legacy-bridge",
+    // The floors `Duration` sets for the public API (README "Platforms"; CI type-checks each one).
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "LegacyBridge", targets: ["LegacyBridge"]),
         .library(name: "LegacySimulator", targets: ["LegacySimulator"]),

@@ -19,17 +19,35 @@
 // time.
 
 #if canImport(Darwin)
+/// A value protected by the platform lock (`os_unfair_lock`), in one allocation: the Darwin face
+/// of the word-locked box below, with the same API.
+///
+/// `@unchecked Sendable`, as the Linux box: `State` is only ever read or written inside
+/// `withLock`, which holds the lock for the whole access. A gate's state holds the caller's
+/// continuation, which is not `Sendable`, so `LockedBox`'s conditional conformance is not enough.
 @usableFromInline
-package typealias GateLockedBox<State> = LockedBox<State>
+package struct GateLockedBox<State>: @unchecked Sendable {
+    @usableFromInline
+    let box: LockedBox<State>
 
-extension LockedBox {
+    /// Builds the state in place.
+    @inlinable
+    package init(makingStateWith make: () -> State) {
+        self.box = LockedBox(makingStateWith: make)
+    }
+
+    @inlinable
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        try box.withLock(body)
+    }
+
     // Darwin keeps it simple: never alone, every access takes the (inline-cheap) lock.
     @inlinable
     package mutating func isAlone() -> Bool { false }
 
     @inlinable
     package func withLockAlone<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        try withLock(body)
+        try box.withLock(body)
     }
 }
 #else

@@ -85,9 +85,11 @@ public final class SDKThreadExecutor: SerialExecutor, Sendable {
 
     /// Runs `job` on the executor's thread, after everything enqueued before it.
     ///
+    /// The `UnownedJob` entry point is the one every supported OS version has: `ExecutorJob`
+    /// needs macOS 14 and iOS 17, and the runtime reaches this method through it where it exists.
+    ///
     /// - Parameter job: The job the runtime hands over.
-    public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
+    public func enqueue(_ job: UnownedJob) {
         let executor = self.asUnownedSerialExecutor()
         switch self.backend {
         case .dedicated(let core):

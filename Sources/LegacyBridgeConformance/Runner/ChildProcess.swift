@@ -83,11 +83,28 @@ package func currentExecutablePath() -> String {
     return Bundle.main.executablePath ?? CommandLine.arguments[0]
 }
 
+/// Whether this platform can start child processes, which crash isolation needs: Linux and macOS
+/// can; iOS, tvOS, watchOS and visionOS apps cannot, so the runner runs scenarios in-process there.
+#if os(Linux) || os(macOS)
+package let crashIsolationIsAvailable = true
+#else
+package let crashIsolationIsAvailable = false
+#endif
+
+/// Thrown by ``runChild(executable:arguments:bound:environment:)`` where the platform cannot
+/// start processes (iOS, tvOS, watchOS, visionOS; see `crashIsolationIsAvailable`).
+package struct ChildProcessUnavailable: Error, CustomStringConvertible {
+    package var description: String { "this platform cannot start child processes" }
+}
+
 /// Runs `executable` with `arguments`, waits at most `bound`, and captures its output.
 /// A child still running at the bound is killed (SIGKILL) and reported as timed out.
+/// - Throws: ``ChildProcessUnavailable`` where the platform cannot start processes, or what
+///   starting the process threw.
 package func runChild(
     executable: String, arguments: [String], bound: Duration, environment: [String: String] = [:]
 ) throws -> ChildOutcome {
+    #if os(Linux) || os(macOS)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -136,6 +153,10 @@ package func runChild(
     @unknown default: outcome.exitStatus = process.terminationStatus
     }
     return outcome
+    #else
+    // Foundation's Process exists only where apps may start processes.
+    throw ChildProcessUnavailable()
+    #endif
 }
 
 /// ``runChild(executable:arguments:bound:environment:)`` on a thread of its own, so the waiting

@@ -77,6 +77,8 @@ public enum ConformanceRunner {
 
         Runs the adapter conformance suite. Each scenario runs in a child process (this executable,
         re-run), so an adapter that traps or deadlocks fails that scenario and the suite goes on.
+        On iOS, tvOS, watchOS and visionOS, which cannot start processes, scenarios run in this
+        process, and the runner says so.
         A scenario also fails when its process exits with a non-zero status or prints a sanitizer
         report (build with --sanitize=thread to catch data races, with --sanitize=address to
         catch a C context used after the SDK released it). Each scenario's result is printed as
@@ -192,7 +194,14 @@ public enum ConformanceRunner {
         }
 
         let json = parsed.switches.contains("json")
-        let isolated = !parsed.switches.contains("in-process")
+        let isolated = crashIsolationIsAvailable && !parsed.switches.contains("in-process")
+        if !crashIsolationIsAvailable && !parsed.switches.contains("in-process") {
+            // Said on standard error, so that --json output stays a single document.
+            out.error(
+                "note: this platform cannot start processes, so every scenario runs in this process "
+                    + "(as with --in-process): an adapter that traps stops the run, and one that deadlocks "
+                    + "is reported as hung by the watchdog but keeps its threads.")
+        }
         var reports: [(ConformanceSubject, ConformanceReport)] = []
         let flaggingOnly = parsed.switches.contains("flagging-only")
         for subject in chosen {

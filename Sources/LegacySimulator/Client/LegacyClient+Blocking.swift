@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import LegacyBridge
-import Synchronization
 
 /// What one blocking call of the simulated SDK returned.
 public struct BlockingCallResult: Sendable, Hashable {

@@ -1,5 +1,4 @@
 import LegacyBridge
-import Synchronization
 
 /// A client of the simulated legacy SDK: its own worker threads, counters and session token.
 ///
@@ -50,7 +49,7 @@ public final class LegacyClient: Sendable {
     /// Where blocking calls run (threads of its own, never the cooperative pool).
     let offload: OffloadPool
     /// The key of the last blocking call made.
-    private let blockingKeys = Atomic<UInt64>(0)
+    private let blockingKeys = LockedBox<UInt64>(0)
 
     /// Creates a client and its SDK threads.
     ///
@@ -84,7 +83,10 @@ public final class LegacyClient: Sendable {
 
     /// A key for the next blocking call, unique within this client.
     func nextBlockingKey() -> UInt64 {
-        blockingKeys.add(1, ordering: .relaxed).newValue
+        blockingKeys.withLock { key in
+            key += 1
+            return key
+        }
     }
 
     /// What the SDK has done for this client so far.

@@ -15,8 +15,6 @@
 
 import CLegacySDK
 import LegacyBridge
-import Dispatch
-import Synchronization
 
 // MARK: - Swift values of C payloads
 
@@ -162,7 +160,7 @@ private func sdkProbeTrampoline(_ context: UnsafeMutableRawPointer?) {
 /// operation still in flight as its behaviour prescribes, makes the callbacks that prescribes and
 /// releases every context before the SDK's threads are joined. If the last reference goes away on
 /// one of the SDK's own threads (inside a callback), where the SDK refuses to destroy, the destroy
-/// is handed to a Dispatch thread.
+/// is handed to a thread of its own.
 package final class SDKClient: @unchecked Sendable {
     // @unchecked Sendable: `raw` is immutable and only passed to SDK functions, which are
     // thread-safe, except the session-token setter, reached only through @LegacySDKActor.
@@ -230,7 +228,10 @@ package final class SDKClient: @unchecked Sendable {
         let status = lsdk_client_destroy(raw)
         if status == lsdk_status_t(LSDK_ERR_WRONG_THREAD) {
             let pending = SDKPendingDestroy(raw: raw, probe: probe)
-            DispatchQueue.global().async { pending.destroy() }
+            // A thread of our own rather than Dispatch (the simulator imports neither Dispatch
+            // nor Foundation, so the Apple-platform type check reaches it). If no thread can be
+            // started, the client stays alive: destroying it here would be refused again.
+            _ = startDetachedThread(name: "lsdk-destroy") { pending.destroy() }
         }
     }
 
@@ -833,15 +834,16 @@ package final class SDKBareRequest: @unchecked Sendable {
     // @unchecked Sendable: `continuation` is written before the request goes to the SDK (whose
     // start orders that write before the worker's read) and read once, by the completion.
     fileprivate var continuation: UnsafeContinuation<UInt64, Never>?
-    private let released = Atomic<Bool>(false)
+    // A lock, not `Atomic`: the simulator builds on every Apple floor (Atomic needs macOS 15, iOS 18).
+    private let released = LockedBox(false)
 
     package init() {}
 
     /// Whether the SDK has released the request: its completion has returned and no callback of
     /// the request will come.
-    package var isReleased: Bool { released.load(ordering: .acquiring) }
+    package var isReleased: Bool { released.withLock { $0 } }
 
-    fileprivate func markReleased() { released.store(true, ordering: .releasing) }
+    fileprivate func markReleased() { released.withLock { $0 = true } }
 }
 
 private func sdkBareCompletionTrampoline(
