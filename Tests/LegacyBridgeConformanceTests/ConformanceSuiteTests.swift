@@ -129,6 +129,19 @@ struct ConformanceSuiteTests {
         }
     }
 
+    @Test(
+        "a double release made after the SDK released the context, while the adapter's cancel handle is still running, is flagged"
+    )
+    func lateDoubleReleaseIsCaught() async {
+        // The SDK releases the context inside the cancel call (a silent cancel), and the handle
+        // over-releases only after a pause: the suite must judge once the handle has returned, not
+        // once the SDK's release was seen.
+        let report = await ConformanceSuite.run(
+            PausedDoubleReleaseAdapter(), options: .init(watchdog: testWatchdog, only: ["cancel-before-handle"]))
+        #expect(report.failures.map(\.name) == ["cancel-before-handle"], "\(report.rendered)")
+        #expect(report.failures.first?.detail.contains("release") == true, "\(report.rendered)")
+    }
+
     @Test("a scenario that never ends is reported as a hang and the suite goes on")
     func hangIsReported() async {
         let report = await ConformanceSuite.run(
@@ -393,6 +406,41 @@ private struct DroppingStreamAdapter: StreamAdapter {
                 onEvent: { sink.yield($0, sequence: $0.sequence) },
                 onEnd: { error in if let error { sink.finish(throwing: error) } else { sink.finish() } })
             return StreamControl(cancel: CancelHandle(control.cancel))
+        }
+    }
+}
+
+/// Releases its C context in the cancel handle, a moment after the SDK's cancel returned: the
+/// same double release as the gallery's `context-released-on-cancel`, as a preempted handle thread
+/// makes it.
+private struct PausedDoubleReleaseAdapter: OneShotAdapter {
+    var name: String { "test-paused-double-release" }
+    var summary: String { "releases its context 200 ms after calling the SDK's cancel" }
+
+    private final class Context: Sendable {
+        let completion: Completion<LegacyPayload>
+        init(_ completion: Completion<LegacyPayload>) { self.completion = completion }
+    }
+
+    private struct Retained: @unchecked Sendable {
+        let value: Unmanaged<AnyObject>
+    }
+
+    func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        try await withCallback(isolation: isolation, timeout: operation.timeout) { completion in
+            let context = Unmanaged<AnyObject>.passRetained(Context(completion))
+            let cancel = operation.start(
+                context: context,
+                callback: { context, result in (context.takeUnretainedValue() as! Context).completion(result) },
+                release: { context in context.release() })
+            let retained = Retained(value: context)
+            return cancel.map { cancel in
+                CancelHandle {
+                    cancel()
+                    usleep(200_000)  // the handle's thread preempted; the suite must still see what follows
+                    retained.value.release()
+                }
+            }
         }
     }
 }

@@ -185,11 +185,21 @@ extension ScenarioLab {
     func lateCancelProblem(_ all: [OperationProbe]) async -> String? {
         let cancelled = all.filter { $0.snapshot.cancels > 0 }
         guard !cancelled.isEmpty else { return nil }
-        _ = await eventually(within: patience / 4) {
-            cancelled.allSatisfy { probe in
-                if probe.cancelFunctionFreed != false { return true }
-                guard probe.snapshot.released, let context = probe.context else { return false }
-                return context.adapterHoldsNothing
+        // First the plain sign: the adapter dropped every cancel function, so whatever it does
+        // after calling one (a release, a retry) has run. A context released by the SDK alone is not
+        // that sign: the adapter's cancel handle may still be running past its call.
+        let dropped = await eventually(within: patience / 8) {
+            cancelled.allSatisfy { $0.cancelFunctionFreed != false }
+        }
+        if !dropped {
+            // A cancel function kept in the adapter's C context stays alive as long as the lab's
+            // guards keep that context: then the context holding nothing else is the sign.
+            _ = await eventually(within: patience / 8) {
+                cancelled.allSatisfy { probe in
+                    if probe.cancelFunctionFreed != false { return true }
+                    guard probe.snapshot.released, let context = probe.context else { return false }
+                    return context.adapterHoldsNothing
+                }
             }
         }
         for probe in cancelled {
