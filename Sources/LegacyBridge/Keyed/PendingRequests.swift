@@ -31,9 +31,12 @@
 ///   task's cancellation and ``failAll(_:)``, as with ``withCallback(isolation:timeout:onDiscard:_:)``.
 ///   A timeout or a cancellation calls the SDK's `cancel` with the request's id, outside every
 ///   lock, and on the scheduler if one is given.
-/// - An id is free again as soon as a reply or ``failAll(_:)`` takes its request from the table,
-///   or its caller returns or throws. Nothing of a request stays in the table after its caller
-///   is back, whatever ended it.
+/// - That cancel may run after the caller is back. It is made only if the id still belongs to
+///   its request or to no one: if a newer request took the id first, it is skipped, so it never
+///   stops the newer request. While the SDK's `cancel` runs, the id counts as in use.
+/// - Otherwise an id is free again as soon as a reply or ``failAll(_:)`` takes its request from
+///   the table, or its caller returns or throws. Nothing of a request stays in the table after
+///   its caller is back and its cancel, if any, has returned.
 /// - A reply that finds no request never crashes. It is counted in ``statistics`` as unknown,
 ///   duplicate or late, and a success value goes to `onDiscard`. The table remembers how its last
 ///   128 ended ids ended to tell these apart; an id older than that counts as unknown.
@@ -105,7 +108,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
                     }
                     token = registered
                     try start(id)
-                    return storage.cancelHandle(for: id)
+                    return storage.cancelHandle(for: id, token: registered)
                 })
         } catch {
             result = .failure(error)
@@ -163,7 +166,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
                     }
                     guard storage.startReturned(token, id: id, completion: completion) else { return nil }
                     registration = (id, token)
-                    return storage.cancelHandle(for: id)
+                    return storage.cancelHandle(for: id, token: token)
                 })
         } catch {
             result = .failure(error)

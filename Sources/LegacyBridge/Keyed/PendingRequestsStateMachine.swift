@@ -27,6 +27,9 @@
 /// - A reply that finds no request is classified by the memory of ended ids: after a reply it is
 ///   a duplicate, after any other ending it is late, otherwise unknown. Its value is dropped.
 /// - Tokens only grow, so a registration is told from a newer one with the same id.
+/// - A cancel by id is made only for the request it was handed out for: if a newer registration
+///   holds the id when the cancel is due, it is skipped. While it runs, the id stays taken: a
+///   caller-assigned registration of it is refused, so the cancel cannot reach a newer request.
 @usableFromInline
 struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     @usableFromInline typealias Reply = Result<Value, any Error>
@@ -113,6 +116,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         @usableFromInline var unknownReplies = 0
         @usableFromInline var duplicateReplies = 0
         @usableFromInline var lateReplies = 0
+        @usableFromInline var skippedCancels = 0
     }
 
     // MARK: Actions
@@ -179,6 +183,8 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     @usableFromInline var newestToken: UInt64 = 0
     @usableFromInline var clock: UInt64 = 0
     @usableFromInline var counters = Counters()
+    /// Ids whose SDK cancel is running, with the token of the request it cancels.
+    @usableFromInline var cancelling: [ID: UInt64] = [:]
 
     /// A table that remembers how the last `rememberedEndings` ids ended.
     init(rememberedEndings: Int) {
@@ -190,7 +196,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     /// A caller-assigned request registers `id` before its SDK call.
     @inlinable
     mutating func register(_ id: ID, entry: Entry) -> RegisterAction {
-        if pending[id] != nil {
+        if pending[id] != nil || cancelling[id] != nil {
             counters.refused += 1
             return .refused
         }
@@ -268,6 +274,30 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         }
         let kind = classify(id)
         return .dropped(kind, discard: Self.value(of: reply))
+    }
+
+    /// The cancel handed out for request `token` with `id` is about to call the SDK. Returns
+    /// whether it may: not when a newer registration holds the id, whose request it would stop.
+    /// When it may, the id stays taken until ``cancelReturned(_:token:)``.
+    @inlinable
+    mutating func cancelBegins(_ id: ID, token: UInt64) -> Bool {
+        if let registration = pending[id], registration.token != token {
+            counters.skippedCancels += 1
+            return false
+        }
+        if let running = cancelling[id], running != token {
+            counters.skippedCancels += 1
+            return false
+        }
+        cancelling[id] = token
+        return true
+    }
+
+    /// The SDK's cancel for request `token` with `id` returned: the id is free again (if its
+    /// request ended).
+    @inlinable
+    mutating func cancelReturned(_ id: ID, token: UInt64) {
+        if cancelling[id] == token { cancelling[id] = nil }
     }
 
     /// A reply delivered by `complete` lost: its request's outcome had been decided already

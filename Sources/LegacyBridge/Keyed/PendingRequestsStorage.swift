@@ -76,11 +76,18 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
         _ = removed  // released here, after unlocking
     }
 
-    /// The handle that cancels request `id` through the SDK, on the scheduler if there is one.
+    /// The handle that cancels request `token` with `id` through the SDK, on the scheduler if
+    /// there is one. When it runs it asks the table first: a newer request may have taken the id
+    /// since, and then the SDK is not called. The id stays taken while the SDK's cancel runs.
     @inlinable
-    func cancelHandle(for id: ID) -> CancelHandle? {
+    func cancelHandle(for id: ID, token: UInt64) -> CancelHandle? {
         guard let cancel else { return nil }
-        return CancelHandle { cancel(id) }.posted(through: scheduler)
+        return CancelHandle { [self] in
+            guard box.withLock({ $0.cancelBegins(id, token: token) }) else { return }
+            // The lock is released: the SDK's cancel may reply or post from inside.
+            cancel(id)
+            box.withLock { $0.cancelReturned(id, token: token) }
+        }.posted(through: scheduler)
     }
 
     // MARK: Replies
@@ -131,7 +138,8 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
                 refused: counters.refused,
                 unknownReplies: counters.unknownReplies,
                 duplicateReplies: counters.duplicateReplies,
-                lateReplies: counters.lateReplies
+                lateReplies: counters.lateReplies,
+                skippedCancels: counters.skippedCancels
             )
         }
     }

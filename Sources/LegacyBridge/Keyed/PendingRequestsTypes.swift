@@ -81,5 +81,8 @@ extension PendingRequests {
         /// Replies for an id whose request had ended another way: timeout, cancellation,
         /// ``PendingRequests/failAll(_:)``, or an error thrown by its start.
         public var lateReplies: Int
+        /// Cancels not made because a newer request had taken the id before the cancel could
+        /// run: calling the SDK would have stopped that newer request.
+        public var skippedCancels: Int
     }
 }

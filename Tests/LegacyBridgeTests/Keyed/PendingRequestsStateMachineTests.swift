@@ -40,6 +40,10 @@ private enum Event: CaseIterable, CustomStringConvertible {
     case timeOutOldest
     /// The oldest request whose outcome is decided comes back to its caller.
     case returnCaller
+    /// The oldest timed-out request's cancel handle runs: it asks the table, then calls the SDK.
+    case cancelBegins
+    /// The oldest running SDK cancel returns.
+    case cancelReturns
 
     var description: String {
         switch self {
@@ -55,6 +59,8 @@ private enum Event: CaseIterable, CustomStringConvertible {
         case .failAll: "failAll"
         case .timeOutOldest: "timeOutOldest"
         case .returnCaller: "returnCaller"
+        case .cancelBegins: "cancelBegins"
+        case .cancelReturns: "cancelReturns"
         }
     }
 }
@@ -100,6 +106,10 @@ private struct World {
     var discarded: [Int] = []
     var expected = Machine.Counters()
     var lostAtGate = 0
+    /// Requests whose timeout decided them: their cancel handle is due, oldest first.
+    var cancelsDue: [Int] = []
+    /// SDK cancels running, by id: the request each one cancels.
+    var cancelsRunning: [Int: Int] = [:]
 
     init(rememberedEndings: Int = 128) {
         self.machine = Machine(rememberedEndings: rememberedEndings)
@@ -153,7 +163,13 @@ private struct World {
                     requests[$0].registered && requests[$0].outcome == nil && !requests[$0].exited
                 })
             else { return nil }
-            _ = decide(request, .timedOut)
+            if decide(request, .timedOut) { cancelsDue.append(request) }
+        case .cancelBegins:
+            guard !cancelsDue.isEmpty else { return nil }
+            return cancelBegins(cancelsDue.removeFirst())
+        case .cancelReturns:
+            guard let id = cancelsRunning.keys.min() else { return nil }
+            return cancelReturns(id)
         case .returnCaller:
             guard
                 let request = requests.indices.first(where: {
@@ -165,10 +181,33 @@ private struct World {
         return check()
     }
 
+    /// The cancel of `request` (timed out) asks the table before calling the SDK: only if the id
+    /// is its own or no one's, and no other cancel for it runs.
+    mutating func cancelBegins(_ request: Int) -> String? {
+        guard let id = requests[request].id, let token = requests[request].token else {
+            return "a timed-out request has no id"
+        }
+        let mayCancel = (owner[id] == nil || owner[id] == request) && cancelsRunning[id] == nil
+        let allowed = machine.cancelBegins(id, token: token)
+        if !allowed { expected.skippedCancels += 1 }
+        if allowed && !mayCancel { return "request \(request)'s cancel of id \(id) would stop request \(owner[id]!)" }
+        if !allowed && mayCancel {
+            return "request \(request)'s cancel of id \(id) was skipped though the id is its own"
+        }
+        if allowed { cancelsRunning[id] = request }
+        return check()
+    }
+
+    mutating func cancelReturns(_ id: Int) -> String? {
+        let request = cancelsRunning.removeValue(forKey: id)!
+        machine.cancelReturned(id, token: requests[request].token!)
+        return check()
+    }
+
     mutating func register(_ id: Int) -> String? {
         let request = requests.count
         requests.append(Request(id: id))
-        let inUse = owner[id] != nil
+        let inUse = owner[id] != nil || cancelsRunning[id] != nil
         switch machine.register(id, entry: Ticket(request: request)) {
         case .refused:
             if !inUse { return "register(\(id)) refused a free id" }
@@ -365,6 +404,8 @@ private struct World {
 
     func check() -> String? {
         for id in [idA, idB] {
+            let cancelling = cancelsRunning[id].flatMap { requests[$0].token }
+            if machine.cancelling[id] != cancelling { return "id \(id): the running cancel disagrees with the model" }
             let expectedToken = owner[id].flatMap { requests[$0].token }
             if machine.token(of: id) != expectedToken {
                 return
@@ -400,11 +441,18 @@ private struct World {
             if let problem = startThrew(token) { return problem }
         }
         for request in requests.indices where requests[request].outcome == nil && !requests[request].exited {
-            _ = decide(request, .timedOut)
+            if decide(request, .timedOut) { cancelsDue.append(request) }
         }
         for request in requests.indices where !requests[request].exited {
             if let problem = callerReturned(request) { return problem }
         }
+        while !cancelsDue.isEmpty {
+            if let problem = cancelBegins(cancelsDue.removeFirst()) { return problem }
+        }
+        while let id = cancelsRunning.keys.min() {
+            if let problem = cancelReturns(id) { return problem }
+        }
+        if !machine.cancelling.isEmpty { return "ids stay taken after every cancel returned: \(machine.cancelling)" }
         if machine.pendingCount != 0 || machine.startingCount != 0 || machine.parkedCount != 0 {
             return
                 "left in the table: \(machine.pendingCount) pending, \(machine.startingCount) starting, \(machine.parkedCount) parked"
@@ -452,7 +500,7 @@ private func exploreAll(length: Int) -> (checked: Int, problems: [String]) {
 )
 struct PendingRequestsStateMachineTests {
     @Test(
-        "every sequence of registrations, starts, replies, failAll, timeouts and returns up to length 5 keeps the contract"
+        "every sequence of registrations, starts, replies, failAll, timeouts, cancels by id and returns up to length 5 keeps the contract"
     )
     func everyOrdering() async {
         // Seconds of CPU: on a thread of its own, so the cooperative pool stays free for the

@@ -129,8 +129,12 @@ struct PendingRequestsStressTests {
         #expect(statistics.refused > 0 && statistics.timedOut > 0 && statistics.failed > 0)
         #expect(statistics.unknownReplies >= 20 * (total / batchSize))
         #expect(statistics.duplicateReplies + statistics.lateReplies > 0)
-        // The SDK's cancel ran once per request that a timeout or a cancellation decided.
-        #expect(await eventually { cancels.value == statistics.timedOut + statistics.cancelled })
+        // The SDK's cancel ran once per request that a timeout or a cancellation decided, unless a
+        // newer request had taken its id first (then it was skipped and counted).
+        #expect(
+            await eventually {
+                cancels.value + pending.statistics.skippedCancels == statistics.timedOut + statistics.cancelled
+            })
 
         // Nothing is left behind.
         let machine = pending.storage.machine

@@ -111,6 +111,45 @@ struct PendingRequestsTests {
         #expect(pending.statistics.cancelled == 1 && pending.statistics.pending == 0)
     }
 
+    @Test("a cancel that runs after a newer request took the same id is not made: the newer request gets its reply")
+    func lateCancelSkipsNewerHolder() async {
+        let loop = CallsManualScheduler()
+        let cancelled = OneShotRecorder<Int>()
+        let pending = PendingRequests<Int, Int>(scheduler: loop.scheduler, cancel: { id in cancelled.append(id) })
+        let first = OneShotCall { try await pending.request(id: 5, timeout: .zero) { _ in } }
+        #expect(await first.callsOutcome() == .timedOut)
+        // The first request's cancel is due, held on the loop; its caller is back, so id 5 is free.
+        #expect(await eventually { loop.pending == 1 })
+        let second = OneShotCall { try await pending.request(id: 5) { _ in } }
+        #expect(await eventually { pending.statistics.pending == 1 })
+        loop.runAll()
+        #expect(cancelled.values.isEmpty, "the first request's cancel reached the request that reuses its id")
+        #expect(pending.statistics.skippedCancels == 1)
+        #expect(pending.complete(5, with: .success(50)))
+        #expect(await second.callsOutcome() == .value(50))
+        #expect(pending.statistics.pending == 0)
+    }
+
+    @Test("a cancel due before the id is reused is made, and while it runs the id is in use")
+    func cancelHoldsTheIdWhileItRuns() async {
+        let loop = CallsManualScheduler()
+        let refusedInside = OneShotRecorder<Int>()
+        let holder = OneShotSlot<PendingRequests<Int, Int>>()
+        let pending = PendingRequests<Int, Int>(scheduler: loop.scheduler) { id in
+            // Inside the SDK's cancel: the table still counts the id as taken.
+            refusedInside.append(holder.value?.storage.machine.cancelling[id] != nil ? 1 : 0)
+        }
+        holder.store(pending)
+        let first = OneShotCall { try await pending.request(id: 6, timeout: .zero) { _ in } }
+        #expect(await first.callsOutcome() == .timedOut)
+        #expect(await eventually { loop.pending == 1 })
+        loop.runAll()
+        #expect(refusedInside.values == [1])
+        let again = OneShotCall { try await pending.request(id: 6) { id in pending.complete(id, with: .success(60)) } }
+        #expect(await again.callsOutcome() == .value(60))
+        holder.clear()
+    }
+
     @Test("a cancel the scheduler refuses is not made, and the caller still resumes with nothing left behind")
     func refusedCancel() async {
         let loop = CallsManualScheduler(refusing: true)
