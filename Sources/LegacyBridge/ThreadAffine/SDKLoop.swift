@@ -18,8 +18,9 @@
 ///
 /// Contract:
 /// - Jobs run exactly once, in posting order, on the loop thread, never inside ``post(_:)``.
-/// - A post from another thread wakes the loop; a post from the loop thread never does (the loop
-///   runs it before it waits again).
+/// - A post from another thread wakes the loop, and so does a post from the loop thread outside
+///   the library's own run of posted jobs, from inside one of the SDK's callbacks for example. A
+///   job posted by another posted job runs before the loop waits again, with no wake.
 /// - ``shutdown(isolation:)`` refuses new jobs with ``OffloadError/shutDown``, runs every job
 ///   accepted before it, stops the SDK's loop and returns once the thread has left. Releasing the
 ///   last reference to the loop does the same in the background. Nothing accepted is dropped.

@@ -8,8 +8,10 @@
 /// - Jobs run in the order they were posted, each exactly once, on the loop thread.
 /// - A post from another thread wakes the loop at most once per batch: the first post into an
 ///   empty queue asks for a wake, later ones ride on it until the loop takes the batch.
-/// - A post from the loop thread itself never asks for a wake: the loop takes it before it
-///   waits again.
+/// - A post from the loop thread asks for no wake only inside the loop's own drain (while it runs
+///   posted jobs): the drain takes it before the loop waits again. Anywhere else on that thread,
+///   inside one of the SDK's callbacks for example, the SDK's loop may wait next: it is woken as
+///   from another thread.
 /// - After shutdown is requested every post is rejected; jobs accepted before it still run.
 /// - The loop exits only when shutdown was requested and the queue is empty; every shutdown
 ///   waiter is handed out then, exactly once. Asking again after that finds nothing.
@@ -56,14 +58,19 @@ struct SDKLoopStateMachine<Job, Waiter> {
     }
 
     private(set) var state: State = .running(queue: [], wakeRequested: false)
+    /// Whether the loop thread is inside its drain: the last `takeJobs` handed it jobs, and it has
+    /// not asked again since.
+    private(set) var loopInDrain = false
 
-    /// A job is posted; `fromLoopThread` when the loop thread posts it.
+    /// A job is posted; `fromLoopThread` when the loop thread posts it (in a drain or not: the
+    /// machine knows which).
     mutating func post(_ job: Job, fromLoopThread: Bool) -> PostAction {
         switch state {
         case .running(var queue, let wakeRequested):
             state = .modifying
             queue.append(job)
-            let wake = !wakeRequested && !fromLoopThread
+            // We skip the wake only inside our own drain: it asks again before the loop waits.
+            let wake = !wakeRequested && !(fromLoopThread && loopInDrain)
             state = .running(queue: queue, wakeRequested: wakeRequested || wake)
             return .accepted(wake: wake)
         case .draining, .stopped:
@@ -78,13 +85,16 @@ struct SDKLoopStateMachine<Job, Waiter> {
         switch state {
         case .running(let queue, _):
             state = .running(queue: [], wakeRequested: false)
+            loopInDrain = !queue.isEmpty
             return queue.isEmpty ? .iterate : .run(queue)
         case .draining(let queue, let waiters):
             if queue.isEmpty {
                 state = .stopped
+                loopInDrain = false
                 return .exit(waiters)
             }
             state = .draining(queue: [], waiters: waiters)
+            loopInDrain = true
             return .run(queue)
         case .stopped:
             // A running driver may call a drain it was asked for before the exit: nothing is left.

@@ -12,7 +12,8 @@ private typealias Machine = SDKLoopStateMachine<Int, Int>
 private enum Event: CaseIterable, CustomStringConvertible {
     /// Another thread posts the next job.
     case postFromOther
-    /// The loop thread (inside a job or an SDK callback) posts the next job.
+    /// The loop thread posts the next job: inside its drain if the last take handed it jobs
+    /// (a job posting a job), inside one of the SDK's callbacks otherwise.
     case postFromLoop
     /// The loop thread asks what to do (and runs what it gets).
     case take
@@ -37,8 +38,10 @@ private struct World {
     var accepted: [Int] = []
     var rejected: [Int] = []
     var ran: [Int] = []
-    /// Jobs posted by other threads and not yet taken.
+    /// Jobs posted by other threads, or by the loop thread outside its drain, not yet taken.
     var waitingFromOther: Set<Int> = []
+    /// The loop thread is running the jobs the last take handed it.
+    var inDrain = false
     var wakes = 0
     var wakeOutstanding = false
     var waiters: [Int] = []
@@ -53,9 +56,9 @@ private struct World {
             switch machine.post(job, fromLoopThread: event == .postFromLoop) {
             case .accepted(let wake):
                 accepted.append(job)
-                if event == .postFromOther { waitingFromOther.insert(job) }
+                if event == .postFromOther || !inDrain { waitingFromOther.insert(job) }
                 if wake {
-                    if event == .postFromLoop { return "a post from the loop thread asked for a wake" }
+                    if event == .postFromLoop && inDrain { return "a post inside the loop's drain asked for a wake" }
                     wakes += 1
                     wakeOutstanding = true
                 }
@@ -71,9 +74,12 @@ private struct World {
                 ran.append(contentsOf: jobs)
                 for job in jobs { waitingFromOther.remove(job) }
                 wakeOutstanding = false
+                inDrain = true
             case .iterate:
                 wakeOutstanding = false
+                inDrain = false
             case .exit(let leaving):
+                inDrain = false
                 resumed.append(contentsOf: leaving)
                 exited = true
             }
@@ -99,7 +105,7 @@ private struct World {
         if ran != Array(accepted.prefix(ran.count)) { return "jobs ran out of order or twice: \(ran) of \(accepted)" }
         if Set(accepted).intersection(rejected).count > 0 { return "a job was both accepted and rejected" }
         if !waitingFromOther.isEmpty && !wakeOutstanding && !exited {
-            return "jobs \(waitingFromOther.sorted()) from another thread wait with no wake outstanding"
+            return "jobs \(waitingFromOther.sorted()) posted outside the loop's drain wait with no wake outstanding"
         }
         if Set(resumed).count != resumed.count { return "a waiter was resumed twice" }
         if exited && ran != accepted { return "the loop exited with accepted jobs not run" }
@@ -167,6 +173,33 @@ struct SDKLoopStateMachineTests {
         #expect(jobs == [1, 2])
         guard case .accepted(wake: true) = machine.post(3, fromLoopThread: false) else {
             Issue.record("after the batch was taken, a post wakes again")
+            return
+        }
+    }
+
+    @Test("a post from the loop thread wakes the loop unless the loop is running posted jobs")
+    func loopThreadPostOutsideDrainWakes() {
+        var machine = Machine()
+        // Inside one of the SDK's callbacks: the loop may wait next, so it must be woken.
+        guard case .iterate = machine.takeJobs() else {
+            Issue.record("an empty queue means iterate")
+            return
+        }
+        guard case .accepted(wake: true) = machine.post(1, fromLoopThread: true) else {
+            Issue.record("a post from an SDK callback on the loop thread must wake the loop")
+            return
+        }
+        // Inside the drain: the drain asks again before the loop waits.
+        guard case .run([1]) = machine.takeJobs() else {
+            Issue.record("the loop must get the job")
+            return
+        }
+        guard case .accepted(wake: false) = machine.post(2, fromLoopThread: true) else {
+            Issue.record("a job posting a job inside the drain must not wake the loop")
+            return
+        }
+        guard case .run([2]) = machine.takeJobs(), case .iterate = machine.takeJobs() else {
+            Issue.record("the drain must take the job it posted, then iterate")
             return
         }
     }

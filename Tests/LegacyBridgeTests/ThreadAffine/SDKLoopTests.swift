@@ -53,7 +53,15 @@ private final class RunningSDK: Sendable {
         gate = gated ? DispatchSemaphore(value: 0) : nil
     }
     private let scheduled = LockedBox<[@Sendable () -> Void]>([])
+    /// SDK callbacks to make on the loop thread, inside `run` and outside any drain.
+    private let events = LockedBox<[@Sendable () -> Void]>([])
     private let stopped = Atomic<Bool>(false)
+
+    /// Makes the SDK call `event` on its loop thread, as one of its own callbacks.
+    func raise(_ event: @escaping @Sendable () -> Void) {
+        events.withLock { $0.append(event) }
+        signal.signal()
+    }
     let stops = Atomic<Int>(0)
 
     var driver: SDKLoop.Driver {
@@ -62,6 +70,7 @@ private final class RunningSDK: Sendable {
                 while !stopped.load(ordering: .acquiring) {
                     signal.wait()
                     gate?.wait()
+                    for event in takeAll(events) { event() }
                     for job in scheduled.withLock({ queue -> [@Sendable () -> Void] in
                         defer { queue = [] }; return queue
                     }) {
@@ -71,6 +80,7 @@ private final class RunningSDK: Sendable {
                 // A stopped loop lets go of what it was given, as a real one does when it is
                 // freed: a drain kept here would hold the SDKLoop, which holds this driver.
                 _ = takeAll(scheduled)
+                _ = takeAll(events)
             },
             schedule: { [self] drain in
                 scheduled.withLock { $0.append(drain) }
@@ -126,24 +136,42 @@ struct SDKLoopTests {
         #expect(!loop.isCurrent)
     }
 
-    @Test("a job posted from the loop thread runs before the loop waits again, without a wake")
-    func postFromLoopThreadNeedsNoWake() async throws {
+    @Test(
+        "a job posted from an SDK callback on the loop thread wakes the loop once; a job posted by that job runs in the same drain, with no wake"
+    )
+    func postFromLoopThreadWakesOutsideDrain() async throws {
         let sdk = IterableSDK()
         let loop = try SDKLoop(name: "loop-self", driver: sdk.driver)
         let log = JobLog()
         let done = DispatchSemaphore(value: 0)
-        // An SDK callback (on the loop thread) posts a job: the loop runs it after the callback,
-        // although nothing wakes it; if it waited first, `done` would never be signalled.
         sdk.raise {
             try? loop.post {
                 log.record(1, onLoop: loop.isCurrent)
-                done.signal()
+                try? loop.post {
+                    log.record(2, onLoop: loop.isCurrent)
+                    done.signal()
+                }
             }
         }
         #expect(await eventually(within: Double(testHangBoundSeconds)) { done.wait(timeout: .now()) == .success })
-        #expect(log.all == [1])
+        #expect(log.all == [1, 2])
+        #expect(log.ranOffLoop == 0)
         let wakes = sdk.wakes.load(ordering: .relaxed)
-        #expect(wakes == 0, "a post from the loop thread must not wake the loop")
+        #expect(wakes == 1, "the SDK callback's post wakes the loop once; the job's own post needs no wake")
+        await loop.shutdown()
+    }
+
+    @Test("a running driver runs a job posted from inside one of the SDK's callbacks, though no other thread posts")
+    func runningDriverPostFromCallback() async throws {
+        let sdk = RunningSDK()
+        let loop = try SDKLoop(name: "loop-run-cb", driver: sdk.driver)
+        let ran = DispatchSemaphore(value: 0)
+        // Outside the library's drain the SDK's loop waits next: unless this post wakes it, the
+        // job waits for some other thread's post, which never comes.
+        sdk.raise {
+            try? loop.post { ran.signal() }
+        }
+        #expect(await eventually(within: Double(testHangBoundSeconds)) { ran.wait(timeout: .now()) == .success })
         await loop.shutdown()
     }
 
