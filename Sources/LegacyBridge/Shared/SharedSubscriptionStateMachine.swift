@@ -22,6 +22,7 @@
 ///   and are counted.
 /// - A new consumer first takes the replay, then whatever arrived meanwhile, before it goes live:
 ///   each consumer sees the generation's elements in the order they were accepted.
+/// - A stopped generation gives its replay up at once: no later run can deliver it.
 /// - The terminal of the current generation goes to every consumer, after its backlog, and ends
 ///   the generation. Under the manual restart policy every later consumer gets the replay and that
 ///   terminal until `restart`; under the automatic one the next consumer starts a new generation.
@@ -160,6 +161,14 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         self.replayLimit = replayLimit
         self.lingers = lingers
         self.restartsAutomatically = restartsAutomatically
+    }
+
+    /// Replay elements kept while no run can deliver them: idle or stopping (tests).
+    var replayKeptWithoutRun: Int {
+        switch state {
+        case .idle, .stopping: return replay.count
+        case .running, .ended: return 0
+        }
     }
 
     /// Consumers now: live ones and those catching up.
@@ -464,8 +473,14 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
     private mutating func stop(_ generation: Generation) -> Effects {
         var control = generation.control
         statistics.stops += 1
+        // No later run can deliver this replay (each starts empty): give it up now, not when the
+        // next consumer comes, which may be never.
+        let released = replay
+        replay = []
         let call = control.cancelRequested()
-        return afterStopStep(generation.id, control, call)
+        var effects = afterStopStep(generation.id, control, call)
+        effects.released = released + effects.released
+        return effects
     }
 
     /// Records a stopping generation's control after a step; once no call can follow, the stop is

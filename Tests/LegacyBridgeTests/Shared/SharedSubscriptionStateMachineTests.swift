@@ -360,6 +360,10 @@ private struct World {
     }
 
     func check() -> String? {
+        if machine.replayKeptWithoutRun > 0 {
+            return
+                "\(machine.replayKeptWithoutRun) replay element(s) kept after the run stopped, which no later run delivers"
+        }
         for (id, run) in runs {
             if run.cancelsMade > 1 { return "run \(id) cancelled \(run.cancelsMade) times" }
             if run.callAfterCancel { return "run \(id) got a call after its cancel" }
