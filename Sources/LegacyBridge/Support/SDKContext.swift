@@ -134,7 +134,10 @@ enum SDKContextRegistry {
         )
     }
 
-    /// Contexts retained and not released (tests).
-    static var liveCount: Int { entries.withLock { $0.values.filter(\.live).count } }
+    /// Whether `context` was retained and not released yet (tests: other tests retain and release
+    /// their own contexts at the same time, so a count of every context says nothing of one).
+    static func isLive(_ context: UnsafeRawPointer) -> Bool {
+        entries.withLock { $0[UInt(bitPattern: context)]?.live == true }
+    }
 }
 #endif
