@@ -32,16 +32,23 @@ struct OffloadConformanceTests {
         #expect(report.failures.first?.detail.contains("never interrupted") == true)
     }
 
-    @Test("a blocking call made in a detached task is seen on the cooperative pool, whatever the load")
+    @Test(
+        "a blocking call made in a detached task is seen on the cooperative pool, whatever the load",
+        .enabled(
+            if: !threadSanitizerIsActive,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func detachedTaskIsSeenOnThePool() async {
-        // One short call only: this adapter blocks threads of the cooperative pool, which every
-        // other test of this process needs (the gallery's crash-isolated runs cover the long ones).
-        let report = await ConformanceSuite.run(
-            DetachedTaskBlockingAdapter(), options: .init(watchdog: testWatchdog, only: ["blocking-value-and-error"]))
-        #expect(report.failures.map(\.name) == ["blocking-value-and-error"], "\(report.rendered)")
-        #expect(
-            report.failures.allSatisfy { $0.detail.contains("inside a task on Swift's own threads") },
-            "\(report.rendered)")
+        // This adapter blocks threads of the cooperative pool, which every other test of this
+        // process needs: it runs in a child process of its own (an exit test).
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            let report = await ConformanceSuite.run(
+                DetachedTaskBlockingAdapter(),
+                options: .init(watchdog: testWatchdog, only: ["blocking-value-and-error"]))
+            precondition(report.failures.map(\.name) == ["blocking-value-and-error"], "\(report.rendered)")
+            precondition(
+                report.failures.allSatisfy { $0.detail.contains("inside a task on Swift's own threads") },
+                "\(report.rendered)")
+        }
     }
 
     @Test("a blocking call retried after its interrupt is caught on every seed, however late the retry")
@@ -57,17 +64,26 @@ struct OffloadConformanceTests {
         }
     }
 
-    @Test("a thread-affine adapter that blocks its caller until the busy loop ran the call is caught on every seed")
+    @Test(
+        "a thread-affine adapter that blocks its caller until the busy loop ran the call is caught on every seed",
+        .enabled(
+            if: !threadSanitizerIsActive,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func semaphorePostIsCaught() async {
-        for seed in UInt64(1)...4 {
-            let report = await ConformanceSuite.run(
-                SemaphorePostAffineAdapter(),
-                options: .init(watchdog: .seconds(5), seed: seed, only: ["thread-affine-caller-not-blocked"]))
-            #expect(
-                report.failures.map(\.name) == ["thread-affine-caller-not-blocked"], "seed \(seed): \(report.rendered)")
-            #expect(
-                report.failures.first?.detail.contains("the caller's thread ran nothing else") == true,
-                "seed \(seed): \(report.rendered)")
+        // The adapter blocks its caller's cooperative thread on a semaphore, which every other test
+        // of this process needs: it runs in a child process of its own (an exit test).
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            for seed in UInt64(1)...4 {
+                let report = await ConformanceSuite.run(
+                    SemaphorePostAffineAdapter(),
+                    options: .init(watchdog: .seconds(5), seed: seed, only: ["thread-affine-caller-not-blocked"]))
+                precondition(
+                    report.failures.map(\.name) == ["thread-affine-caller-not-blocked"],
+                    "seed \(seed): \(report.rendered)")
+                precondition(
+                    report.failures.first?.detail.contains("the caller's thread ran nothing else") == true,
+                    "seed \(seed): \(report.rendered)")
+            }
         }
     }
 

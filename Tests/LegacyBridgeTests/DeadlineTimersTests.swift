@@ -86,63 +86,57 @@ struct DeadlineTimersTests {
     }
 
     @Test(
-        "withCallback's timeout fires and calls the cancel handle while every cooperative thread is blocked"
-    )
+        "withCallback's timeout fires and calls the cancel handle while every cooperative thread is blocked",
+        .enabled(
+            if: !testsUnderThreadSanitizer,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func timeoutNeedsNoCooperativeThread() async throws {
+        // Blocking every cooperative thread would stall every other test of this process, so this
+        // runs in a child process of its own (an exit test), where nothing else needs the pool.
+        //
         // The caller runs on a thread of its own (an actor on an SDKThreadExecutor), so the test can
         // block as many cooperative threads as there are cores while the call waits. A timer that
         // needed one of them (a sleeping task, a Dispatch timer on Linux) could not fire until they
         // are released. The cancel handle records whether every blocker held its thread when the
-        // timer called it.
-        //
-        // The order is forced: on the caller's own thread, the call is made only once every
-        // blocker holds a cooperative thread, so its 1 s timeout starts with the pool full. The
-        // blockers are released as soon as the cancel handle was called (and after 60 s at most):
-        // this test shares the process with every other test, and a cooperative pool held for
-        // long starves them all. An attempt in which a blocker gave up its thread before the
-        // timeout fired proves nothing either way and is repeated. Under ThreadSanitizer the whole
-        // run keeps the pool's queue full for minutes, so there all attempts can be inconclusive:
-        // that is reported as a known, intermittent issue, and the plain `swift test` run is the
-        // one that must prove it.
-        let executor = try SDKThreadExecutor(name: "timer-test")
-        let caller = DeadlineTestCaller(executor: executor)
-        let blockers = ProcessInfo.processInfo.activeProcessorCount
-        var conclusive = false
-        for _ in 1...5 where !conclusive {
-            let blocked = StreamShared(0)
-            let release = DispatchSemaphore(value: 0)
-            let cancelCalled = DispatchSemaphore(value: 0)
-            let cancelledWhileAllBlocked = StreamShared(false)
-            let blockerTasks = (0..<blockers).map { _ in
-                Task.detached {
-                    blocked.update { $0 += 1 }
-                    _ = release.wait(timeout: .now() + .seconds(60))
-                    blocked.update { $0 -= 1 }
+        // timer called it. The order is forced: on the caller's own thread, the call is made only
+        // once every blocker holds a cooperative thread, so its 1 s timeout starts with the pool
+        // full. An attempt in which a blocker gave up its thread before the timeout fired proves
+        // nothing either way and is repeated.
+        await #expect(processExitsWith: .success) {
+            let executor = try! SDKThreadExecutor(name: "timer-test")
+            let caller = DeadlineTestCaller(executor: executor)
+            let blockers = ProcessInfo.processInfo.activeProcessorCount
+            var conclusive = false
+            for _ in 1...5 where !conclusive {
+                let blocked = StreamShared(0)
+                let release = DispatchSemaphore(value: 0)
+                let cancelCalled = DispatchSemaphore(value: 0)
+                let cancelledWhileAllBlocked = StreamShared(false)
+                let blockerTasks = (0..<blockers).map { _ in
+                    Task.detached {
+                        blocked.update { $0 += 1 }
+                        _ = release.wait(timeout: .now() + .seconds(60))
+                        blocked.update { $0 -= 1 }
+                    }
                 }
+                let watcher = Thread {
+                    _ = cancelCalled.wait(timeout: .now() + .seconds(90))
+                    for _ in 0..<blockers { release.signal() }
+                }
+                watcher.start()
+                let outcome = await caller.callWithTimeout(
+                    .seconds(1),
+                    first: { _ = spinUntil(within: 50) { blocked.value == blockers } },
+                    cancel: {
+                        let all = blocked.value == blockers
+                        cancelledWhileAllBlocked.value = all
+                        cancelCalled.signal()
+                    })
+                for task in blockerTasks { await task.value }
+                precondition(outcome == "timed out as asked", "the call ended with \(outcome)")
+                conclusive = cancelledWhileAllBlocked.value
             }
-            let watcher = Thread {
-                _ = cancelCalled.wait(timeout: .now() + .seconds(90))
-                for _ in 0..<blockers { release.signal() }
-            }
-            watcher.start()
-            let outcome = await caller.callWithTimeout(
-                .seconds(1),
-                first: { _ = spinUntil(within: 50) { blocked.value == blockers } },
-                cancel: {
-                    let all = blocked.value == blockers
-                    cancelledWhileAllBlocked.value = all
-                    cancelCalled.signal()
-                })
-            for task in blockerTasks { await task.value }
-            #expect(outcome == "timed out as asked")
-            conclusive = cancelledWhileAllBlocked.value
-        }
-        if testsUnderThreadSanitizer {
-            withKnownIssue("ThreadSanitizer's run keeps the cooperative pool busy", isIntermittent: true) {
-                #expect(conclusive, "in five attempts the blockers never held every cooperative thread in time")
-            }
-        } else {
-            #expect(
+            precondition(
                 conclusive,
                 "in five attempts the cancel handle was never called while every cooperative thread was blocked")
         }
