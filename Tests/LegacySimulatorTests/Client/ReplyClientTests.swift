@@ -218,7 +218,9 @@ struct ReplyClientTests {
             return await group.reduce(0, +)
         }
         #expect(ended == count)
-        #expect(replies.pendingCount == 0)
+        // A timed-out or cancelled request leaves the table in its cancel handle, which the
+        // library runs on a job thread of its own, maybe after the caller is back.
+        #expect(await eventually { replies.pendingCount == 0 })
         let counters = await settled(replies)
         #expect(counters.rpcRequestsLive == 0 && counters.rpcRequestsPending == 0)
         #expect(counters.rpcDisconnectsSpontaneous > 0)
