@@ -51,16 +51,27 @@ struct OffloadConformanceTests {
         }
     }
 
-    @Test("a blocking call retried after its interrupt is caught on every seed, however late the retry")
+    @Test(
+        "a blocking call retried after its interrupt is caught on every seed, however late the retry",
+        .enabled(
+            if: !threadSanitizerIsActive,
+            "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func retryAfterInterruptIsCaught() async {
-        for seed in UInt64(1)...4 {
-            let report = await ConformanceSuite.run(
-                RetryAfterInterruptAdapter(),
-                options: .init(watchdog: testWatchdog, seed: seed, only: ["blocking-cancel-interrupts"]))
-            #expect(report.failures.map(\.name) == ["blocking-cancel-interrupts"], "seed \(seed): \(report.rendered)")
-            #expect(
-                report.failures.first?.detail.contains("again 2 time(s) after it had interrupted it") == true,
-                "seed \(seed): \(report.rendered)")
+        // The scenario's verdict needs the cancelled caller back within its promptness bound. In
+        // the shared test process, the stress tests beside it put thousands of jobs ahead of that
+        // caller on the cooperative pool, and under load it waited longer than the bound: it runs
+        // in a child process of its own (an exit test).
+        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            for seed in UInt64(1)...4 {
+                let report = await ConformanceSuite.run(
+                    RetryAfterInterruptAdapter(),
+                    options: .init(watchdog: testWatchdog, seed: seed, only: ["blocking-cancel-interrupts"]))
+                precondition(
+                    report.failures.map(\.name) == ["blocking-cancel-interrupts"], "seed \(seed): \(report.rendered)")
+                precondition(
+                    report.failures.first?.detail.contains("again 2 time(s) after it had interrupted it") == true,
+                    "seed \(seed): \(report.rendered)")
+            }
         }
     }
 
