@@ -1,6 +1,15 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// An app target's default since Swift 6.2 (`.defaultIsolation(MainActor.self)`, which needs tools
+/// 6.2): every declaration is `@MainActor` unless it says otherwise. The documentation's snippets
+/// are compiled and run that way, because that is where most users copy them.
+#if compiler(>=6.2)
+let mainActorByDefault: [SwiftSetting] = [.unsafeFlags(["-default-isolation", "MainActor"])]
+#else
+let mainActorByDefault: [SwiftSetting] = []
+#endif
+
 let package = Package(
     name: "legacy-bridge",
     // The floors `Duration` sets for the public API (README "Platforms"; CI type-checks each one).
@@ -61,7 +70,18 @@ let package = Package(
             ]
         ),
         // The Swift snippets of README.md and the DocC guide, compiled; a test keeps them in sync.
-        .testTarget(name: "DocumentationTests", dependencies: ["LegacyBridge", "LegacyBridgeConformance", "CLegacySDK"]),
+        // The stand-in SDKs the documentation's quick starts run over: plain (not @Sendable) callbacks
+        // from CLegacySDK's threads, in the Swift 5 language mode of most SDK modules, so that the
+        // runtime checks the isolation of the closures handed to them, as it does in an app.
+        .target(
+            name: "DocumentationSDK", dependencies: ["LegacyBridge", "CLegacySDK"], path: "Tests/DocumentationSDK",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: ["LegacyBridge", "LegacyBridgeConformance", "CLegacySDK", "DocumentationSDK", "TestSupport"],
+            swiftSettings: mainActorByDefault
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,12 +1,13 @@
 // swift-format-ignore-file
 // (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
+import DocumentationSDK
 import LegacyBridge
 import LegacyBridgeConformance
 import Testing
 
 /// Scaffolding: the article CheckingAPattern defines this adapter in its crash-isolated example (compiled as the
 /// MyAdapterConformance target); the in-process snippet below uses it.
-struct MyFetchAdapter: OneShotAdapter {
+nonisolated struct MyFetchAdapter: OneShotAdapter {
     var name: String { "my-fetch" }
     var summary: String { "withCallback around the SDK's completion callback" }
     func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {

@@ -1,6 +1,7 @@
 // swift-format-ignore-file
 // (The snippets below are the documentation's text, kept byte for byte: not reformatted.)
 import Dispatch
+import DocumentationSDK
 import LegacyBridge
 import LegacyBridgeConformance
 import Testing
@@ -8,7 +9,7 @@ import Testing
 /// Scaffolding: the article's resolver SDK, a stand-in that answers "localhost", refuses every
 /// other name except `silentHost`, which it holds until `answerSilentQueries()`. It calls back
 /// synchronously, inside `lookup` and inside `cancel`, as some SDKs do.
-final class ResolverSDK: Sendable {
+nonisolated final class ResolverSDK: Sendable {
     struct Query: Sendable, Hashable { let id: Int }
     struct NotFound: Error {}
     struct Cancelled: Error {}

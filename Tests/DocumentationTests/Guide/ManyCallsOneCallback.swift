@@ -1,68 +1,31 @@
 // swift-format-ignore-file
 // (The snippets below are the documentation's text, kept byte for byte: not reformatted.)
+import DocumentationSDK
 import LegacyBridge
 
-// Stand-ins for the SDKs of "One callback for many calls": just enough surface for its snippets to
-// compile against LegacyBridge as written.
+// Stand-ins for the SDKs of "One callback for many calls". The ones the README's quick starts use
+// call back from CLegacySDK's threads (DocSDK) through plain closures, as an imported SDK does.
 
-/// An MQTT client with one global publish-acknowledgement callback, like libmosquitto's.
-final class MQTTClient: @unchecked Sendable {
-    // @unchecked Sendable: a stand-in; the callbacks are set once, before the client connects.
-    var onPublish: (@Sendable (Int32) -> Void)?
-    var onDisconnect: (@Sendable (Int32) -> Void)?
-    func publish(topic: String, payload: [UInt8], qos: Int32) throws -> Int32 { 1 }
-}
-
-struct MQTTError: Error {
+nonisolated struct MQTTError: Error {
     init(_ reason: Int32) {}
 }
 
 /// A JSON-RPC connection driven by its own loop thread.
-struct RPCReply: Sendable {}
+nonisolated struct RPCReply: Sendable {}
 
-final class RPCConnection: Sendable {
+nonisolated final class RPCConnection: Sendable {
     func send(method: String, id: UInt64) throws {}
     func abandon(_ id: UInt64) {}
 }
 
-let rpc = RPCConnection()
-let rpcLoop = EventLoopStandIn()
+nonisolated let rpc = RPCConnection()
+nonisolated let rpcLoop = EventLoopStandIn()
 
-final class EventLoopStandIn: Sendable {
+nonisolated final class EventLoopStandIn: Sendable {
     var scheduler: SDKScheduler { SDKScheduler { job in job() } }
 }
 
-func nextRequestID() -> UInt64 { 1 }
-
-/// A search index with a cancellable query.
-struct Hit: Sendable {}
-
-final class SearchQuery: Sendable {
-    func cancel() {}
-}
-
-final class SearchIndex: Sendable {
-    func search(_ text: String, _ done: @escaping @Sendable (Result<[Hit], any Error>) -> Void) -> SearchQuery {
-        SearchQuery()
-    }
-}
-
-let searchIndex = SearchIndex()
-
-/// A thumbnail decoder with a cancellable request.
-final class Thumbnail: Sendable {}
-
-final class DecodeRequest: Sendable {
-    func cancel() {}
-}
-
-final class ThumbnailDecoder: Sendable {
-    func decode(_ url: String, _ done: @escaping @Sendable (Thumbnail?, (any Error)?) -> Void) -> DecodeRequest {
-        DecodeRequest()
-    }
-}
-
-let decoder = ThumbnailDecoder()
+nonisolated func nextRequestID() -> UInt64 { 1 }
 
 // snippet: Sources/LegacyBridge/LegacyBridge.docc/ManyCallsOneCallback.md
 final class Publisher: Sendable {
@@ -71,8 +34,8 @@ final class Publisher: Sendable {
 
     init(client: MQTTClient) {
         self.client = client
-        client.onPublish = { [publishes] mid in publishes.complete(mid, with: .success(())) }
-        client.onDisconnect = { [publishes] reason in publishes.failAll(MQTTError(reason)) }
+        client.onPublish = { @Sendable [publishes] mid in publishes.complete(mid, with: .success(())) }
+        client.onDisconnect = { @Sendable [publishes] reason in publishes.failAll(MQTTError(reason)) }
     }
 
     func publish(_ payload: [UInt8], to topic: String) async throws {
@@ -107,7 +70,7 @@ final class SearchModel {
     func queryChanged(_ text: String) async {
         do {
             hits = try await search.run(timeout: .seconds(2)) { completion in
-                let query = searchIndex.search(text) { result in completion(result) }
+                let query = searchIndex.search(text) { @Sendable result in completion(result) }
                 return CancelHandle { query.cancel() }
             }
         } catch is SupersededError {
@@ -119,47 +82,38 @@ final class SearchModel {
 }
 // end snippet
 
-func guideCoalesced() {
+func guideCoalesced(url: String) async throws -> Thumbnail {
     // snippet: Sources/LegacyBridge/LegacyBridge.docc/ManyCallsOneCallback.md
     let thumbnails = CoalescedCalls<String, Thumbnail>()
 
     func thumbnail(for url: String) async throws -> Thumbnail {
         try await thumbnails.value(for: url, timeout: .seconds(10)) { completion in
-            let request = decoder.decode(url) { thumbnail, error in
+            let request = decoder.decode(url) { @Sendable thumbnail, error in
                 if let thumbnail { completion.succeed(thumbnail) } else { completion.fail(error!) }
             }
             return CancelHandle { request.cancel() }
         }
     }
     // end snippet
-    _ = thumbnail
+    return try await thumbnail(for: url)
 }
 
 /// A market-data feed with one listener per topic.
-struct Quote: Sendable {
-    init(copying raw: Int32) {}
+nonisolated struct Quote: Sendable {
+    var raw: Int32
+    init(copying raw: Int32) { self.raw = raw }
 }
 
-struct TickerError: Error {
+nonisolated struct TickerError: Error {
     init(_ status: Int32) {}
 }
 
-final class TickerListener: Sendable {
-    func cancel() {}
-}
+nonisolated let tickerLoop = EventLoopStandIn()
 
-final class Ticker: Sendable {
-    func listen(
-        topic: String, onQuote: @escaping @Sendable (Int32) -> Void, onEnd: @escaping @Sendable (Int32) -> Void
-    ) throws -> TickerListener {
-        TickerListener()
-    }
-}
+/// How many quotes the snippets have shown.
+nonisolated let shownQuotes = LockedValue(0)
 
-let ticker = Ticker()
-let tickerLoop = EventLoopStandIn()
-
-func show(_ quote: Quote) {}
+nonisolated func show(_ quote: Quote) { shownQuotes.withLock { $0 += 1 } }
 
 func guideShared() async throws {
     // snippet: Sources/LegacyBridge/LegacyBridge.docc/ManyCallsOneCallback.md
@@ -178,7 +132,7 @@ func guideShared() async throws {
     // end snippet
 }
 
-func render(_ quote: Quote) {}
+nonisolated func render(_ quote: Quote) {}
 
 func guideSlowConsumer(quotes: SharedSubscription<Quote>) async throws {
     // snippet: Sources/LegacyBridge/LegacyBridge.docc/ManyCallsOneCallback.md

@@ -1,20 +1,21 @@
 // swift-format-ignore-file
 // (The snippets below are the documentation's text, kept byte for byte: not reformatted.)
+import DocumentationSDK
 import LegacyBridge
 
 /// Stand-ins for the SQLite and camera SDK calls the guide's examples make.
 enum GuideBlockingStubs {
-    struct Statement: Sendable {}
-    struct Rows: Sendable {
+    nonisolated struct Statement: Sendable {}
+    nonisolated struct Rows: Sendable {
         init(stepping statement: Statement) throws {}
         func free() {}
     }
     /// A query's remembered interrupt: a flag, and the connection to interrupt while it steps.
-    final class QueryInterrupt: Sendable {
+    nonisolated final class QueryInterrupt: Sendable {
         func request() {}
     }
     /// One pool thread's connection.
-    struct Connection {
+    nonisolated struct Connection {
         static func forCurrentThread() throws -> Connection { Connection() }
         func rows(_ sql: String, interrupt: QueryInterrupt) throws -> Rows { try Rows(stepping: Statement()) }
     }
@@ -42,7 +43,7 @@ enum GuideBlockingStubs {
 enum GuideThreadAffine {
     // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
     /// The camera SDK's handle: not thread-safe, so it only ever crosses into the camera's thread.
-    struct Device: @unchecked Sendable { let handle: OpaquePointer }
+    nonisolated struct Device: @unchecked Sendable { let handle: OpaquePointer }
 
     actor Camera {
         private let executor: SDKThreadExecutor

@@ -1,16 +1,17 @@
 // swift-format-ignore-file
 // (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
 import CLegacySDK
+import DocumentationSDK
 import LegacyBridge
 
 // snippet: Sources/LegacyBridge/LegacyBridge.docc/OneShotCalls.md
-final class RequestContext {
+nonisolated final class RequestContext {
     let completion: Completion<Response>
     init(_ completion: Completion<Response>) { self.completion = completion }
 }
 
 // Nonisolated, file-level: the SDK calls these from its own threads.
-private func onComplete(_ context: UnsafeMutableRawPointer?, _ status: Int32, _ payload: UnsafePointer<lsdk_response_t>?) {
+nonisolated private func onComplete(_ context: UnsafeMutableRawPointer?, _ status: Int32, _ payload: UnsafePointer<lsdk_response_t>?) {
     let box = Unmanaged<RequestContext>.fromOpaque(context!).takeUnretainedValue()
     if status == 0, let payload {
         box.completion.succeed(Response(copying: payload.pointee))   // copy now: the pointer dies
@@ -18,11 +19,11 @@ private func onComplete(_ context: UnsafeMutableRawPointer?, _ status: Int32, _ 
         box.completion.fail(SDKError(status))
     }
 }
-private func onRelease(_ context: UnsafeMutableRawPointer?) {
+nonisolated private func onRelease(_ context: UnsafeMutableRawPointer?) {
     Unmanaged<RequestContext>.fromOpaque(context!).release()       // the SDK is done with it
 }
 
-final class OwnedHandle: Sendable {
+nonisolated final class OwnedHandle: Sendable {
     let raw: lsdk_handle_t
     init(_ raw: lsdk_handle_t) { self.raw = raw }
     deinit { lsdk_handle_release(raw) }

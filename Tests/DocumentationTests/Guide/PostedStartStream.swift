@@ -1,21 +1,22 @@
 // swift-format-ignore-file
 // (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
+import DocumentationSDK
 import LegacyBridge
 
 /// A message copied out of the SDK's callback.
-struct Message: Sendable {
+nonisolated struct Message: Sendable {
     init(copying raw: UnsafeRawPointer?) {}
 }
 
 /// A subscription of a loop-bound messaging SDK; every call on its loop thread.
-final class TopicSubscription: Sendable {
+nonisolated final class TopicSubscription: Sendable {
     func cancel() {}
     func pause() {}
     func resume() {}
 }
 
 /// The loop-bound messaging SDK's client.
-final class TopicClient: Sendable {
+nonisolated final class TopicClient: Sendable {
     func subscribe(_ topic: String, onMessage: @escaping @Sendable (UnsafeRawPointer?) -> Void) -> TopicSubscription {
         TopicSubscription()
     }

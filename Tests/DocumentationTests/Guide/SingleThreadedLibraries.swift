@@ -1,42 +1,57 @@
 // swift-format-ignore-file
 // (The snippets below are the documentation's text, kept byte for byte: not reformatted.)
+import Foundation
+import DocumentationSDK
 import LegacyBridge
 
 // Stand-ins for the c-ares example's types (the real ones live in Examples/, which links c-ares):
 // enough for the guide's two snippets to compile against LegacyBridge as written.
 
-struct ResolvedAddress: Sendable {}
-
-struct AresError: Error, Sendable {
+nonisolated struct AresError: Error, Sendable {
     var rawValue: Int32
     init(rawValue: Int32) { self.rawValue = rawValue }
 }
 
-let ARES_SUCCESS: Int32 = 0
+nonisolated let ARES_SUCCESS: Int32 = 0
 
-struct ares_addrinfo {}
-func ares_freeaddrinfo(_ result: UnsafeMutablePointer<ares_addrinfo>) {}
-func copyAddresses(_ result: UnsafeMutablePointer<ares_addrinfo>) -> [ResolvedAddress] { [] }
+nonisolated struct ares_addrinfo {}
+nonisolated func ares_freeaddrinfo(_ result: UnsafeMutablePointer<ares_addrinfo>) {}
+nonisolated func copyAddresses(_ result: UnsafeMutablePointer<ares_addrinfo>) -> [ResolvedAddress] { [] }
 
 /// A lookup's context, as the loop's table keeps it.
-final class Query {
+nonisolated final class Query {
     var answered = false
     let onAnswer: (Result<[ResolvedAddress], any Error>) -> Void
     init(onAnswer: @escaping (Result<[ResolvedAddress], any Error>) -> Void) { self.onAnswer = onAnswer }
 }
 
-/// The loop thread's side: it owns the channels. Touched on the loop thread only.
-final class AresDriver: @unchecked Sendable {
-    func start(id: UInt64, host: String, onAnswer: @escaping @Sendable (Result<[ResolvedAddress], any Error>) -> Void) {}
-    func cancel(id: UInt64) {}
-    func waitAndProcess(wakeup: Int32) -> Bool { false }
-}
-
 /// A self-pipe the loop polls.
-final class WakeupPipe: Sendable {
-    let readDescriptor: Int32 = -1
-    func signal() {}
-    func drain() {}
+nonisolated final class WakeupPipe: Sendable {
+    let readDescriptor: Int32
+    private let writeDescriptor: Int32
+
+    init() {
+        var descriptors: [Int32] = [0, 0]
+        precondition(pipe(&descriptors) == 0, "pipe failed")
+        readDescriptor = descriptors[0]
+        writeDescriptor = descriptors[1]
+        _ = fcntl(readDescriptor, F_SETFL, fcntl(readDescriptor, F_GETFL) | O_NONBLOCK)
+    }
+
+    deinit {
+        close(readDescriptor)
+        close(writeDescriptor)
+    }
+
+    func signal() {
+        var byte: UInt8 = 1
+        _ = write(writeDescriptor, &byte, 1)
+    }
+
+    func drain() {
+        var bytes = [UInt8](repeating: 0, count: 64)
+        while read(readDescriptor, &bytes, bytes.count) > 0 {}
+    }
 }
 
 func guideMakeLoop(driver: AresDriver) throws -> SDKLoop {
@@ -49,7 +64,7 @@ func guideMakeLoop(driver: AresDriver) throws -> SDKLoop {
     return loop
 }
 
-struct GuideResolver: Sendable {
+nonisolated struct GuideResolver: Sendable {
     let loop: SDKLoop
     let driver: AresDriver
     func nextID() -> UInt64 { 1 }
@@ -70,8 +85,8 @@ struct GuideResolver: Sendable {
 nonisolated(unsafe) var repeatedCallbacks = 0
 
 // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
-private func onAnswer(_ argument: UnsafeMutableRawPointer?, _ status: Int32, _ timeouts: Int32,
-                      _ result: UnsafeMutablePointer<ares_addrinfo>?) {
+nonisolated private func onAnswer(_ argument: UnsafeMutableRawPointer?, _ status: Int32, _ timeouts: Int32,
+                                  _ result: UnsafeMutablePointer<ares_addrinfo>?) {
     let unmanaged = Unmanaged<Query>.fromOpaque(argument!)
     let query = unmanaged.takeUnretainedValue()            // still owned by the loop's table
     let addresses = result.map(copyAddresses) ?? []        // copy now: the answer dies here
@@ -84,6 +99,6 @@ private func onAnswer(_ argument: UnsafeMutableRawPointer?, _ status: Int32, _ t
 // end snippet
 
 /// Keeps `onAnswer` used (it is the C callback in the real example).
-func guideAresCallback() -> (UnsafeMutableRawPointer?, Int32, Int32, UnsafeMutablePointer<ares_addrinfo>?) -> Void {
+nonisolated func guideAresCallback() -> (UnsafeMutableRawPointer?, Int32, Int32, UnsafeMutablePointer<ares_addrinfo>?) -> Void {
     onAnswer
 }

@@ -1,5 +1,6 @@
 // swift-format-ignore-file
 // (The snippets below are the documentation's text, kept byte for byte: not reformatted.)
+import DocumentationSDK
 import LegacyBridge
 
 // README, many calls, one callback: the stand-ins of the guide's copy (Guide/ManyCallsOneCallback.swift).
@@ -7,34 +8,34 @@ import LegacyBridge
 func readmeKeyedQuickStart(client: MQTTClient, bytes: [UInt8]) async throws {
     // snippet: README.md
     let publishes = PendingRequests<Int32, Void>()                 // the SDK's one reply callback
-    client.onPublish = { mid in publishes.complete(mid, with: .success(())) }
+    client.onPublish = { @Sendable mid in publishes.complete(mid, with: .success(())) }
     try await publishes.request(timeout: .seconds(5)) { () throws -> Int32 in
         try client.publish(topic: "t", payload: bytes, qos: 1)    // returns the message id
     }
     // end snippet
 }
 
-func readmeLatestWinsQuickStart(text: String) async throws {
+func readmeLatestWinsQuickStart(text: String) async throws -> [Hit] {
     var hits: [Hit] = []
     // snippet: README.md
     let search = LatestWins<[Hit]>()           // the superseded caller throws SupersededError
     hits = try await search.run { completion in
-        let query = searchIndex.search(text) { completion($0) }
+        let query = searchIndex.search(text) { @Sendable in completion($0) }
         return CancelHandle { query.cancel() }
     }
     // end snippet
-    _ = hits
+    return hits
 }
 
-func readmeCoalescedQuickStart(url: String) async throws {
+func readmeCoalescedQuickStart(url: String) async throws -> Thumbnail {
     // snippet: README.md
     let thumbnails = CoalescedCalls<String, Thumbnail>()        // one SDK call per key in flight
     let thumbnail = try await thumbnails.value(for: url) { completion in
-        let request = decoder.decode(url) { image, error in completion(image.map { .success($0) } ?? .failure(error!)) }
+        let request = decoder.decode(url) { @Sendable image, error in completion(image.map { .success($0) } ?? .failure(error!)) }
         return CancelHandle { request.cancel() }
     }
     // end snippet
-    _ = thumbnail
+    return thumbnail
 }
 
 func readmeSharedQuickStart() async throws {

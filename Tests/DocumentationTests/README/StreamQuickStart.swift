@@ -1,5 +1,6 @@
 // swift-format-ignore-file
 // (The snippet below is the documentation's text, kept byte for byte: not reformatted.)
+import DocumentationSDK
 import LegacyBridge
 
 /// The snippet has a statement, so it lives in a function body.
