@@ -78,6 +78,7 @@ public enum AdapterCatalog {
             onlyUnder: .address),
         Entry(TaskForwardedCallbackAdapter(), gallery: true, flaggedBy: ["outcome-decided-in-callback"]),
         Entry(QueueForwardedCallbackAdapter(), gallery: true, flaggedBy: ["outcome-decided-in-callback"]),
+        Entry(MainActorCallbackAdapter(), gallery: true, flaggedBy: ["foreign-thread-callback"]),
         Entry(
             AsyncStreamNoTerminationAdapter(), gallery: true,
             flaggedBy: ["consumer-cancel-stops-producer", "break-stops-producer"]),

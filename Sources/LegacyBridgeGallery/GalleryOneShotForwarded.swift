@@ -73,3 +73,38 @@ public struct QueueForwardedCallbackAdapter: OneShotAdapter {
         }
     }
 }
+
+/// WRONG ON PURPOSE. Its SDK callback is isolated to the main actor, as every closure written in
+/// main-actor code is in an app target that is MainActor by default.
+///
+/// Why it is wrong: the SDK calls back from its own threads. Swift checks at such a callback's entry
+/// that it runs on the main actor (the check the compiler inserts where a main-actor closure is
+/// handed to a C or Objective-C SDK; spelled out here with `MainActor.assumeIsolated`, because this
+/// module is not MainActor by default), and stops the process when it does not. Everything else is
+/// `withCallback`'s and correct.
+/// Flagged by: `foreign-thread-callback` (a crash, which the runner names as the isolation check).
+public struct MainActorCallbackAdapter: OneShotAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `main-actor-callback`.
+    public var name: String { "main-actor-callback" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: its SDK callback is isolated to the main actor (traps when the SDK calls it from its thread)"
+    }
+
+    /// Bridges with `withCallback`, through a main-actor callback.
+    /// - Parameters:
+    ///   - operation: The legacy operation.
+    ///   - isolation: The caller's actor.
+    /// - Returns: The first outcome's value.
+    /// - Throws: The first outcome's error, `CancellationError`, or `BridgeTimeoutError`.
+    public func value(of operation: LegacyOperation, isolation: isolated (any Actor)?) async throws -> LegacyPayload {
+        try await withCallback(isolation: isolation, timeout: operation.timeout) { completion in
+            operation.start { result in
+                // WRONG: a main-actor callback; the SDK calls it from whatever thread it is on
+                MainActor.assumeIsolated { _ = completion(result) }
+            }.map(CancelHandle.init)
+        }
+    }
+}

@@ -52,6 +52,7 @@ struct GalleryProofTests {
             "called 2 times, expected exactly once"),
         "task-forwarded-callback": Evidence(verdicts: ["failed"], detail: "had not been resumed"),
         "queue-forwarded-callback": Evidence(verdicts: ["failed"], detail: "had not been resumed"),
+        "main-actor-callback": Evidence(verdicts: ["crashed"], detail: "in Swift's actor-isolation check"),
         "retry-after-interrupt": Evidence(verdicts: ["failed"], detail: "after it had interrupted it"),
         "blocking-start-stream": Evidence(verdicts: ["failed"], detail: "the consumer's thread ran nothing else"),
         "semaphore-post-affine": Evidence(verdicts: ["failed"], detail: "the caller's thread ran nothing else"),

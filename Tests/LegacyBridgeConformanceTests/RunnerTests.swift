@@ -69,6 +69,24 @@ struct RunnerTests {
         #expect(result.detail.contains("ThreadSanitizer"))
     }
 
+    @Test("a child that died in the runtime's isolation check is a crash named for it, with the fix")
+    func isolationTrapIsNamed() {
+        let mangled =
+            "$s18DocumentationTests25readSensorWithoutSendableyAA7ReadingVs5Int32VYaKF12LegacyBridge12CancelHandleVSgAG10CompletionVyADGXEfU_"
+        let named = Self.interpret(
+            status: nil, signal: SIGILL, output: "", errors: "\nISOLATION-TRAP \(mangled)\n")
+        #expect(named.verdict == .crashed)
+        #expect(named.detail.contains("in Swift's actor-isolation check"), "\(named.detail)")
+        #expect(named.detail.contains("`{ @Sendable ... }`"), "\(named.detail)")
+        #expect(named.detail.contains("readSensor"), "the checked function, demangled: \(named.detail)")
+        #expect(!named.detail.contains("$s18"), "\(named.detail)")
+        let unnamed = Self.interpret(status: nil, signal: SIGTRAP, output: "", errors: "ISOLATION-TRAP \n")
+        #expect(unnamed.detail.contains("in Swift's actor-isolation check"), "\(unnamed.detail)")
+        // Without the line, a signal is a plain crash.
+        let plain = Self.interpret(status: nil, signal: SIGILL, output: "", errors: "Fatal error: boom")
+        #expect(!plain.detail.contains("isolation"), "\(plain.detail)")
+    }
+
     @Test("a child killed by a signal is a crash; one that printed no result is a crash too")
     func crashes() {
         #expect(

@@ -50,9 +50,23 @@ package struct ChildOutcome: Sendable {
     /// The first `count` non-empty lines of standard error, for crash reports.
     package func firstErrorLines(_ count: Int) -> String {
         standardError.split(separator: "\n", omittingEmptySubsequences: true)
-            .filter { !$0.allSatisfy { $0 == "=" || $0 == " " } && !$0.hasPrefix(watchLinePrefix) }
+            .filter {
+                !$0.allSatisfy { $0 == "=" || $0 == " " } && !$0.hasPrefix(watchLinePrefix)
+                    && !$0.hasPrefix(isolationTrapLinePrefix)
+            }
             .prefix(count)
             .joined(separator: " | ")
+    }
+
+    /// When the process died in Swift's runtime isolation check (see IsolationTrap.swift): the
+    /// demangled name of the function that was checked, or "" when the loader did not know it.
+    /// `nil` for any other end.
+    package var isolationTrap: String? {
+        guard
+            let line = standardError.split(separator: "\n").last(where: { $0.hasPrefix(isolationTrapLinePrefix) })
+        else { return nil }
+        let symbol = line.dropFirst(isolationTrapLinePrefix.count).trimmingCharacters(in: .whitespaces)
+        return symbol.isEmpty ? "" : demangledSymbol(symbol)
     }
 
     /// The start of a sanitizer report (ThreadSanitizer, AddressSanitizer, LeakSanitizer,

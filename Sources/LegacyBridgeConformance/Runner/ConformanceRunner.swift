@@ -186,6 +186,7 @@ public enum ConformanceRunner {
                 throw RunnerUsageError(message: "adapter '\(subject.name)' has no scenario '\(scenario)'")
             }
             options.only = [scenario]
+            installIsolationTrapReporter()
             let report = await subject.run(options: options)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
@@ -297,6 +298,16 @@ public enum ConformanceRunner {
         return ConformanceReport(adapter: subject.name, kind: subject.kind, results: results)
     }
 
+    /// The report of a child that died in Swift's runtime isolation check.
+    package static func isolationTrapDiagnosis(checked: String, signal: String) -> String {
+        let culprit = checked.isEmpty ? "" : " (in `\(checked)`)"
+        return "crashed with \(signal) in Swift's actor-isolation check: a callback isolated to an actor\(culprit) "
+            + "was called from the SDK's thread. In a module that is MainActor by default, a closure written in "
+            + "main-actor code is isolated to the main actor: write the callbacks you hand the SDK as "
+            + "`{ @Sendable ... }` or as `nonisolated` functions, and mark the types they use `nonisolated` "
+            + "(see \"App targets that are MainActor by default\" in the LegacyBridge guide)"
+    }
+
     /// What a scenario's child process amounted to: its own result, unless the process crashed,
     /// hung, exited with a non-zero status or printed a sanitizer report — each of which fails it.
     package static func interpret(
@@ -314,6 +325,11 @@ public enum ConformanceRunner {
             ? ""
             : child.standardError.split(separator: "\n").last { $0.hasPrefix(watchLinePrefix) }
                 .map { ". Before it: \($0.dropFirst(watchLinePrefix.count))" } ?? ""
+        if child.signal != nil, child.sanitizerReport == nil, let checked = child.isolationTrap {
+            return ScenarioResult(
+                name: name, summary: summary, verdict: .crashed,
+                detail: Self.isolationTrapDiagnosis(checked: checked, signal: child.signalDescription))
+        }
         if child.signal != nil {
             let lines = child.sanitizerReport ?? child.firstErrorLines(3)
             return ScenarioResult(
