@@ -49,7 +49,7 @@ struct LayeringTests {
         #expect(importers == ["LegacySimulator/Internal/SDK.swift"])
     }
 
-    @Test("in Package.swift, no target but LegacySimulator and test targets (and test support) depends on the C simulator")
+    @Test("in Package.swift, no target but LegacySimulator and test targets (and test support) depends on C")
     func onlyTheSimulatorDependsOnC() throws {
         let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
         let names = Self.targetNames(in: manifest)
