@@ -106,9 +106,11 @@ public enum AdapterCatalog {
         Entry(SharedAsyncStreamAdapter(), gallery: true, flaggedBy: ["shared-every-consumer-every-event"]),
         Entry(ListenerPerConsumerAdapter(), gallery: true, flaggedBy: ["shared-one-sdk-listener"]),
         Entry(NeverStopsListenerAdapter(), gallery: true, flaggedBy: ["shared-last-consumer-stops-listener"]),
+        Entry(CancelsEndedListenerAdapter(), gallery: true, flaggedBy: ["shared-every-consumer-every-event"]),
         Entry(RevisionWithoutCancelAdapter(), gallery: true, flaggedBy: ["latest-superseded-call-cancelled"]),
         Entry(CurrentContinuationAdapter(), gallery: true, flaggedBy: ["latest-late-result-never-lands"]),
         Entry(CancelOnFirstLeaveAdapter(), gallery: true, flaggedBy: ["coalesced-first-leaver-keeps-call"]),
+        Entry(KeptFailureAdapter(), gallery: true, flaggedBy: ["coalesced-failure-not-kept"]),
     ]
 
     /// The adapters that must pass: the library's own, and the correct client over `LoopSDK`.

@@ -150,3 +150,74 @@ public struct NeverStopsListenerAdapter: SharedSubscriptionAdapter {
         }
     }
 }
+
+/// WRONG ON PURPOSE. A broadcaster (a stream per consumer, fed from one listener) that cancels the
+/// SDK listener when its last consumer's stream terminates, whatever ended it.
+///
+/// Why it is wrong: when the SDK ends the listener itself, the end finishes every consumer's
+/// stream, and their termination handlers cancel a listener the SDK has already ended and let go.
+/// A real SDK may by then have given that subscription (its id, its handle) to someone else, whose
+/// listener is stopped. Cancel only a listener that still runs.
+/// Flagged by: `shared-every-consumer-every-event` (the listener ends with its consumers still there).
+public struct CancelsEndedListenerAdapter: SharedSubscriptionAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `cancels-ended-listener`.
+    public var name: String { "cancels-ended-listener" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: a broadcaster that cancels the SDK listener when its last consumer's stream ends, even after the SDK ended it"
+    }
+
+    /// Broadcasts one listener to a stream per consumer.
+    /// - Parameter listener: The SDK listener.
+    /// - Returns: A function that returns a new consumer's stream.
+    public func share(_ listener: LegacyListener) -> @Sendable () -> AsyncThrowingStream<LegacyEvent, any Error> {
+        let broadcaster = Broadcaster(listener)
+        return { broadcaster.subscribe() }
+    }
+
+    private final class Broadcaster: Sendable {
+        private struct State {
+            var consumers: [Int: AsyncThrowingStream<LegacyEvent, any Error>.Continuation] = [:]
+            var nextID = 0
+            var control: LegacySourceControl?
+        }
+        private let state = LockedBox(State())
+        private let listener: LegacyListener
+
+        init(_ listener: LegacyListener) { self.listener = listener }
+
+        func subscribe() -> AsyncThrowingStream<LegacyEvent, any Error> {
+            let (stream, continuation) = AsyncThrowingStream<LegacyEvent, any Error>.makeStream()
+            let (id, startNow) = state.withLock { state in
+                defer { state.nextID += 1 }
+                state.consumers[state.nextID] = continuation
+                return (state.nextID, state.nextID == 0)
+            }
+            continuation.onTermination = { [state] _ in
+                let last = state.withLock { state -> LegacySourceControl? in
+                    state.consumers.removeValue(forKey: id)
+                    return state.consumers.isEmpty ? state.control : nil
+                }
+                last?.cancel()  // WRONG: also when the SDK's own end finished the streams
+            }
+            if startNow {
+                let state = self.state
+                do {
+                    let control = try listener.start(
+                        onEvent: { event in
+                            for consumer in state.withLock({ $0.consumers.values }) { consumer.yield(event) }
+                        },
+                        onEnd: { error in
+                            for consumer in state.withLock({ $0.consumers.values }) { consumer.finish(throwing: error) }
+                        })
+                    state.withLock { $0.control = control }
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            return stream
+        }
+    }
+}

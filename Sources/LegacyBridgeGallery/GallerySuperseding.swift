@@ -174,3 +174,49 @@ public struct CancelOnFirstLeaveAdapter: CoalescedAdapter {
         }
     }
 }
+
+/// WRONG ON PURPOSE. Coalesces callers the hand-written way, a `[Key: Task]` table of the calls in
+/// flight awaited with `task.value`, and takes a key's entry out only after a success.
+///
+/// Why it is wrong: a call that failed stays in the table, so every later caller for that key gets
+/// the old error at once and the SDK is never asked again (a timeout or a dropped connection is
+/// then remembered forever). Forget a call when it ends, whatever its outcome.
+/// Flagged by: `coalesced-failure-not-kept`.
+public struct KeptFailureAdapter: CoalescedAdapter {
+    /// Creates the adapter.
+    public init() {}
+    /// `kept-failure`.
+    public var name: String { "kept-failure" }
+    /// One line describing the adapter.
+    public var summary: String {
+        "WRONG ON PURPOSE: a [Key: Task] table of calls in flight, whose entry is removed only after a success"
+    }
+
+    /// Returns a session over a hand-written table of tasks.
+    /// - Parameter sdk: The SDK's one-shot call.
+    /// - Returns: The session.
+    /// - Throws: Nothing this adapter adds; the protocol allows a session that cannot open to throw.
+    public func open(_ sdk: LegacyCallSDK) async throws -> any CoalescedSession {
+        Session(sdk: sdk, tasks: LockedValue([:]))
+    }
+
+    private struct Session: CoalescedSession {
+        let sdk: LegacyCallSDK
+        let tasks: LockedValue<[UInt64: Task<LegacyAnswer, any Error>]>
+
+        func value(for key: UInt64) async throws -> LegacyAnswer {
+            let sdk = self.sdk
+            let task = tasks.withLock { tasks in
+                if let task = tasks[key] { return task }
+                let task = Task {
+                    try await withCallback { completion in CancelHandle(sdk.start(key) { completion($0) }) }
+                }
+                tasks[key] = task
+                return task
+            }
+            let answer = try await task.value
+            tasks.withLock { $0[key] = nil }  // WRONG: only after a success; a failed call stays
+            return answer
+        }
+    }
+}

@@ -64,9 +64,11 @@ struct GalleryProofTests {
             verdicts: ["crashed"], detail: "attempt to await next() on more than one task"),
         "listener-per-consumer": Evidence(verdicts: ["failed"], detail: "share one listener among the consumers"),
         "never-stops-listener": Evidence(verdicts: ["failed"], detail: "stop it when the last consumer leaves"),
+        "cancels-ended-listener": Evidence(verdicts: ["failed"], detail: "after the SDK itself had ended it"),
         "revision-without-cancel": Evidence(verdicts: ["failed"], detail: "cancel the superseded call"),
         "current-continuation": Evidence(verdicts: ["failed"], detail: "late result must never land"),
         "cancel-on-first-leave": Evidence(verdicts: ["failed"], detail: "only when its last waiter leaves"),
+        "kept-failure": Evidence(verdicts: ["failed"], detail: "the failure was kept for the key"),
         // The real-adapter path: adapters over LoopSDK, checked through fixtures.
         "loop-sdk-resume-every-callback": Evidence(verdicts: ["crashed"], detail: "CONTINUATION MISUSE"),
         "loop-sdk-no-sdk-cancel": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),

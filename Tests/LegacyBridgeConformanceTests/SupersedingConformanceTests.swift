@@ -30,6 +30,7 @@ struct SupersedingConformanceTests {
             ("revision-without-cancel", "latest-superseded-call-cancelled", "cancel the superseded call"),
             ("current-continuation", "latest-late-result-never-lands", "late result must never land"),
             ("cancel-on-first-leave", "coalesced-first-leaver-keeps-call", "only when its last waiter leaves"),
+            ("kept-failure", "coalesced-failure-not-kept", "the failure was kept for the key"),
         ])
     func mistakeIsFlagged(adapter name: String, scenario: String, reason: String) async throws {
         let entry = try #require(AdapterCatalog.entry(named: name))

@@ -8,7 +8,9 @@ import LegacySimulator
 /// the suite's own, first come first served, and a task queued after them runs only once each
 /// caller suspended. The SDK's calls answer only when the scenario says (``CallDesk``).
 enum CoalescedScenarios {
-    static let all: [Scenario<any CoalescedAdapter>] = [sharesOneCall, firstLeaverKeepsCall, lastLeaverCancels]
+    static let all: [Scenario<any CoalescedAdapter>] = [
+        sharesOneCall, firstLeaverKeepsCall, lastLeaverCancels, failureNotKept,
+    ]
 
     static func open(_ adapter: any CoalescedAdapter) async throws -> (CallDesk, any CoalescedSession) {
         let desk = CallDesk()
@@ -164,6 +166,57 @@ enum CoalescedScenarios {
         }
         guard desk.cancels(of: 1) == 1 else {
             return .fail("the adapter called the shared call's cancel \(desk.cancels(of: 1)) times, expected once")
+        }
+        return .pass
+    }
+
+    static let failureNotKept = Scenario<any CoalescedAdapter>(
+        name: "coalesced-failure-not-kept",
+        summary:
+            "2 callers share one call, which fails: both get its error; a caller for the same key after it starts a new SDK call and gets its answer"
+    ) { adapter, _ in
+        guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
+            return .notChecked("this scenario needs task executors (macOS 15, iOS 18 or later)")
+        }
+        let desk: CallDesk
+        let session: any CoalescedSession
+        do {
+            (desk, session) = try await open(adapter)
+        } catch {
+            return .fail("could not open the adapter: \(error)")
+        }
+        guard let tasks = await callers(2, key: 5, of: session) else {
+            return .fail("2 callers did not all suspend within \(Patience.bound) (the adapter blocks its callers)")
+        }
+        // An adapter may start its SDK call from a task of its own: wait for it (it must come).
+        guard await eventually({ desk.starts >= 1 }), desk.starts == 1 else {
+            await desk.answerAllPending()
+            return .fail(
+                "2 concurrent callers for one key made \(desk.starts) SDK calls, expected 1: share the call in flight")
+        }
+        await desk.fail(1)
+        guard let results = await values(of: tasks, within: Patience.bound) else {
+            return .fail("a caller was not resumed within \(Patience.bound) of the shared call's failure")
+        }
+        for (index, result) in results.enumerated() {
+            guard case .failure(let error) = result, (error as? LegacySDKError) == .remote else {
+                return .fail(
+                    "caller \(index + 1) of 2 got \(describe(result)), expected the shared call's error (LegacySDKError.remote)"
+                )
+            }
+        }
+        let later = launchCall { try await session.value(for: 5) }
+        guard await eventually({ desk.starts == 2 }) else {
+            let kept = await values(of: [later], within: Patience.bound)?.first
+            return .fail(
+                "a caller for the same key after the shared call failed started no new SDK call\(kept.map { " and got \(describe($0))" } ?? ""): the failure was kept for the key. Forget a call when it ends, whatever its outcome"
+            )
+        }
+        await desk.answer(2)
+        guard let result = await values(of: [later], within: Patience.bound)?.first,
+            case .success(let answer) = result, answer.call == 2
+        else {
+            return .fail("the caller after the failure did not get the answer of its own call")
         }
         return .pass
     }

@@ -107,6 +107,29 @@ final class CallDesk: Sendable {
         return true
     }
 
+    /// Fails `call` with ``LegacySDKError/remote`` on an SDK thread and returns once its callback
+    /// returned (or the run's patience ran out); like ``answer(_:evenIfCancelled:)``, only a
+    /// pending call.
+    ///
+    /// - Returns: Whether the failure was sent.
+    @discardableResult
+    func fail(_ call: Int) async -> Bool {
+        let callback = calls.withLock { calls -> (@Sendable (Result<LegacyAnswer, any Error>) -> Void)? in
+            guard case .pending = calls[call - 1].status else { return nil }
+            calls[call - 1].status = .answered
+            return calls[call - 1].callback
+        }
+        guard let callback else { return false }
+        let done = LockedBox(false)
+        DispatchQueue.global().async {
+            self.noteCallback(call)
+            callback(.failure(LegacySDKError.remote))
+            done.withLock { $0 = true }
+        }
+        _ = await eventually { done.withLock { $0 } }
+        return true
+    }
+
     /// Answers every call still pending, so that nothing a broken adapter started waits forever.
     func answerAllPending() async {
         for call in stride(from: 1, through: starts, by: 1) { await answer(call) }

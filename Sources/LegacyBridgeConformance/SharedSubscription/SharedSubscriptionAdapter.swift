@@ -32,6 +32,9 @@ public struct LegacyListener: Sendable {
         onEvent: @escaping @Sendable (LegacyEvent) -> Void, onEnd: @escaping @Sendable ((any Error)?) -> Void
     ) throws -> LegacySourceControl {
         let probe = self.probe
+        // Set before the end is delivered: from then on the SDK has ended the listener itself, and
+        // a cancel is refused (not passed to the SDK) and counted, inside `onEnd` too.
+        let ended = LockedBox(false)
         let started = SDK.startListener(
             client: client, topic: topic, eventCount: eventCount, behavior: behavior,
             onEvent: { raw in
@@ -41,6 +44,7 @@ public struct LegacyListener: Sendable {
                     onEvent(
                         LegacyEvent(sequence: raw.sequence, kind: .data, bytes: raw.bytesDone, length: raw.data.count))
                 case .end:
+                    ended.withLock { $0 = true }
                     onEnd(raw.error)
                 case .progress:
                     break  // listeners send none
@@ -49,7 +53,14 @@ public struct LegacyListener: Sendable {
         switch started {
         case .success(let handle):
             return LegacySourceControl(
-                cancel: { handle.cancel() }, pause: { try? handle.pause() }, resume: { try? handle.resume() })
+                cancel: {
+                    if ended.withLock({ $0 }) {
+                        probe.noteCancelAfterEnd()
+                    } else {
+                        handle.cancel()
+                    }
+                },
+                pause: { try? handle.pause() }, resume: { try? handle.resume() })
         case .failure(let error):
             throw error
         }
@@ -102,6 +113,13 @@ final class ListenerProbe: Sendable {
         self.patience = patience
         if !holdFirstEvent { firstEvent.open() }
     }
+
+    private let lateCancels = LockedBox(0)
+
+    /// Cancels of the SDK listener made after the SDK itself had ended it (refused).
+    var cancelsAfterEnd: Int { lateCancels.withLock { $0 } }
+
+    func noteCancelAfterEnd() { lateCancels.withLock { $0 += 1 } }
 
     func beforeEvent(_ sequence: UInt64) {
         if sequence == 0 { _ = firstEvent.wait(upTo: patience) }

@@ -79,7 +79,7 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
         Scenario(
             name: "shared-every-consumer-every-event",
             summary:
-                "3 consumers follow one listener of 20 events that then fails: each gets all 20 in order, then the error"
+                "3 consumers follow one listener of 20 events that then fails: each gets all 20 in order, then the error; nothing cancels the ended listener"
         ) { adapter, context in
             guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
                 return .notChecked("this scenario needs task executors (macOS 15, iOS 18 or later)")
@@ -115,6 +115,13 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
             let starts = context.lab.counters.listenerStarts
             guard starts == 1 else {
                 return .fail("the SDK was asked to start \(starts) listeners for 3 consumers of one topic, expected 1")
+            }
+            // No consumer left before the end, so nothing had a reason to cancel the listener.
+            let lateCancels = listener.probe.cancelsAfterEnd
+            guard lateCancels == 0 else {
+                return .fail(
+                    "the adapter cancelled the SDK listener \(lateCancels) time(s) after the SDK itself had ended it (refused here; a real SDK may have handed that subscription to someone else by then): cancel a listener only while it runs, when its last consumer leaves before its end"
+                )
             }
             return .pass
         }

@@ -19,6 +19,33 @@ struct LockedValueTests {
         #expect(counter.withLock { $0 } == threads * increments)
     }
 
+    /// A counter only ever touched inside `LockedValue(())`'s lock.
+    final class UnguardedCounter: @unchecked Sendable {
+        // @unchecked Sendable: guarded by the test's Void lock, which is what is checked.
+        var value = 0
+    }
+
+    @Test(
+        "a LockedValue of no bytes (Void, an empty struct) is a plain mutex ThreadSanitizer sees, with no report of its own"
+    )
+    func zeroSizedValueIsAPlainMutex() {
+        struct Empty {}
+        let threads = 4
+        let increments = testsUnderThreadSanitizer ? 5_000 : 50_000
+        let voidMutex = LockedValue(())
+        let voidCounter = UnguardedCounter()
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            for _ in 0..<increments { voidMutex.withLock { _ in voidCounter.value += 1 } }
+        }
+        #expect(voidCounter.value == threads * increments)
+        let emptyMutex = LockedValue(Empty())
+        let emptyCounter = UnguardedCounter()
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            for _ in 0..<increments { emptyMutex.withLock { _ in emptyCounter.value += 1 } }
+        }
+        #expect(emptyCounter.value == threads * increments)
+    }
+
     @Test("copies share one value, and an error thrown in the body leaves the lock usable")
     func copiesShareAndThrowsUnlock() {
         struct Failure: Error {}
