@@ -47,6 +47,9 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
     case offThreadStart = "loop-sdk-off-thread-start"
     /// Never releases the context it retained for the SDK: one leaked context per call.
     case leaksContext = "loop-sdk-leaks-context"
+    /// Returns the SDK's request handle, a number too, in place of the value its callback
+    /// delivered: every call "succeeds", with the wrong value.
+    case handleAsValue = "loop-sdk-handle-as-value"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
@@ -58,6 +61,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
         case .semaphoreCaller: return ["caller-not-blocked"]
         case .offThreadStart: return ["thread-affinity"]
         case .leaksContext: return ["success"]
+        case .handleAsValue: return ["success"]
         }
     }
 
@@ -79,6 +83,8 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
             return "WRONG ON PURPOSE: over LoopSDK, starts the SDK call on the caller's thread, not the loop"
         case .leaksContext:
             return "WRONG ON PURPOSE: over LoopSDK, never releases the context it retained for the SDK"
+        case .handleAsValue:
+            return "WRONG ON PURPOSE: over LoopSDK, returns the request's handle in place of the value delivered"
         }
     }
 
@@ -107,10 +113,15 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                 post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }
             }
 
-        case .noSDKCancel, .cancelAfterValue, .retryCancel, .offThreadStart, .leaksContext:
+        case .noSDKCancel, .cancelAfterValue, .retryCancel, .offThreadStart, .leaksContext, .handleAsValue:
             return try await withCallback(isolation: isolation, timeout: timeout) { completion in
                 let handle = LoopHandle()
                 let deliver = probe.callback { result in
+                    if self == .handleAsValue, case .success = result {
+                        // WRONG: the handle, not the delivered value (both are numbers)
+                        completion(.success(Int64(truncatingIfNeeded: handle.value ?? 0)))
+                        return
+                    }
                     completion(result)
                     if self == .cancelAfterValue, case .success = result {
                         // "Close" the finished request.

@@ -34,6 +34,7 @@ public enum LoopSDKFixtures {
             name: name,
             threading: threading(client),
             succeeding: { probe in try await fetch(client(), .value(7), nil, probe) },
+            expecting: 7,
             failing: { probe in try await fetch(client(), .failure(LoopSDK.failedStatus), nil, probe) },
             hanging: .init(
                 start: { probe in try await fetch(client(), .hang, nil, probe) },

@@ -128,6 +128,7 @@ struct FixtureConformanceTests {
         .semaphoreCaller: "the caller's actor could not run anything",
         .offThreadStart: "started the SDK call off the SDK's thread",
         .leaksContext: "the SDK still held 1 resource(s) more",
+        .handleAsValue: "but the SDK delivered 7",
     ]
 
     @Test(

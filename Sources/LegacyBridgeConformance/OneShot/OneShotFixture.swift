@@ -74,6 +74,9 @@ public struct OneShotFixture<Value: Sendable>: Sendable {
     let timingOut: TimedCall?
     let liveResources: (@Sendable () -> Int)?
     let offThreadCalls: (@Sendable () -> Int)?
+    /// What is wrong with a value of the succeeding call (nil: nothing), when the fixture says
+    /// which value it must be.
+    let checkValue: (@Sendable (Value) -> String?)?
 
     /// Creates a fixture.
     ///
@@ -108,10 +111,62 @@ public struct OneShotFixture<Value: Sendable>: Sendable {
         self.timingOut = timingOut
         self.liveResources = liveResources
         self.offThreadCalls = offThreadCalls
+        self.checkValue = nil
+    }
+
+    init(_ fixture: OneShotFixture, checkValue: @escaping @Sendable (Value) -> String?) {
+        self.name = fixture.name
+        self.threading = fixture.threading
+        self.succeeding = fixture.succeeding
+        self.failing = fixture.failing
+        self.hanging = fixture.hanging
+        self.timingOut = fixture.timingOut
+        self.liveResources = fixture.liveResources
+        self.offThreadCalls = fixture.offThreadCalls
+        self.checkValue = checkValue
     }
 
     var common: FixtureCommon {
         FixtureCommon(
             name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls)
+    }
+}
+
+extension OneShotFixture where Value: Equatable {
+    /// Creates a fixture whose succeeding call must return `expected`.
+    ///
+    /// Every scenario that makes the succeeding call then compares the caller's value with it, so
+    /// an adapter that returns something other than what its SDK delivered is caught: a payload
+    /// copied after the callback returned (the SDK had already reused or freed it), a wrong field,
+    /// a handle or a default in place of the value.
+    ///
+    /// - Parameters:
+    ///   - name: A short name, unique among the adapters of a run (letters, digits, dashes).
+    ///   - threading: Where the SDK must be called (see the other initializer).
+    ///   - succeeding: A call that succeeds.
+    ///   - expected: The value the SDK delivers for `succeeding`, each time.
+    ///   - failing: A call the SDK fails.
+    ///   - hanging: A call that does not complete until released.
+    ///   - timingOut: A call given the adapter's own timeout, on a request that does not complete.
+    ///   - liveResources: How many SDK resources are live now.
+    ///   - offThreadCalls: How many SDK calls were made off the SDK's thread so far.
+    public init(
+        name: String,
+        threading: AdapterThreading = .anyThread,
+        succeeding: @escaping Call,
+        expecting expected: Value,
+        failing: Call? = nil,
+        hanging: HangingCall? = nil,
+        timingOut: TimedCall? = nil,
+        liveResources: (@Sendable () -> Int)? = nil,
+        offThreadCalls: (@Sendable () -> Int)? = nil
+    ) {
+        self.init(
+            OneShotFixture(
+                name: name, threading: threading, succeeding: succeeding, failing: failing, hanging: hanging,
+                timingOut: timingOut, liveResources: liveResources, offThreadCalls: offThreadCalls),
+            checkValue: { value in
+                value == expected ? nil : "the caller got \(value), but the SDK delivered \(expected)"
+            })
     }
 }

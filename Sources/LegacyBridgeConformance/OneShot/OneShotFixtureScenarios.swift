@@ -79,9 +79,17 @@ enum OneShotFixtureScenarios<Value: Sendable> {
     }
 
     /// Checks that `result` is a value, for calls that must succeed.
-    static func expectValue(_ result: Result<Value, any Error>, _ recorder: CallRecorder<Value>) -> Check {
+    static func expectValue(
+        _ result: Result<Value, any Error>, _ recorder: CallRecorder<Value>, _ fixture: Fixture
+    ) -> Check {
         switch result {
-        case .success: return .pass
+        case .success(let value):
+            if let wrong = fixture.checkValue?(value) {
+                return .fail(
+                    "\(wrong): the adapter must return the value its SDK delivered (a payload copied after the callback returned, a wrong field, a handle or a default in its place are other values)"
+                )
+            }
+            return .pass
         case .failure(let error): return unexpectedFailure(error, recorder)
         }
     }
@@ -247,7 +255,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                 return .notChecked("the fixture gives no succeeding call")
             }
             let (result, recorder) = await run(succeeding, context)
-            return expectValue(result, recorder)
+            return expectValue(result, recorder, fixture)
         }
     }
 
@@ -402,7 +410,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             }
             let (result, recorder) = await run(succeeding, context, CallHostility(repeatEach: true))
             if let skip = wrapsCallback(recorder, for: "a duplicate callback") { return skip }
-            return expectValue(result, recorder)
+            return expectValue(result, recorder, fixture)
         }
     }
 
@@ -422,7 +430,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                     "the SDK reported a value and then an error; the caller got the error: the first outcome must decide, later ones are ignored"
                 )
             }
-            return expectValue(result, recorder)
+            return expectValue(result, recorder, fixture)
         }
     }
 
@@ -480,7 +488,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                     "the adapter wraps its callback only after the start returned, so nothing could call back inside it"
                 )
             }
-            return expectValue(result, recorder)
+            return expectValue(result, recorder, fixture)
         }
     }
 
@@ -494,7 +502,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             }
             let (result, recorder) = await run(succeeding, context, CallHostility(foreignThread: true))
             if let skip = wrapsCallback(recorder, for: "a callback on another thread") { return skip }
-            return expectValue(result, recorder)
+            return expectValue(result, recorder, fixture)
         }
     }
 
@@ -626,7 +634,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                 return .notChecked("the fixture gives no succeeding call")
             }
             let (result, recorder) = await run(succeeding, context, on: .mainActor)
-            if let problem = expectValue(result, recorder).problem { return problem }
+            if let problem = expectValue(result, recorder, fixture).problem { return problem }
             guard let spot = recorder.snapshot.startSpots.first else {
                 return .passWithNote(
                     "the value arrived; where the SDK call started is not checked: the adapter does not pass its start through the probe"
@@ -675,7 +683,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             var recorders: [CallRecorder<Value>] = []
             if let succeeding = fixture.succeeding {
                 let (result, recorder) = await run(succeeding, context)
-                if let problem = expectValue(result, recorder).problem { return problem }
+                if let problem = expectValue(result, recorder, fixture).problem { return problem }
                 recorders.append(recorder)
             }
             if let hanging = fixture.hanging {
