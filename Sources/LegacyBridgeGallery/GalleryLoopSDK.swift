@@ -283,13 +283,27 @@ public enum LoopSDKBlockingMistake: String, CaseIterable, Sendable {
     /// a few blocked queries hold every thread of the pool, and a cancelled caller waits for its
     /// query to end by itself.
     case queryOnPool = "loop-sdk-query-on-pool"
+    /// Runs the query on an `OffloadPool`, but its cancel only abandons the query (frees what the
+    /// SDK counts for it) instead of interrupting it: the caller leaves, the SDK's count drops back,
+    /// and the query goes on blocking a thread until it ends by itself (libpq without `PQcancel`).
+    case abandonsQuery = "loop-sdk-query-abandoned"
 
     /// The scenarios that must flag the mistake.
-    public var flaggedBy: [String] { ["blocking-leaves-pool-free", "blocking-cancel-interrupts"] }
+    public var flaggedBy: [String] {
+        switch self {
+        case .queryOnPool: return ["blocking-leaves-pool-free", "blocking-cancel-interrupts"]
+        case .abandonsQuery: return ["blocking-cancel-interrupts"]
+        }
+    }
 
     /// One line saying what is wrong.
     public var summary: String {
-        "WRONG ON PURPOSE: over LoopSDK, makes the blocking query on the cooperative pool"
+        switch self {
+        case .queryOnPool: return "WRONG ON PURPOSE: over LoopSDK, makes the blocking query on the cooperative pool"
+        case .abandonsQuery:
+            return
+                "WRONG ON PURPOSE: over LoopSDK, a pooled query whose cancel frees its SDK record but never interrupts it"
+        }
     }
 
     /// The fixtures of every blocking mistake, over `client`.
@@ -308,9 +322,18 @@ public enum LoopSDKBlockingMistake: String, CaseIterable, Sendable {
 
     /// The mistaken adapter's query.
     func query(_ client: LoopSDKClient, _ behavior: LoopSDKBehavior, probe: BlockingProbe) async throws -> Int64 {
-        await Task.yield()
         let sdk = client.sdk
         let token = sdk.makeToken()
-        return try probe.body { try sdk.blockingQuery(behavior, token: token) }  // blocks this cooperative thread
+        switch self {
+        case .queryOnPool:
+            await Task.yield()
+            return try probe.body { try sdk.blockingQuery(behavior, token: token) }  // blocks this cooperative thread
+        case .abandonsQuery:
+            return try await LoopSDKClient.pool.get().run(
+                cancel: CancelHandle { probe.cancel { sdk.abandon(token) } }  // WRONG: frees, never interrupts
+            ) {
+                try probe.body { try sdk.blockingQuery(behavior, token: token) }
+            }
+        }
     }
 }

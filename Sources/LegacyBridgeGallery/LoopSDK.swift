@@ -101,6 +101,8 @@ public final class LoopSDK: Sendable {
     private struct State: Sendable {
         var nextHandle: UInt64 = 1
         var requests: [UInt64: Request] = [:]
+        /// Blocked queries that were abandoned: released by `releaseHeld` only.
+        var abandoned: [DispatchSemaphore] = []
         var subscriptions: [UInt64: Subscription] = [:]
         /// Requests and subscriptions whose context is not released yet.
         var liveContexts = 0
@@ -191,7 +193,8 @@ public final class LoopSDK: Sendable {
             for handle in endless { end(handle, status: LoopSDK.okStatus) }
         }
         let waiting = state.withLock { state -> [DispatchSemaphore] in
-            var waiting: [DispatchSemaphore] = []
+            var waiting: [DispatchSemaphore] = state.abandoned
+            state.abandoned.removeAll()
             for (token, query) in state.queries where query.held {
                 state.queries[token]?.held = false
                 if let done = query.done { waiting.append(done) }
@@ -372,6 +375,16 @@ public final class LoopSDK: Sendable {
                 throw LoopSDKError(status: LoopSDK.interruptedStatus)
             }
             return 42
+        }
+    }
+
+    /// Forgets the query of `token` without interrupting it (any thread), as closing a statement's
+    /// handle does on an SDK whose blocking call keeps running: it is no longer counted in
+    /// ``activeQueries``, and only ``releaseHeld()`` ends it.
+    public func abandon(_ token: UInt64) {
+        state.withLock { state in
+            guard let query = state.queries.removeValue(forKey: token), let done = query.done else { return }
+            state.abandoned.append(done)
         }
     }
 

@@ -89,6 +89,7 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "called the SDK's cancel 2 times for one subscription"),
         "loop-sdk-query-on-pool": Evidence(
             verdicts: ["failed"], detail: "the caller's thread ran nothing else", "was not resumed within"),
+        "loop-sdk-query-abandoned": Evidence(verdicts: ["failed"], detail: "the probe saw it begin and never end"),
     ]
 
     @Test(
