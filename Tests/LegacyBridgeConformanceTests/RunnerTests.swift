@@ -69,6 +69,17 @@ struct RunnerTests {
         #expect(result.detail.contains("ThreadSanitizer"))
     }
 
+    @Test("a scenario's child is told apart from the parent, with the adapter it runs, by its command line")
+    func scenarioProcessIsRecognised() {
+        #expect(
+            ConformanceRunner.scenarioProcessAdapter(in: [
+                "/bin/prog", "--adapter", "resolve", "--run-scenario", "success", "--watchdog", "5",
+            ]) == "resolve")
+        #expect(ConformanceRunner.scenarioProcessAdapter(in: ["/bin/prog", "--adapter", "resolve"]) == nil)
+        #expect(ConformanceRunner.scenarioProcessAdapter(in: ["/bin/prog", "--help"]) == nil)
+        #expect(!ConformanceRunner.isScenarioProcess, "the test process is no scenario's child")
+    }
+
     @Test("a child that died in the runtime's isolation check is a crash named for it, with the fix")
     func isolationTrapIsNamed() {
         let mangled =

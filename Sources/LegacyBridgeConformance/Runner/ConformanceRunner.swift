@@ -30,6 +30,47 @@ public enum ConformanceRunner {
         exit(status)
     }
 
+    /// Builds the subjects only when the command line needs them, then runs as ``main(_:)`` does.
+    ///
+    /// `--help` and bad usage of `--help` print without building anything, and a child process
+    /// can build only what its adapter needs: ask ``scenarioProcessAdapter`` which one that is.
+    /// Start servers, connections and pools inside `makeSubjects` (or lazily, inside the calls),
+    /// not before it. A `makeSubjects` that throws ends the run with status 1 and its error.
+    /// - Parameter makeSubjects: Builds the adapters to check (names must be unique).
+    public static func main(building makeSubjects: () async throws -> [ConformanceSubject]) async -> Never {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.contains("--help") || arguments.contains("-h") {
+            await main([])
+        }
+        let subjects: [ConformanceSubject]
+        do {
+            subjects = try await makeSubjects()
+        } catch {
+            let program =
+                CommandLine.arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "conformance"
+            FileHandle.standardError.write(Data("\(program): could not build the adapters to check: \(error)\n".utf8))
+            exit(1)
+        }
+        await main(subjects)
+    }
+
+    /// Whether this process is a scenario's child: the crash-isolated runner re-runs the program
+    /// once per scenario, with the hidden `--run-scenario` option, to run one scenario of one
+    /// adapter (``scenarioProcessAdapter``).
+    public static var isScenarioProcess: Bool { CommandLine.arguments.contains("--run-scenario") }
+
+    /// The name of the adapter a scenario's child runs, or `nil` in any other process. A program
+    /// whose fixtures need servers or connections can set up only that adapter's.
+    public static var scenarioProcessAdapter: String? { scenarioProcessAdapter(in: CommandLine.arguments) }
+
+    /// The adapter named by a scenario child's command line, or `nil` for any other command line.
+    package static func scenarioProcessAdapter(in arguments: [String]) -> String? {
+        guard arguments.contains("--run-scenario"), let index = arguments.firstIndex(of: "--adapter"),
+            index + 1 < arguments.count
+        else { return nil }
+        return arguments[index + 1]
+    }
+
     /// Runs the suite on `subjects` as `arguments` ask, printing the report, and returns the exit
     /// status; it does not exit. Child processes re-run this executable with the same
     /// `subjects`, so call it with the same list in every run of the program.
