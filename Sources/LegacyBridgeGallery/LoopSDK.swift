@@ -30,6 +30,9 @@ public enum LoopSDKStreamPlan: Sendable, Hashable {
     case failing(after: Int)
     /// Events until unsubscribed, or until ``LoopSDK/releaseHeld()`` ends it normally.
     case endless
+    /// `count` events, then silence without an end until unsubscribed or released: a test source
+    /// that ran dry (a fixture's mistake, not an adapter's).
+    case runsDry(after: Int)
 }
 
 /// The status codes of ``LoopSDK`` callbacks.
@@ -186,7 +189,10 @@ public final class LoopSDK: Sendable {
             let (held, endless) = state.withLock { state in
                 (
                     state.requests.filter { $0.value.behavior == .hang }.map(\.key),
-                    state.subscriptions.filter { $0.value.plan == .endless }.map(\.key)
+                    state.subscriptions.filter {
+                        if case .runsDry = $0.value.plan { return true }
+                        return $0.value.plan == .endless
+                    }.map(\.key)
                 )
             }
             for handle in held { complete(handle, cancelled: false, heldValue: 42) }
@@ -294,6 +300,11 @@ public final class LoopSDK: Sendable {
                 switch subscription.plan {
                 case .finite(let count), .failing(after: let count):
                     if subscription.sent >= UInt64(count) { return (subscription, UInt64.max) }
+                case .runsDry(after: let count):
+                    if subscription.sent >= UInt64(count) {
+                        state.subscriptions[handle]?.emitting = false
+                        return nil
+                    }
                 case .endless:
                     break
                 }

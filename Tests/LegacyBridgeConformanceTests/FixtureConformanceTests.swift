@@ -163,6 +163,35 @@ struct FixtureConformanceTests {
             report.failures.first?.detail.contains("were held for a stalled consumer") == true, "\(report.rendered)")
     }
 
+    @Test(
+        "a fixture whose endless subscription runs dry is told it is the fixture's fault (a usage error), not the adapter's hang"
+    )
+    func sourceThatRunsDryIsTheFixtures() async throws {
+        let client = try Self.client()
+        let fixture = StreamFixture<LoopSDKEvent>(
+            name: "runs-dry",
+            threading: LoopSDKFixtures.threading { client },
+            finite: nil,
+            endless: .init(
+                start: { probe in client.events(.runsDry(after: 10), probe: probe) },
+                release: { client.sdk.releaseHeld() }),
+            ordered: { $0.sequence },
+            bound: .backpressure(high: 32),
+            liveResources: { client.liveResources })
+        // The scenario hangs by design: its consumer waits for events that never come; 10 s of
+        // watchdog (20 under TSan) leave the stall its 3 s (6 s) of quiet however loaded the run.
+        let report = await ConformanceSuite.run(
+            fixture,
+            options: .init(
+                watchdog: threadSanitizerIsActive ? .seconds(20) : .seconds(10), only: ["stream-thread-affinity"])
+        )
+        let result = try #require(report.results.first, "\(report.rendered)")
+        #expect(result.verdict == .usageError, "\(report.rendered)")
+        #expect(
+            result.detail.contains("the fixture's subscription stopped delivering: after 10 events"),
+            "\(report.rendered)")
+    }
+
     @Test("a stream that never unsubscribes is failed when its consumer leaves: the SDK was never told to stop")
     func noUnsubscribeIsFlagged() async throws {
         let client = try Self.client()

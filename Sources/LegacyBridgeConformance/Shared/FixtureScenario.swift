@@ -23,10 +23,14 @@ protocol FixtureWatch: Sendable {
     /// Whether the adapter can no longer call the SDK through this call's probe: it dropped every
     /// copy. Until then a late mistake (a retried cancel on a job still queued) may yet show.
     var adapterLetGo: Bool { get }
+    /// Asked when the scenario hung: the fixture's own fault that explains the hang, in words (its
+    /// SDK stopped delivering while nothing of the adapter's was waiting on it), or `nil`.
+    func stall(quietFor: Duration) -> String?
 }
 
 extension FixtureWatch {
     var adapterLetGo: Bool { true }
+    func stall(quietFor: Duration) -> String? { nil }
 }
 
 /// One named scenario of the real-adapter path.
@@ -72,6 +76,11 @@ final class FixtureContext: Sendable {
     /// Judges `watch` when the scenario ends.
     func watch(_ watch: any FixtureWatch) {
         watches.withLock { $0.append(watch) }
+    }
+
+    /// Why the scenario hung, when a watched call says it was the fixture's SDK that stopped.
+    func stallDiagnosis() -> String? {
+        watches.withLock { $0 }.lazy.compactMap { $0.stall(quietFor: self.patience / 2) }.first
     }
 
     /// Calls `release` when the scenario ends, whatever happened (a hanging call's release).
@@ -210,10 +219,17 @@ func executeFixture<Fixture: Sendable>(
             return check
         }
     }
+    // A hang the fixture's SDK caused (it stopped delivering) is the fixture's, asked before the
+    // hanging calls are let go below.
+    let stall = check == nil ? context.withLock({ $0 })?.stallDiagnosis() : nil
     // Whatever happened, hanging calls are let go, so that nothing of this scenario hangs on.
     if let context = context.withLock({ $0 }) {
         context.releaseHangs()
         await context.settle()
+    }
+    if let stall {
+        return result(
+            for: .usageError(stall), name: scenario.name, summary: scenario.summary, watchdog: options.watchdog)
     }
     return result(for: check, name: scenario.name, summary: scenario.summary, watchdog: options.watchdog)
 }

@@ -197,6 +197,21 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
 
     // MARK: FixtureWatch
 
+    /// The subscription's SDK stopped: it delivered events, the consumer took every one of them,
+    /// and for `quietFor` since the last one the SDK delivered neither an event nor an end, though
+    /// the adapter had not paused or cancelled it. A hang then is the fixture's source running dry
+    /// (a finite or endless test source must deliver until its end or its release).
+    func stall(quietFor: Duration) -> String? {
+        let snapshot = self.snapshot
+        guard snapshot.delivered > 0, snapshot.outstanding == 0, snapshot.sdkEnds == 0, snapshot.cancels == 0,
+            snapshot.pauses <= snapshot.resumes, let last = snapshot.lastDelivery
+        else { return nil }
+        let quiet = ContinuousClock.now - last
+        guard quiet >= quietFor else { return nil }
+        return
+            "the fixture's subscription stopped delivering: after \(snapshot.delivered) events, all taken by the consumer, its SDK delivered neither an event nor an end for \(milliseconds(quiet)), and the adapter had neither paused nor cancelled it. Fix the fixture: a subscription must keep delivering until its end (finite) or its release (endless); a test source that runs dry hangs the scenario. (An adapter that pauses its SDK without the probe looks the same: pass pause and resume through it.)"
+    }
+
     /// Rules broken on this subscription: a second SDK cancel, a cancel after the SDK had ended the
     /// subscription by itself, an SDK call off the SDK's thread.
     func problem() -> String? {
