@@ -50,6 +50,10 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
     /// Returns the SDK's request handle, a number too, in place of the value its callback
     /// delivered: every call "succeeds", with the wrong value.
     case handleAsValue = "loop-sdk-handle-as-value"
+    /// Reads the request's handle on the cancelling thread and posts the SDK's cancel only if
+    /// it is there: a cancel that comes before the posted start has run finds no handle and is
+    /// dropped, and the request, started a moment later, runs on.
+    case cancelRacesStart = "loop-sdk-cancel-races-start"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
@@ -62,6 +66,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
         case .offThreadStart: return ["thread-affinity"]
         case .leaksContext: return ["success"]
         case .handleAsValue: return ["success"]
+        case .cancelRacesStart: return ["burst-random-cancels"]
         }
     }
 
@@ -85,6 +90,8 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
             return "WRONG ON PURPOSE: over LoopSDK, never releases the context it retained for the SDK"
         case .handleAsValue:
             return "WRONG ON PURPOSE: over LoopSDK, returns the request's handle in place of the value delivered"
+        case .cancelRacesStart:
+            return "WRONG ON PURPOSE: over LoopSDK, drops a cancel that comes before its posted start has run"
         }
     }
 
@@ -113,7 +120,8 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                 post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }
             }
 
-        case .noSDKCancel, .cancelAfterValue, .retryCancel, .offThreadStart, .leaksContext, .handleAsValue:
+        case .noSDKCancel, .cancelAfterValue, .retryCancel, .offThreadStart, .leaksContext, .handleAsValue,
+            .cancelRacesStart:
             return try await withCallback(isolation: isolation, timeout: timeout) { completion in
                 let handle = LoopHandle()
                 let deliver = probe.callback { result in
@@ -142,6 +150,12 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                     try sdk.loop.post(start)
                 }
                 if self == .noSDKCancel { return nil }
+                if self == .cancelRacesStart {
+                    return CancelHandle {
+                        // WRONG: read here, before the posted start may have run
+                        if let request = handle.value { post(sdk) { probe.cancel { sdk.cancel(request) } } }
+                    }
+                }
                 return CancelHandle {
                     post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }
                     if self == .retryCancel {

@@ -129,6 +129,7 @@ struct FixtureConformanceTests {
         .offThreadStart: "started the SDK call off the SDK's thread",
         .leaksContext: "the SDK still held 1 resource(s) more",
         .handleAsValue: "but the SDK delivered 7",
+        .cancelRacesStart: "never reached the SDK's cancel",
     ]
 
     @Test(

@@ -83,6 +83,7 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "started the SDK call off the SDK's thread"),
         "loop-sdk-leaks-context": Evidence(verdicts: ["failed"], detail: "the SDK still held 1 resource(s) more"),
         "loop-sdk-handle-as-value": Evidence(verdicts: ["failed"], detail: "but the SDK delivered 7"),
+        "loop-sdk-cancel-races-start": Evidence(verdicts: ["failed"], detail: "never reached the SDK's cancel"),
         "loop-sdk-stream-unbounded": Evidence(verdicts: ["failed"], detail: "were held for a stalled consumer"),
         "loop-sdk-stream-no-unsubscribe": Evidence(verdicts: ["failed"], detail: "never called the SDK's cancel"),
         "loop-sdk-stream-retry-cancel": Evidence(

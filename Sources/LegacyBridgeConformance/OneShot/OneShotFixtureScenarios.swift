@@ -79,6 +79,31 @@ enum OneShotFixtureScenarios<Value: Sendable> {
     }
 
     /// Checks that `result` is a value, for calls that must succeed.
+    /// Before anything is released: how many of `cancelled` and `evidence` (calls on hanging
+    /// requests whose callers were cancelled; `evidence` only once their requests were started)
+    /// ended by their cancellation after their SDK request was started, yet never reached the
+    /// SDK's cancel; `nil` when none, or when the adapter passes no cancel through the probe
+    /// (nothing can be seen; `cancel-in-flight` says so) or a call did not end.
+    static func droppedCancels(
+        of cancelled: [LaunchedCall<Value>], evidence: [LaunchedCall<Value>], within bound: Duration
+    ) async -> Int? {
+        let all = cancelled + evidence
+        guard !cancelled.isEmpty,
+            await eventually(within: bound, { all.allSatisfy { $0.recorder.snapshot.end != nil } })
+        else { return nil }
+        let due = all.filter { call in
+            let snapshot = call.recorder.snapshot
+            return snapshot.end == .cancelled && snapshot.startsEnded > 0
+        }
+        guard !due.isEmpty else { return nil }
+        // Whether the adapter passes its SDK cancel through the probe: some cancel was seen.
+        _ = await eventually(within: bound) { due.contains { $0.recorder.snapshot.cancels > 0 } }
+        guard due.contains(where: { $0.recorder.snapshot.cancels > 0 }) else { return nil }
+        _ = await eventually(within: bound) { due.allSatisfy { $0.recorder.snapshot.cancels > 0 } }
+        let dropped = due.filter { $0.recorder.snapshot.cancels == 0 }.count
+        return dropped > 0 ? dropped : nil
+    }
+
     static func expectValue(
         _ result: Result<Value, any Error>, _ recorder: CallRecorder<Value>, _ fixture: Fixture
     ) -> Check {
@@ -551,16 +576,59 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             }
             let count = max(1, min(context.options.burstSize, 100))
             var random = SplitMix64(seed: context.options.seed ^ 0xB0B5)
+            // On an SDK with a thread of its own, the thread is held while the calls are made and a
+            // third of them cancelled: every start posted there waits behind the hold, so a cancel
+            // that comes before its start has run is forced, on every run, not left to the timing.
+            let hold = LabGate()
+            let held = (try? context.threading.scheduler?.post { _ = hold.wait(upTo: context.patience / 3) }) != nil
+            defer { hold.open() }
             var calls: [LaunchedCall<Value>] = []
-            for _ in 0..<count {
-                let call = kinds[Int(random.next() % UInt64(kinds.count))]
-                let launched = launchCall(call, recorder(context))
-                if random.next() % 3 == 0 { cancelFromForeignThread(launched.task) }
+            var cancelledHanging: [Int] = []
+            var laterHanging: [Int] = []
+            for index in 0..<count {
+                let kind = Int(random.next() % UInt64(kinds.count))
+                let launched = launchCall(kinds[kind], recorder(context))
+                let hanging = fixture.hanging != nil && kind == kinds.count - 1
+                if random.next() % 3 == 0 {
+                    cancelFromForeignThread(launched.task)
+                    if hanging { cancelledHanging.append(index) }
+                } else if hanging, laterHanging.count < 5 {
+                    laterHanging.append(index)
+                }
                 calls.append(launched)
+            }
+            let launched = calls
+            let cancelled = cancelledHanging
+            if held {
+                // The cancelled callers end by their cancellation alone (the SDK's thread is not
+                // needed for that), then the held starts run.
+                _ = await eventually(within: context.patience / 4) {
+                    cancelled.allSatisfy { launched[$0].recorder.snapshot.end != nil }
+                }
+                hold.open()
+            }
+            // A few hanging calls are cancelled only once their requests were started: their
+            // cancels show whether the adapter passes its SDK cancel through the probe at all.
+            let usesProbe = await eventually(within: context.patience / 4) {
+                launched.contains { $0.recorder.snapshot.usesProbe }
+            }
+            let later = usesProbe ? laterHanging.map { launched[$0] } : []
+            _ = await eventually(within: context.patience / 4) {
+                later.allSatisfy { $0.recorder.snapshot.startsEnded > 0 }
+            }
+            for call in later { cancelFromForeignThread(call.task) }
+            if usesProbe,
+                let dropped = await droppedCancels(
+                    of: cancelled.map { launched[$0] }, evidence: later, within: context.patience / 4)
+            {
+                for _ in 0..<3 { fixture.hanging?.release() }
+                _ = await eventually { launched.allSatisfy { $0.recorder.snapshot.end != nil } }
+                return .fail(
+                    "\(dropped) of the \(cancelled.count + later.count) calls cancelled while their SDK request hung never reached the SDK's cancel, though their requests were started: the request runs on, holding what it allocated, until the SDK answers (here, until the scenario released it, which hid it from the resource count). A cancel that races a start posted to the SDK's thread must not be dropped: post the cancel after the start on the same thread, or remember it until the start has run"
+                )
             }
             // Hanging requests are released, again and again (a release lets go of the requests
             // started so far), until every call ended or the patience ran out.
-            let launched = calls
             let clock = ContinuousClock()
             let deadline = clock.now + context.patience
             var ended = 0

@@ -34,6 +34,8 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
         var sdkEnds = 0
         var sdkEndError: (any Error)?
         var cancels = 0
+        /// When the adapter first called the SDK's cancel.
+        var firstCancel: ContinuousClock.Instant?
         var cancelsAfterSDKEnd = 0
         var pauses = 0
         var resumes = 0
@@ -180,6 +182,7 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
             switch control {
             case .cancel:
                 state.snapshot.cancels += 1
+                state.snapshot.firstCancel = state.snapshot.firstCancel ?? .now
                 if state.snapshot.sdkEnds > 0 { state.snapshot.cancelsAfterSDKEnd += 1 }
             case .pause:
                 state.snapshot.pauses += 1
@@ -203,13 +206,15 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
     /// (a finite or endless test source must deliver until its end or its release).
     func stall(quietFor: Duration) -> String? {
         let snapshot = self.snapshot
-        guard snapshot.delivered > 0, snapshot.outstanding == 0, snapshot.sdkEnds == 0, snapshot.cancels == 0,
+        guard snapshot.delivered > 0, snapshot.outstanding == 0, snapshot.sdkEnds == 0,
             snapshot.pauses <= snapshot.resumes, let last = snapshot.lastDelivery
         else { return nil }
-        let quiet = ContinuousClock.now - last
+        // A cancel counts against the adapter only if it came before the SDK had been quiet that
+        // long: the watchdog's own cancellation of the hung scenario comes later.
+        let quiet = (snapshot.firstCancel ?? .now) - last
         guard quiet >= quietFor else { return nil }
         return
-            "the fixture's subscription stopped delivering: after \(snapshot.delivered) events, all taken by the consumer, its SDK delivered neither an event nor an end for \(milliseconds(quiet)), and the adapter had neither paused nor cancelled it. Fix the fixture: a subscription must keep delivering until its end (finite) or its release (endless); a test source that runs dry hangs the scenario. (An adapter that pauses its SDK without the probe looks the same: pass pause and resume through it.)"
+            "the fixture's subscription stopped delivering: after \(snapshot.delivered) events, all taken by the consumer, its SDK delivered neither an event nor an end for \(milliseconds(quiet)), while the adapter had neither paused nor cancelled it. Fix the fixture: a subscription must keep delivering until its end (finite) or its release (endless); a test source that runs dry hangs the scenario. (An adapter that pauses its SDK without the probe looks the same: pass pause and resume through it.)"
     }
 
     /// Rules broken on this subscription: a second SDK cancel, a cancel after the SDK had ended the
