@@ -10,8 +10,11 @@ import Testing
 /// the main actor traps here, in the runtime's isolation check, when the SDK calls it.
 ///
 /// Every test here is itself isolated to the main actor (the module's default): the callers are
-/// what an app's view model is.
-@Suite("documentation quick starts run in a MainActor-by-default module, with callbacks from SDK threads")
+/// what an app's view model is. Serialized: two of them count the quotes the snippets show, in one
+/// counter.
+@Suite(
+    "documentation quick starts run in a MainActor-by-default module, with callbacks from SDK threads",
+    .serialized)
 struct QuickStartRunTests {
     @Test("README one-shot: a value, a timeout and a cancel; the caller stays on the main actor")
     func readmeOneShot() async throws {
