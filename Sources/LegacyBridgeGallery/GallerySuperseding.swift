@@ -175,8 +175,8 @@ public struct CancelOnFirstLeaveAdapter: CoalescedAdapter {
     }
 }
 
-/// WRONG ON PURPOSE. Coalesces callers the hand-written way, a `[Key: Task]` table of the calls in
-/// flight awaited with `task.value`, and takes a key's entry out only after a success.
+/// WRONG ON PURPOSE. Coalesces callers in a hand-written table of the calls in flight, and keeps a
+/// call's failure in the table "so that a failing key does not hammer the SDK".
 ///
 /// Why it is wrong: a call that failed stays in the table, so every later caller for that key gets
 /// the old error at once and the SDK is never asked again (a timeout or a dropped connection is
@@ -189,34 +189,63 @@ public struct KeptFailureAdapter: CoalescedAdapter {
     public var name: String { "kept-failure" }
     /// One line describing the adapter.
     public var summary: String {
-        "WRONG ON PURPOSE: a [Key: Task] table of calls in flight, whose entry is removed only after a success"
+        "WRONG ON PURPOSE: a hand-written table of calls in flight that keeps a failed call's error for its key"
     }
 
-    /// Returns a session over a hand-written table of tasks.
+    /// Returns a session over a hand-written table.
     /// - Parameter sdk: The SDK's one-shot call.
     /// - Returns: The session.
     /// - Throws: Nothing this adapter adds; the protocol allows a session that cannot open to throw.
     public func open(_ sdk: LegacyCallSDK) async throws -> any CoalescedSession {
-        Session(sdk: sdk, tasks: LockedValue([:]))
+        Session(sdk: sdk, table: LockedValue([:]))
+    }
+
+    private enum Entry {
+        case inFlight([CheckedContinuation<LegacyAnswer, any Error>])
+        case failed(any Error)
     }
 
     private struct Session: CoalescedSession {
         let sdk: LegacyCallSDK
-        let tasks: LockedValue<[UInt64: Task<LegacyAnswer, any Error>]>
+        let table: LockedValue<[UInt64: Entry]>
 
         func value(for key: UInt64) async throws -> LegacyAnswer {
+            let table = self.table
             let sdk = self.sdk
-            let task = tasks.withLock { tasks in
-                if let task = tasks[key] { return task }
-                let task = Task {
-                    try await withCallback { completion in CancelHandle(sdk.start(key) { completion($0) }) }
+            return try await withCheckedThrowingContinuation { continuation in
+                enum Next {
+                    case start
+                    case wait
+                    case fail(any Error)
                 }
-                tasks[key] = task
-                return task
+                let next = table.withLock { table -> Next in
+                    switch table[key] {
+                    case .failed(let error)?: return .fail(error)
+                    case .inFlight(let waiters)?:
+                        table[key] = .inFlight(waiters + [continuation])
+                        return .wait
+                    case nil:
+                        table[key] = .inFlight([continuation])
+                        return .start
+                    }
+                }
+                switch next {
+                case .fail(let error): continuation.resume(throwing: error)
+                case .wait: break
+                case .start:
+                    _ = sdk.start(key) { result in
+                        let waiters = table.withLock { table -> [CheckedContinuation<LegacyAnswer, any Error>] in
+                            guard case .inFlight(let waiters)? = table[key] else { return [] }
+                            switch result {
+                            case .success: table[key] = nil
+                            case .failure(let error): table[key] = .failed(error)  // WRONG: kept for the key
+                            }
+                            return waiters
+                        }
+                        for waiter in waiters { waiter.resume(with: result) }
+                    }
+                }
             }
-            let answer = try await task.value
-            tasks.withLock { $0[key] = nil }  // WRONG: only after a success; a failed call stays
-            return answer
         }
     }
 }
