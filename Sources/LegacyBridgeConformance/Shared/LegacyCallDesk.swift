@@ -86,25 +86,7 @@ final class CallDesk: Sendable {
     /// - Returns: Whether an answer was sent.
     @discardableResult
     func answer(_ call: Int, evenIfCancelled: Bool = false) async -> Bool {
-        let callback = calls.withLock { calls -> (@Sendable (Result<LegacyAnswer, any Error>) -> Void)? in
-            switch calls[call - 1].status {
-            case .pending: break
-            case .cancelled: guard evenIfCancelled else { return nil }
-            case .answered: return nil
-            }
-            calls[call - 1].status = .answered
-            return calls[call - 1].callback
-        }
-        guard let callback else { return false }
-        let key = calls.withLock { $0[call - 1].key }
-        let done = LockedBox(false)
-        DispatchQueue.global().async {
-            self.noteCallback(call)
-            callback(.success(LegacyAnswer(key: key, call: call)))
-            done.withLock { $0 = true }
-        }
-        _ = await eventually { done.withLock { $0 } }
-        return true
+        await complete(call, evenIfCancelled: evenIfCancelled) { key in .success(LegacyAnswer(key: key, call: call)) }
     }
 
     /// Fails `call` with ``LegacySDKError/remote`` on an SDK thread and returns once its callback
@@ -114,16 +96,27 @@ final class CallDesk: Sendable {
     /// - Returns: Whether the failure was sent.
     @discardableResult
     func fail(_ call: Int) async -> Bool {
-        let callback = calls.withLock { calls -> (@Sendable (Result<LegacyAnswer, any Error>) -> Void)? in
-            guard case .pending = calls[call - 1].status else { return nil }
+        await complete(call, evenIfCancelled: false) { _ in .failure(LegacySDKError.remote) }
+    }
+
+    /// Delivers `outcome(key)` to `call` once, on an SDK thread, and waits for its callback.
+    private func complete(
+        _ call: Int, evenIfCancelled: Bool, _ outcome: @escaping @Sendable (UInt64) -> Result<LegacyAnswer, any Error>
+    ) async -> Bool {
+        let claimed = calls.withLock { calls -> (UInt64, @Sendable (Result<LegacyAnswer, any Error>) -> Void)? in
+            switch calls[call - 1].status {
+            case .pending: break
+            case .cancelled: guard evenIfCancelled else { return nil }
+            case .answered: return nil
+            }
             calls[call - 1].status = .answered
-            return calls[call - 1].callback
+            return (calls[call - 1].key, calls[call - 1].callback)
         }
-        guard let callback else { return false }
+        guard let (key, callback) = claimed else { return false }
         let done = LockedBox(false)
         DispatchQueue.global().async {
             self.noteCallback(call)
-            callback(.failure(LegacySDKError.remote))
+            callback(outcome(key))
             done.withLock { $0 = true }
         }
         _ = await eventually { done.withLock { $0 } }
