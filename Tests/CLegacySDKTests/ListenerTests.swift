@@ -160,7 +160,10 @@ struct ListenerTests {
             #expect(lsdk_handle_release(handle) == Status.ok)
         }
         #expect(recorder.releases == 1)
-        #expect(recorder.entries.last?.status == Status.cancelled)
+        // One terminal, the cancellation destroy made. A data event the producer took before the
+        // cancel may still be delivered after it ("in flight", as the header says), so the terminal
+        // need not be the last entry.
+        #expect(recorder.entries.filter { $0.kind == .end }.map(\.status) == [Status.cancelled])
     }
 
     @Test("Pause is honoured after the events in flight: the rest of a batch still arrives while paused")
