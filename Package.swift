@@ -39,8 +39,9 @@ let package = Package(
         .target(name: "LegacyBridgeConformance", dependencies: ["LegacyBridge", "LegacySimulator"]),
         // The bad-adapter gallery, wrong on purpose: no product exposes it; the CLI and tests run it.
         .target(name: "LegacyBridgeGallery", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
-        // What both executables share: argument parsing, terminal width, text layout, exit codes.
-        .target(name: "ToolSupport"),
+        // What both executables share: argument parsing, terminal width, text layout, exit codes,
+        // and atomics at the package's platform floors (AtomicCell).
+        .target(name: "ToolSupport", dependencies: ["LegacyBridge"]),
         .executableTarget(
             name: "legacy-bridge",
             dependencies: [
@@ -60,8 +61,11 @@ let package = Package(
         // What the test targets share: the hang bound, polling, a seeded generator.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CLegacySDKTests", dependencies: ["CLegacySDK", "TestSupport"]),
-        .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge", "TestSupport"]),
-        .testTarget(name: "LegacySimulatorTests", dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK", "TestSupport"]),
+        .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge", "TestSupport", "ToolSupport"]),
+        .testTarget(
+            name: "LegacySimulatorTests",
+            dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK", "TestSupport", "ToolSupport"]
+        ),
         .testTarget(
             name: "LegacyBridgeConformanceTests",
             dependencies: [

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 // How many threads the library runs, seen from outside: `bench --only scale` and
 // `stress --scale` check the peak against `BridgeThreads.limit`.
@@ -8,9 +7,9 @@ import Synchronization
 /// milliseconds on a thread of its own, keeping the peaks (Linux; zero where /proc is missing).
 package final class LibraryThreadCensus: @unchecked Sendable {
     // @unchecked Sendable: the peaks are atomics; `running` is an atomic flag.
-    private let running = Atomic<Bool>(true)
-    private let peakLibrary = Atomic<Int>(0)
-    private let peakProcess = Atomic<Int>(0)
+    private let running = AtomicCell<Bool>(true)
+    private let peakLibrary = AtomicCell<Int>(0)
+    private let peakProcess = AtomicCell<Int>(0)
     private let done = DispatchSemaphore(value: 0)
 
     /// The name of the library's job threads, as /proc shows it.
@@ -65,7 +64,7 @@ package final class LibraryThreadCensus: @unchecked Sendable {
 
 /// A counter shared between tasks.
 package final class AtomicCounter: Sendable {
-    private let storage = Atomic<Int>(0)
+    private let storage = AtomicCell<Int>(0)
     package init() {}
     package var value: Int { storage.load(ordering: .acquiring) }
     /// Adds one; returns the value before.

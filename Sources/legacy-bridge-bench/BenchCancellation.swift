@@ -1,6 +1,6 @@
+import ToolSupport
 import LegacyBridge
 import LegacySimulator
-import Synchronization
 
 // Cancellation latency: a task waits in `withCallback` on an operation that never completes; the
 // time from `task.cancel()` to the moment the waiter runs again (it reads the clock right after
@@ -9,9 +9,9 @@ import Synchronization
 enum BenchCancellation {
     /// Shared between the measuring task and the waiter of one sample.
     final class Probe: Sendable {
-        let started = Atomic<Bool>(false)
-        let handleCalls = Atomic<Int>(0)
-        let cancellationsSeen = Atomic<Int>(0)
+        let started = AtomicCell<Bool>(false)
+        let handleCalls = AtomicCell<Int>(0)
+        let cancellationsSeen = AtomicCell<Int>(0)
     }
 
     struct Result: Sendable {

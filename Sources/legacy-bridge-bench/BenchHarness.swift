@@ -1,10 +1,10 @@
-import Synchronization
+import ToolSupport
 
 // Timing machinery of `legacy-bridge-bench`: calibrated batches timed with ContinuousClock,
 // variants interleaved round by round, medians, and a sink that keeps results alive.
 
 /// Where every measured result ends up, so the optimizer cannot drop the work that made it.
-let benchSink = Atomic<Int>(0)
+let benchSink = AtomicCell<Int>(0)
 
 /// Consumes a batch's combined result (one relaxed atomic add per batch, not per operation).
 @inline(never)

@@ -1,8 +1,8 @@
+import ToolSupport
 import Foundation
 import LegacyBridge
 import LegacyBridgeConformance
 import LegacySimulator
-import Synchronization
 
 // Memory per pending operation: N tasks suspended at once, RSS before and while they wait.
 // Each measurement runs in a fresh child process (this executable, `--memory-probe`), so
@@ -143,8 +143,8 @@ final class BenchParkedRegistry<Handle: Sendable>: @unchecked Sendable {
     // atomic increment; the slots are read only after `parked` (incremented with release after
     // each write) was seen, with acquire, to have reached the capacity.
     private let slots: UnsafeMutableBufferPointer<Handle?>
-    private let claimed = Atomic<Int>(0)
-    private let parked = Atomic<Int>(0)
+    private let claimed = AtomicCell<Int>(0)
+    private let parked = AtomicCell<Int>(0)
 
     init(capacity: Int) {
         slots = .allocate(capacity: capacity)

@@ -1,6 +1,5 @@
 import Foundation
 import LegacyBridge
-import Synchronization
 import ToolSupport
 
 // `bench --only scale`: the library at tens of thousands of operations, through its public API.

@@ -5,9 +5,9 @@
 // The thread entry is a nonisolated file-level C function; the thread's context goes to C retained
 // (Unmanaged.passRetained) and is given back exactly once, by the entry when the loop ends.
 
+import ToolSupport
 import LegacyBridge
 import LegacySimulator
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -169,10 +169,10 @@ final class BenchStreamProducer: @unchecked Sendable {
     // only while `condition`'s mutex is held; `attention` is atomic.
 
     /// Set while paused or cancelled: the loop's only per-event check.
-    private let attention = Atomic<Bool>(false)
+    private let attention = AtomicCell<Bool>(false)
     /// Bumped by every `resume`: a producer that stops itself on a yield's answer does so only if
     /// no resume came in between (see `stopIfNoResumeSince(_:)`).
-    private let resumes = Atomic<Int>(0)
+    private let resumes = AtomicCell<Int>(0)
     private let condition = BenchCondition()
     private var paused = false
     private var cancelled = false

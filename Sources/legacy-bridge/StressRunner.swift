@@ -2,7 +2,6 @@ import Foundation
 import LegacyBridge
 import LegacySimulator
 import LegacyBridgeConformance
-import Synchronization
 import ToolSupport
 
 /// Settings of one stress run.

@@ -1,6 +1,5 @@
 import Foundation
 import LegacyBridge
-import Synchronization
 import ToolSupport
 
 // `stress --scale`: beside the usual operations against the simulated SDK, thousands of one-shot
@@ -39,13 +38,13 @@ struct StressScaleSummary: Codable, Sendable {
 enum StressScale {
     /// Counters shared by the load's calls.
     private final class Tally: Sendable {
-        let completed = Atomic<Int>(0)
-        let cancelled = Atomic<Int>(0)
-        let timedOut = Atomic<Int>(0)
-        let handleCalls = Atomic<Int>(0)
-        let reentrant = Atomic<Int>(0)
-        let discarded = Atomic<Int>(0)
-        let other = Atomic<Int>(0)
+        let completed = AtomicCell<Int>(0)
+        let cancelled = AtomicCell<Int>(0)
+        let timedOut = AtomicCell<Int>(0)
+        let handleCalls = AtomicCell<Int>(0)
+        let reentrant = AtomicCell<Int>(0)
+        let discarded = AtomicCell<Int>(0)
+        let other = AtomicCell<Int>(0)
     }
 
     /// One call's plan, drawn from the seed.

@@ -3,9 +3,9 @@
 // and jobs within the bound never wait for one another. Each test uses a pool of its own with an
 // injected thread starter; the shared pool's limit is the public `BridgeThreads.limit`.
 
+import ToolSupport
 import Dispatch
 import TestSupport
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -18,9 +18,9 @@ import Darwin
 
 /// Starts threads for a test pool, counting them, and refuses while told to.
 private final class CountingStarter: Sendable {
-    let started = Atomic<Int>(0)
-    let refused = Atomic<Int>(0)
-    let refusing = Atomic<Bool>(false)
+    let started = AtomicCell<Int>(0)
+    let refused = AtomicCell<Int>(0)
+    let refusing = AtomicCell<Bool>(false)
 
     var starter: BridgeThreadPool.ThreadStarter {
         { [self] name, body in
@@ -37,9 +37,9 @@ private final class CountingStarter: Sendable {
 
 /// Counts jobs running at once and the most there were.
 private final class Concurrency: Sendable {
-    let running = Atomic<Int>(0)
-    let peak = Atomic<Int>(0)
-    let finished = Atomic<Int>(0)
+    let running = AtomicCell<Int>(0)
+    let peak = AtomicCell<Int>(0)
+    let finished = AtomicCell<Int>(0)
 
     func enter() {
         let now = running.add(1, ordering: .acquiringAndReleasing).newValue
@@ -108,7 +108,7 @@ struct BridgeThreadPoolTests {
     func parkedThreadsAreReused() async {
         let starter = CountingStarter()
         let pool = BridgeThreadPool(name: "test-reuse", limit: 8, startThread: starter.starter)
-        let ran = Atomic<Int>(0)
+        let ran = AtomicCell<Int>(0)
         for round in 1...50 {
             pool.run { ran.add(1, ordering: .relaxed) }
             // The job ran and its thread parked again.
@@ -195,7 +195,7 @@ struct BridgeThreadsLimitTests {
             BridgeThreads.limit = 3
             precondition(BridgeThreads.limit == 3)
             let latch = OffloadLatch()
-            let running = Atomic<Int>(0)
+            let running = AtomicCell<Int>(0)
             let calls = (0..<20).map { _ in
                 OneShotCall {
                     try await withCallback { (_: Completion<Int>) in

@@ -3,10 +3,10 @@
 // thread is blocked (the reason the timers do not live on the pool), where each kind of action
 // runs, and the clock the thread sleeps on.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 
 @testable import LegacyBridge
@@ -58,7 +58,7 @@ struct DeadlineTimersTests {
     @Test("a cancelled timer never fires and releases what its action captured at once")
     func cancelReleases() async {
         final class Captured: Sendable {}
-        let fired = Atomic<Bool>(false)
+        let fired = AtomicCell<Bool>(false)
         var captured: Captured? = Captured()
         weak let watch = captured
         let timer = DeadlineTimers.schedule(at: .now + .seconds(3600)) { [captured] in
@@ -268,8 +268,8 @@ struct DeadlineTimersRefusedThreadTests {
             "an exit test re-runs the whole TSan-built test binary; the plain run checks it"))
     func refusedTimerThread() async {
         await #expect(processExitsWith: .success) {
-            let refusing = Atomic<Bool>(true)
-            let refused = Atomic<Int>(0)
+            let refusing = AtomicCell<Bool>(true)
+            let refused = AtomicCell<Int>(0)
             DeadlineTimers.setThreadStarter { name, body in
                 if refusing.load(ordering: .acquiring) {
                     refused.add(1, ordering: .relaxed)

@@ -105,6 +105,30 @@ struct LayeringTests {
         }
     }
 
+    /// `Atomic` and `Mutex` need macOS 15 / iOS 18, above the package's floors. The Apple-platform
+    /// typecheck covers LegacyBridge, where they are guarded; it cannot check targets that import
+    /// Foundation or depend on C, so this scan stands in for it there.
+    @Test("outside LegacyBridge, only AtomicCell names Synchronization's Atomic or Mutex (above the Apple floors)")
+    func synchronizationTypesStayBehindTheirGuard() throws {
+        var files: [URL] = []
+        for folder in ["Sources", "Tests"] {
+            files += try Self.swiftFiles(under: Self.root.appendingPathComponent(folder))
+        }
+        let exempt = ["Sources/LegacyBridge/", "Sources/ToolSupport/AtomicCell.swift"]
+        let pattern = /\b(Atomic|Mutex)\s*</
+        var offending: [String] = []
+        for file in files {
+            let path = file.path.replacingOccurrences(of: Self.root.path + "/", with: "")
+            guard !exempt.contains(where: { path.hasPrefix($0) }) else { continue }
+            let text = try String(contentsOf: file, encoding: .utf8)
+            if text.contains(pattern) { offending.append(path) }
+        }
+        #expect(files.count > 100, "found only \(files.count) Swift files")
+        #expect(offending.isEmpty, "use AtomicCell (ToolSupport) or LockedValue instead: \(offending)")
+        // The scan can fail (the sample is split so that this file does not match itself).
+        #expect(("let x = Atomic" + "<Int>(0)").contains(pattern) && !"AtomicCell<Int>(0)".contains(pattern))
+    }
+
     @Test("the import scan sees imports, so the check above can fail")
     func importScanFindsImports() {
         let text =

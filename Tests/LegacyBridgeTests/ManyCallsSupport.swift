@@ -2,9 +2,9 @@
 // scheduler whose jobs the test runs by hand, and an executor the test can hold still. Built on
 // the one-shot helpers (OneShotCall, OneShotCounter, OneShotRecorder, eventually).
 
+import ToolSupport
 import Dispatch
 import TestSupport
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
@@ -119,6 +119,6 @@ actor CallsHeldActor {
 
 /// Hands out 1, 2, 3, … from any thread: unique values, so each can be traced to where it went.
 final class CallsSequence: Sendable {
-    private let last = Atomic<Int>(0)
+    private let last = AtomicCell<Int>(0)
     func next() -> Int { last.add(1, ordering: .relaxed).newValue }
 }

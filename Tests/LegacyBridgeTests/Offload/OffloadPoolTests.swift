@@ -5,7 +5,6 @@
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 @testable import LegacyBridge
 

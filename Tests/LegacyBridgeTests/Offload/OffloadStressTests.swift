@@ -4,31 +4,31 @@
 // every body ran at most once and each value it produced went to exactly one place (its caller or
 // onDiscard), that every caller ended, and that the threads ended after shutdown.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
 private final class OffloadStressCounters: Sendable {
-    let bodiesRun = Atomic<Int>(0)
-    let bodiesReturningValue = Atomic<Int>(0)
-    let bodiesThrowing = Atomic<Int>(0)
-    let interrupts = Atomic<Int>(0)
-    let discards = Atomic<Int>(0)
-    let values = Atomic<Int>(0)
-    let cancelled = Atomic<Int>(0)
-    let bodyErrors = Atomic<Int>(0)
-    let queueFull = Atomic<Int>(0)
-    let other = Atomic<Int>(0)
-    let doubleRuns = Atomic<Int>(0)
+    let bodiesRun = AtomicCell<Int>(0)
+    let bodiesReturningValue = AtomicCell<Int>(0)
+    let bodiesThrowing = AtomicCell<Int>(0)
+    let interrupts = AtomicCell<Int>(0)
+    let discards = AtomicCell<Int>(0)
+    let values = AtomicCell<Int>(0)
+    let cancelled = AtomicCell<Int>(0)
+    let bodyErrors = AtomicCell<Int>(0)
+    let queueFull = AtomicCell<Int>(0)
+    let other = AtomicCell<Int>(0)
+    let doubleRuns = AtomicCell<Int>(0)
 }
 
 /// Whether a call's body ran, set once.
 private final class OffloadRunMark: Sendable {
-    let ran = Atomic<Int>(0)
-    let interrupted = Atomic<Bool>(false)
+    let ran = AtomicCell<Int>(0)
+    let interrupted = AtomicCell<Bool>(false)
 }
 
 @Suite("Offload: under concurrent stress")

@@ -1,16 +1,16 @@
 // Test helpers for the offload pool and the SDK-thread executor. Names start with `Offload`.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 @testable import LegacyBridge
 
 /// A gate a pool thread (never a cooperative one) blocks on until the test opens it. The wait is
 /// bounded by the hang bound, so a test that fails before opening it cannot hang the run.
 final class OffloadLatch: Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
-    private let opened = Atomic<Bool>(false)
+    private let opened = AtomicCell<Bool>(false)
 
     /// Blocks the calling (pool) thread until `open()`. Returns false if the hang bound passed.
     @discardableResult
@@ -30,7 +30,7 @@ final class OffloadLatch: Sendable {
 
 /// A flag set once from any thread.
 final class OffloadFlag: Sendable {
-    private let value = Atomic<Bool>(false)
+    private let value = AtomicCell<Bool>(false)
     func set() { value.store(true, ordering: .releasing) }
     var isSet: Bool { value.load(ordering: .acquiring) }
 }

@@ -5,7 +5,6 @@
 
 import Dispatch
 import TestSupport
-import Synchronization
 import Testing
 
 @testable import LegacyBridge

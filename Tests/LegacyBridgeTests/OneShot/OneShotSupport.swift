@@ -1,17 +1,17 @@
 // Test helpers for the one-shot bridge. All names start with `OneShot` or are
 // file-private: the test module is shared with other areas.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
 /// Counts live `OneShotToken`s: capture a token wherever something must be
 /// freed, then check the count drops to zero.
 final class OneShotAlive: Sendable {
-    let count = Atomic<Int>(0)
+    let count = AtomicCell<Int>(0)
     var value: Int { self.count.load(ordering: .acquiring) }
 
     /// Polls (sleeping only as an upper bound) until every token is freed.
@@ -32,7 +32,7 @@ final class OneShotToken: Sendable {
 
 /// A thread-safe counter.
 final class OneShotCounter: Sendable {
-    private let count = Atomic<Int>(0)
+    private let count = AtomicCell<Int>(0)
     var value: Int { self.count.load(ordering: .acquiring) }
     func increment() { self.count.add(1, ordering: .acquiringAndReleasing) }
 
@@ -195,7 +195,7 @@ func oneShotOnForeignThread(_ body: @escaping @Sendable () -> Void) {
 final class OneShotCountingExecutor: SerialExecutor {
     private let queue: DispatchQueue
     private let key = DispatchSpecificKey<Int>()
-    let enqueued = Atomic<Int>(0)
+    let enqueued = AtomicCell<Int>(0)
 
     init() {
         self.queue = DispatchQueue(label: "oneshot.counting-executor")

@@ -1,10 +1,10 @@
 // withCallback(scheduler:) on real threads: over a scheduler whose jobs the test runs by hand
 // (so every order is forced, nothing sleeps) and over an SDKLoop.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
@@ -13,8 +13,8 @@ import Testing
 private final class ManualScheduler: Sendable {
     private let jobs = LockedBox<[@Sendable () -> Void]>([])
     private let drainer = LockedBox<pthread_t?>(nil)
-    let refuses = Atomic<Bool>(false)
-    let posts = Atomic<Int>(0)
+    let refuses = AtomicCell<Bool>(false)
+    let posts = AtomicCell<Int>(0)
 
     struct Refused: Error, Equatable {}
 
@@ -51,12 +51,12 @@ private final class ManualScheduler: Sendable {
 
 /// What the SDK side saw.
 private final class SDKSide: Sendable {
-    let startRuns = Atomic<Int>(0)
-    let startOnSDKThread = Atomic<Bool>(false)
-    let startRunning = Atomic<Bool>(false)
-    let handleCalls = Atomic<Int>(0)
-    let handleOnSDKThread = Atomic<Bool>(false)
-    let handleCalledDuringStart = Atomic<Bool>(false)
+    let startRuns = AtomicCell<Int>(0)
+    let startOnSDKThread = AtomicCell<Bool>(false)
+    let startRunning = AtomicCell<Bool>(false)
+    let handleCalls = AtomicCell<Int>(0)
+    let handleOnSDKThread = AtomicCell<Bool>(false)
+    let handleCalledDuringStart = AtomicCell<Bool>(false)
     let completion = LockedBox<Completion<Int>?>(nil)
 
     var starts: Int { startRuns.load(ordering: .acquiring) }

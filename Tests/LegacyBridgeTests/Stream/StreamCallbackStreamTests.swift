@@ -1,6 +1,6 @@
+import ToolSupport
 import Foundation
 import TestSupport
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
@@ -27,7 +27,7 @@ private final class StreamPauseSwitch: @unchecked Sendable {
 }
 
 private final class StreamAtomicCounter: Sendable {
-    let value = Atomic<Int>(0)
+    let value = AtomicCell<Int>(0)
     func add(_ n: Int = 1) { value.add(n, ordering: .relaxed) }
     var current: Int { value.load(ordering: .relaxed) }
 }

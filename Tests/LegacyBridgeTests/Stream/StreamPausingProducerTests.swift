@@ -1,6 +1,6 @@
+import ToolSupport
 import Foundation
 import TestSupport
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
@@ -12,7 +12,7 @@ private final class PushProducer: @unchecked Sendable {
     private var paused = false
     private var cancelled = false
     /// Set while paused or cancelled: the per-event check.
-    private let attention = Atomic<Bool>(false)
+    private let attention = AtomicCell<Bool>(false)
 
     func pause() {
         condition.lock()

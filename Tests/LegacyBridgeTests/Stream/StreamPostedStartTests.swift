@@ -1,10 +1,10 @@
 // CallbackStream(scheduler:): `start` posted to the SDK's thread. Each order is forced by holding
 // the loop (a TestLoop that does not drain until told) or by a gate inside `start`; nothing sleeps.
 
+import ToolSupport
 import Dispatch
 import Foundation
 import TestSupport
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
@@ -31,10 +31,10 @@ private final class LoopDrivenProducer: Sendable {
     let isCurrent: @Sendable () -> Bool
     let total: Int
     private let state = LockedBox(State())
-    let offLoopCalls = Atomic<Int>(0)
-    let pauses = Atomic<Int>(0)
-    let resumes = Atomic<Int>(0)
-    let cancels = Atomic<Int>(0)
+    let offLoopCalls = AtomicCell<Int>(0)
+    let pauses = AtomicCell<Int>(0)
+    let resumes = AtomicCell<Int>(0)
+    let cancels = AtomicCell<Int>(0)
 
     init(loop: TestLoop, total: Int) {
         self.post = { job in loop.post(job) }
@@ -157,7 +157,7 @@ struct StreamPostedStartTests {
         let total = 1_000
         let high = 8
         let producer = LoopDrivenProducer(loop: loop, total: total)
-        let starts = Atomic<Int>(0)
+        let starts = AtomicCell<Int>(0)
         let stream = CallbackStream(
             of: Int.self, buffering: .backpressure(low: 2, high: high), scheduler: loop.scheduler
         ) { sink in
@@ -186,7 +186,7 @@ struct StreamPostedStartTests {
     func cancelledBeforeStart() async throws {
         let loop = TestLoop(draining: false)
         defer { loop.stop() }
-        let starts = Atomic<Int>(0)
+        let starts = AtomicCell<Int>(0)
         let stream = CallbackStream(of: Int.self, scheduler: loop.currentAwareScheduler) { sink in
             starts.add(1, ordering: .relaxed)
             sink.finish()
@@ -208,7 +208,7 @@ struct StreamPostedStartTests {
     func stoppedBeforeStart() async throws {
         let loop = TestLoop(draining: false)
         defer { loop.stop() }
-        let starts = Atomic<Int>(0)
+        let starts = AtomicCell<Int>(0)
         let stream = CallbackStream(of: Int.self, scheduler: loop.currentAwareScheduler) { sink in
             starts.add(1, ordering: .relaxed)
             sink.yield(1)
@@ -259,7 +259,7 @@ struct StreamPostedStartTests {
     @Test("a scheduler that refuses the post ends the iteration with its error; start never runs")
     func refusedPost() async throws {
         struct LoopGone: Error, Equatable {}
-        let starts = Atomic<Int>(0)
+        let starts = AtomicCell<Int>(0)
         let stream = CallbackStream(
             of: Int.self, scheduler: SDKScheduler(post: { _ in throw LoopGone() }, isCurrent: { false })
         ) { _ in
@@ -274,7 +274,7 @@ struct StreamPostedStartTests {
 
     @Test("a consumer already on the SDK's thread runs start inline, with no post")
     func inlineWhenCurrent() async throws {
-        let posts = Atomic<Int>(0)
+        let posts = AtomicCell<Int>(0)
         let stream = CallbackStream(
             of: Int.self,
             scheduler: SDKScheduler(

@@ -1,14 +1,14 @@
 // SDKContext: a retained context is read in callbacks, released once, and freed then; in debug
 // builds every misuse stops the process with a message (checked in child processes).
 
+import ToolSupport
 import Foundation
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
 /// Counts instances alive, to see the context's value freed.
 private final class Tracked: Sendable {
-    static let alive = Atomic<Int>(0)
+    static let alive = AtomicCell<Int>(0)
     let number: Int
     init(_ number: Int) {
         self.number = number

@@ -2,10 +2,10 @@
 // semaphore, its wake a sticky signal), one that runs itself and runs the library's jobs inside.
 // Orders are forced with the loops' own events; nothing sleeps to guess a schedule.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
@@ -14,8 +14,8 @@ import Testing
 private final class IterableSDK: Sendable {
     private let signal = DispatchSemaphore(value: 0)
     private let events = LockedBox<[@Sendable () -> Void]>([])
-    let iterations = Atomic<Int>(0)
-    let wakes = Atomic<Int>(0)
+    let iterations = AtomicCell<Int>(0)
+    let wakes = AtomicCell<Int>(0)
 
     /// An SDK callback, to run on the loop thread at its next iteration.
     func raise(_ event: @escaping @Sendable () -> Void) {
@@ -47,7 +47,7 @@ private final class RunningSDK: Sendable {
     private let signal = DispatchSemaphore(value: 0)
     /// When set, the loop takes its next batch of scheduled work only after the test signals it.
     let gate: DispatchSemaphore?
-    let scheduledCount = Atomic<Int>(0)
+    let scheduledCount = AtomicCell<Int>(0)
 
     init(gated: Bool = false) {
         gate = gated ? DispatchSemaphore(value: 0) : nil
@@ -55,14 +55,14 @@ private final class RunningSDK: Sendable {
     private let scheduled = LockedBox<[@Sendable () -> Void]>([])
     /// SDK callbacks to make on the loop thread, inside `run` and outside any drain.
     private let events = LockedBox<[@Sendable () -> Void]>([])
-    private let stopped = Atomic<Bool>(false)
+    private let stopped = AtomicCell<Bool>(false)
 
     /// Makes the SDK call `event` on its loop thread, as one of its own callbacks.
     func raise(_ event: @escaping @Sendable () -> Void) {
         events.withLock { $0.append(event) }
         signal.signal()
     }
-    let stops = Atomic<Int>(0)
+    let stops = AtomicCell<Int>(0)
 
     var driver: SDKLoop.Driver {
         .running(
@@ -104,7 +104,7 @@ private func takeAll(_ queue: LockedBox<[@Sendable () -> Void]>) -> [@Sendable (
 
 private final class JobLog: Sendable {
     private let entries = LockedBox<[Int]>([])
-    private let offLoop = Atomic<Int>(0)
+    private let offLoop = AtomicCell<Int>(0)
     func record(_ value: Int, onLoop: Bool) {
         entries.withLock { $0.append(value) }
         if !onLoop { offLoop.add(1, ordering: .relaxed) }
@@ -227,7 +227,7 @@ struct SDKLoopTests {
         #expect(await bound.onLoopThread())
         #expect(loop.scheduler.knowsCurrentThread)
         let posted = DispatchSemaphore(value: 0)
-        let onLoop = Atomic<Bool>(false)
+        let onLoop = AtomicCell<Bool>(false)
         try loop.scheduler.post {
             onLoop.store(loop.scheduler.isCurrent, ordering: .relaxed)
             posted.signal()

@@ -2,10 +2,10 @@
 // thread enters the actor with assumeIsolated; closures posted with execute run in order with the
 // actor's jobs.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 @testable import LegacyBridge
 
@@ -18,15 +18,17 @@ import Testing
 /// plain `let owner` written in init was reported as racing with its read, once, in CI on
 /// 2026-12-01 (after many clean runs).
 private final class OffloadAffineResource: Sendable {
-    let owner = Atomic<UInt>(offloadThreadIdentity())
-    let calls = Atomic<Int>(0)
-    let violations = Atomic<Int>(0)
+    let owner = AtomicCell<Int>(Int(bitPattern: offloadThreadIdentity()))
+    let calls = AtomicCell<Int>(0)
+    let violations = AtomicCell<Int>(0)
 
     init() {}
 
     func call() {
         calls.add(1, ordering: .relaxed)
-        if owner.load(ordering: .acquiring) != offloadThreadIdentity() { violations.add(1, ordering: .relaxed) }
+        if owner.load(ordering: .acquiring) != Int(bitPattern: offloadThreadIdentity()) {
+            violations.add(1, ordering: .relaxed)
+        }
     }
 }
 

@@ -1,10 +1,10 @@
 // LegacyAffineClient over a thread-affine simulated SDK: every SDK call comes from the owner
 // thread, cancellation included, for both owners; and the SDK's violation counter can fail.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 
 import LegacyBridge
@@ -21,7 +21,7 @@ struct ClientAffineTests {
             owner == .sdkLoopThread
             ? [.wellBehaved, .synchronous, .wellBehaved.with { $0.delivery = .loop }]
             : [.wellBehaved, .synchronous, .freshThread]
-        let succeeded = Atomic<Int>(0)
+        let succeeded = AtomicCell<Int>(0)
         await withTaskGroup(of: Bool.self) { group in
             for index in 0..<48 {
                 let behavior = behaviors[index % behaviors.count]

@@ -4,10 +4,10 @@
 // staying free. Threads the tests block are their own (on Linux Dispatch's global queue is the
 // cooperative pool).
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 
 import LegacyBridge
@@ -118,13 +118,13 @@ struct ClientBlockingRaceTests {
     @Test("an interrupt that comes before the call means the SDK is never called")
     func interruptFirst() {
         let state = BlockingCallState()
-        let attempts = Atomic<Int>(0)
+        let attempts = AtomicCell<Int>(0)
         state.interrupt {
             attempts.add(1, ordering: .relaxed); return false
         }
         let firstAttempts = attempts.load(ordering: .relaxed)
         #expect(firstAttempts == 0)  // nothing was calling: no SDK interrupt
-        let called = Atomic<Bool>(false)
+        let called = AtomicCell<Bool>(false)
         #expect(throws: LegacySDKError.interrupted) {
             try state.perform { called.store(true, ordering: .relaxed) }
         }
@@ -146,7 +146,7 @@ struct ClientBlockingRaceTests {
             done.signal()
         }.start()
         #expect(await eventually { inBody.wait(timeout: .now()) == .success })
-        let attempts = Atomic<Int>(0)
+        let attempts = AtomicCell<Int>(0)
         // The "SDK" reports NOT_BLOCKED twice, then the interrupt lands.
         state.interrupt { attempts.add(1, ordering: .relaxed).newValue >= 3 }
         let landedAfter = attempts.load(ordering: .relaxed)
@@ -167,7 +167,7 @@ struct ClientBlockingRaceTests {
             }
         }.start()
         #expect(await eventually { inBody.wait(timeout: .now()) == .success })
-        let attempts = Atomic<Int>(0)
+        let attempts = AtomicCell<Int>(0)
         let returned = LockedBox(false)
         Thread {
             state.interrupt {

@@ -1,9 +1,9 @@
 // LegacyClient.download against the real simulated C SDK, in every stream behaviour the SDK has.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 
 import LegacyBridge
@@ -149,18 +149,18 @@ struct ClientDownloadTests {
     func silentStreamCancelled() async throws {
         let client = try LegacyClient()
         let totalBytes = 20_000
-        let received = Atomic<UInt64>(0)
+        let received = AtomicCell<Int>(0)
         let call = ClientTestCall {
             await clientTestConsume(
                 client.download(DownloadRequest(path: "/silent", totalBytes: totalBytes), behavior: .neverCompletes),
                 requestID: 1, totalBytes: totalBytes
             ) { check in
-                received.store(check.receivedBytes, ordering: .releasing)
+                received.store(Int(check.receivedBytes), ordering: .releasing)
                 return true
             }
         }
         // Every byte arrived; the SDK now stays silent, with the operation in flight.
-        #expect(await eventually { received.load(ordering: .acquiring) == UInt64(totalBytes) })
+        #expect(await eventually { received.load(ordering: .acquiring) == Int(totalBytes) })
         #expect(client.counters.contextsReleased == 0)
         call.cancel()
         let result = try #require(await call.result()).get()
@@ -271,8 +271,8 @@ struct ClientDownloadTests {
         }
         watcher.start()
         defer { blocker.withLock { $0 }?.open() }
-        let received = Atomic<Int>(0)
-        let receivedAfterGap = Atomic<Int>(0)
+        let received = AtomicCell<Int>(0)
+        let receivedAfterGap = AtomicCell<Int>(0)
         let call = ClientTestCall {
             await clientTestConsume(
                 client.download(
@@ -346,7 +346,7 @@ struct ClientDownloadTests {
         let client = try LegacyClient()
         // 1 TiB: only a cancel ends it.
         let totalBytes = 1 << 40
-        let consumed = Atomic<Int>(0)
+        let consumed = AtomicCell<Int>(0)
         let call = ClientTestCall {
             await clientTestConsume(
                 client.download(DownloadRequest(path: "/big", totalBytes: totalBytes), behavior: streamCase.behavior),

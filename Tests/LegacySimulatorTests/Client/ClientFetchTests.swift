@@ -1,9 +1,9 @@
 // LegacyClient.fetch against the real simulated C SDK, in every behaviour the SDK has.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 
 import LegacyBridge
@@ -477,7 +477,7 @@ struct ClientFetchTests {
 private final class ClientTestCountingExecutor: SerialExecutor {
     private let queue = DispatchQueue(label: "client-test.counting-executor")
     private let key = DispatchSpecificKey<Int>()
-    let enqueued = Atomic<Int>(0)
+    let enqueued = AtomicCell<Int>(0)
 
     init() { queue.setSpecific(key: key, value: 1) }
 

@@ -1,10 +1,10 @@
 // Bursts of concurrent fetches and downloads over chaos behaviours, with random cancellations
 // and timeouts: every call ends, and the SDK ends up with every context and handle released.
 
+import ToolSupport
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 
 import LegacyBridge
@@ -21,9 +21,9 @@ private struct ClientTestFetchPlan: Sendable {
 
 /// Tracks how many calls are inside `fetch` at once.
 private final class ClientTestInFlight: Sendable {
-    private let current = Atomic<Int>(0)
-    private let highest = Atomic<Int>(0)
-    let ended = Atomic<Int>(0)
+    private let current = AtomicCell<Int>(0)
+    private let highest = AtomicCell<Int>(0)
+    let ended = AtomicCell<Int>(0)
 
     func enter() {
         let now = current.add(1, ordering: .relaxed).newValue
@@ -167,7 +167,7 @@ struct ClientStressTests {
         // Streams that never end by themselves (no terminal event) are ended by a final sweep
         // that cancels their consumers, once every other consumer has ended.
         let mustEndAlone = plans.filter { SimulatedBehavior.chaos(seed: $0.seed).streamEnd != .none }.count
-        let endedAlone = Atomic<Int>(0)
+        let endedAlone = AtomicCell<Int>(0)
         let consumers = plans.map { plan in
             ClientTestCall { () -> ClientTestDownloadResult in
                 let behavior = SimulatedBehavior.chaos(seed: plan.seed)

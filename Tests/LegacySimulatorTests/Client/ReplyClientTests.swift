@@ -3,7 +3,6 @@
 import Dispatch
 import TestSupport
 import Foundation
-import Synchronization
 import Testing
 
 import LegacyBridge

@@ -1,8 +1,8 @@
+import ToolSupport
 import CLegacySDK
 import TestSupport
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 
 import LegacyBridge
@@ -10,12 +10,12 @@ import LegacyBridge
 
 /// Watches the SDK's session-token setter from its probe: how many calls are inside at once.
 private final class SDKTestTokenProbe: Sendable {
-    let inside = Atomic<Int>(0)
-    let maxInside = Atomic<Int>(0)
-    let entries = Atomic<Int>(0)
+    let inside = AtomicCell<Int>(0)
+    let maxInside = AtomicCell<Int>(0)
+    let entries = AtomicCell<Int>(0)
     /// Callers that have made (or are about to make) their call.
-    let arrived = Atomic<Int>(0)
-    let firstEntry = Atomic<Bool>(true)
+    let arrived = AtomicCell<Int>(0)
+    let firstEntry = AtomicCell<Bool>(true)
 
     func entered() {
         entries.add(1, ordering: .relaxed)
