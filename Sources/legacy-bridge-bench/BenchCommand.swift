@@ -43,12 +43,23 @@ enum BenchCommand {
                     same work posted to its thread by hand; 1,000 concurrent calls blocking 1 ms
                     each on 8 threads vs the same blocks on 8 plain threads (the ideal, 125 ms
                     nominal), with a probe task measuring how long a new task waits to start
-          keyed     PendingRequests.request(id:) completed by id vs withCallback completed through its
-                    Completion, the reply made inside start and from a worker thread (ns per call)
-          shared    one pthread producer to 1, 4 and 16 consumers through one SharedSubscription vs
-                    as many independent CallbackStreams the producer yields to (events/s, every
-                    consumer checked to get each event once, in order); resident bytes per idle
-                    consumer, SharedSubscription vs CallbackStream (fresh child processes)
+          keyed     PendingRequests.request(id:) completed by id vs the hand-written table users keep
+                    (continuations by id behind a lock) and vs withCallback completed through its
+                    Completion, the reply made inside start and from a worker thread, with 1, 100
+                    and 10,000 requests outstanding (ns per call); resident bytes per pending
+                    request, PendingRequests vs the hand-written table (fresh child processes)
+          shared    one pthread producer to 1, 4, 16 and 64 consumers through one
+                    SharedSubscription vs a hand-written broadcaster (an AsyncStream per consumer,
+                    continuations in a locked dictionary) and vs as many independent
+                    CallbackStreams the producer yields to (events/s, every consumer checked to get
+                    each event once, in order); resident bytes per idle consumer, SharedSubscription
+                    vs CallbackStream and vs the broadcaster (fresh child processes)
+          latest    100,000 calls, each a task of its own superseding the one before and cancelling
+                    its SDK call (a pthread SDK), LatestWins vs a stored Task cancelled and replaced
+                    (ns per call; one value returned, every SDK call closed)
+          coalesced 100,000 calls over 100 keys at once, each a task, answered by a pthread SDK as
+                    it gets to them: CoalescedCalls vs a [Key: Task] dictionary (ns per call, callers
+                    per SDK call; every value checked against its key)
           scale     100,000 concurrent withCallback timeouts vs as many Task.sleeps; one cancelAll()
                     over 10,000 pending calls and 10,000 streams cancelled at once, each SDK cancel
                     blocking 20 ms (time until every caller is back); the peak count of the
@@ -65,14 +76,16 @@ enum BenchCommand {
           --only SECTIONS   Comma-separated sections to run (default: all); the others report 0.
 
         INTERNAL
-          --memory-probe bare|bridge|shared|streams --operations N
+          --memory-probe bare|bridge|shared|streams|sharedIdiom|keyed|keyedIdiom --operations N
                             Child mode of the memory section: one measurement, one result line.
 
         EXIT STATUS
           0 the benchmark ran (a missed target is reported, not an error); 2 bad usage.
         """
 
-    static let sections = ["oneshot", "worker", "stream", "memory", "cancel", "offload", "scale", "keyed", "shared"]
+    static let sections = [
+        "oneshot", "worker", "stream", "memory", "cancel", "offload", "scale", "keyed", "shared", "latest", "coalesced",
+    ]
 
     static func main() async {
         await runTool(named: "legacy-bridge-bench") { try await run(Array(CommandLine.arguments.dropFirst())) }
@@ -88,8 +101,8 @@ enum BenchCommand {
         }
         if let probe = parsed.string("memory-probe") {
             guard let variant = BenchMemory.Variant(rawValue: probe) else {
-                throw UsageError(
-                    message: "--memory-probe must be bare, bridge, shared or streams, not '\(probe)'", command: "")
+                let known = BenchMemory.Variant.allCases.map(\.rawValue).joined(separator: ", ")
+                throw UsageError(message: "--memory-probe must be one of \(known), not '\(probe)'", command: "")
             }
             let operations = try parsed.integer("operations", default: 100_000, in: 1...10_000_000)
             let result = await BenchMemory.probe(variant, operations: operations)
@@ -142,6 +155,7 @@ struct BenchPlan: Sendable {
     var streamRounds: Int { quick ? 3 : 11 }
     var memoryOperations: Int { quick ? 10_000 : 100_000 }
     var sharedEvents: Int { quick ? 20_000 : 200_000 }
+    var supersedingCalls: Int { quick ? 10_000 : 100_000 }
     var memoryRounds: Int { quick ? 1 : 5 }
     var cancelSamples: Int { quick ? 100 : 2_000 }
     var burstRounds: Int { quick ? 1 : 5 }
@@ -180,6 +194,8 @@ struct BenchRunner {
         if plan.sections.contains("scale") { try await scale(&report) }
         if plan.sections.contains("keyed") { try await keyed(&report) }
         if plan.sections.contains("shared") { try await shared(&report) }
+        if plan.sections.contains("latest") { await latest(&report) }
+        if plan.sections.contains("coalesced") { await coalesced(&report) }
         return report
     }
 
@@ -424,30 +440,83 @@ struct BenchRunner {
 
     private func keyed(_ report: inout BenchReport) async throws {
         let requests = PendingRequests<Int, Int>()
-        let inline = try await benchInterleaved(
-            BenchKeyed.inlineVariants(requests: requests), timing: plan.oneShotTiming)
+        let table = HandWrittenRequestTable()
         let thread = BenchThread()
         defer { thread.stop() }
-        let worker = try await pinnedToOneCPU {
-            try await benchInterleaved(
-                BenchKeyed.workerVariants(requests: requests, worker: thread), timing: plan.workerTiming)
+        var keyed = BenchKeyedReport()
+        var lines: [String] = []
+        var perLoad: [(inline: BenchSeries, worker: BenchSeries)] = []
+        for outstanding in BenchKeyed.loads {
+            let release = await BenchKeyed.park(outstanding - 1, in: requests, and: table)
+            let first = outstanding == 1
+            let inline = try await benchInterleaved(
+                BenchKeyed.inlineVariants(requests: requests, table: table, withCallback: first),
+                timing: plan.oneShotTiming)
+            let worker = try await pinnedToOneCPU {
+                try await benchInterleaved(
+                    BenchKeyed.workerVariants(requests: requests, table: table, worker: thread, withCallback: first),
+                    timing: plan.workerTiming)
+            }
+            await release()
+            perLoad.append((inline[1], worker[1]))
+            keyed.loads.append(
+                .init(
+                    outstanding: outstanding, inlineIdiomNs: inline[0].median, inlineKeyedNs: inline[1].median,
+                    workerIdiomNs: worker[0].median, workerKeyedNs: worker[1].median))
+            keyed.rounds = inline[0].samples.count
+            let pending = "\(outstanding) outstanding"
+            report.addTarget(
+                "keyed, \(pending): PendingRequests / hand-written table, reply inside start",
+                value: benchRatio(inline[1], inline[0]), atMost: BenchKeyed.idiomTarget)
+            report.addTarget(
+                "keyed, \(pending): PendingRequests / hand-written table, reply from a worker thread",
+                value: benchRatio(worker[1], worker[0]), atMost: BenchKeyed.idiomTarget)
+            lines += [
+                row("  \(pending): hand-written table, reply inside start", inline[0]),
+                row("  \(pending): PendingRequests, reply inside start", inline[1]),
+                row("  \(pending): hand-written table, reply from a worker", worker[0]),
+                row("  \(pending): PendingRequests, reply from a worker", worker[1]),
+            ]
+            if first {
+                keyed.inlineWithCallbackNs = inline[2].median
+                keyed.inlineKeyedNs = inline[1].median
+                keyed.workerWithCallbackNs = worker[2].median
+                keyed.workerKeyedNs = worker[1].median
+                report.addTarget(
+                    "keyed: PendingRequests / withCallback, reply inside start",
+                    value: benchRatio(inline[1], inline[2]),
+                    atMost: BenchKeyed.inlineTarget)
+                report.addTarget(
+                    "keyed: PendingRequests / withCallback, reply from a worker thread",
+                    value: benchRatio(worker[1], worker[2]), atMost: BenchKeyed.workerTarget)
+                lines += [
+                    row("  1 outstanding: withCallback, completed inside start", inline[2]),
+                    row("  1 outstanding: withCallback, completed by a worker", worker[2]),
+                ]
+            }
         }
-        report.keyed = .init(
-            inlineWithCallbackNs: inline[0].median, inlineKeyedNs: inline[1].median,
-            workerWithCallbackNs: worker[0].median, workerKeyedNs: worker[1].median, rounds: inline[0].samples.count)
+        if let few = perLoad.first, let many = perLoad.last {
+            report.addTarget(
+                "keyed: PendingRequests per request, 10,000 outstanding / 1, reply inside start",
+                value: many.inline.median / few.inline.median, atMost: BenchKeyed.flatnessTarget)
+            report.addTarget(
+                "keyed: PendingRequests per request, 10,000 outstanding / 1, reply from a worker",
+                value: many.worker.median / few.worker.median, atMost: BenchKeyed.flatnessTarget)
+        }
+        let (keyedBytes, idiomBytes) = try BenchMemory.measure(
+            .keyed, against: .keyedIdiom, rounds: plan.memoryRounds, operations: plan.memoryOperations)
+        keyed.keyedBytesPerPending = keyedBytes.median
+        keyed.idiomBytesPerPending = idiomBytes.median
+        report.keyed = keyed
         report.addTarget(
-            "keyed: PendingRequests / withCallback, reply inside start", value: benchRatio(inline[1], inline[0]),
-            atMost: BenchKeyed.inlineTarget)
-        report.addTarget(
-            "keyed: PendingRequests / withCallback, reply from a worker thread",
-            value: benchRatio(worker[1], worker[0]), atMost: BenchKeyed.workerTarget)
-        show([
-            "keyed completion (\(inline[0].samples.count) rounds)",
-            row("  withCallback, completed inside start", inline[0]),
-            row("  PendingRequests, completed by id inside start", inline[1]),
-            row("  withCallback, completed by a worker thread", worker[0]),
-            row("  PendingRequests, completed by id by a worker thread", worker[1]),
-        ])
+            "keyed: bytes per pending request, PendingRequests / hand-written table",
+            value: benchRatio(keyedBytes, idiomBytes), atMost: BenchKeyed.memoryTarget)
+        lines.append(
+            "  \(plan.memoryOperations) pending requests (\(plan.memoryRounds) rounds, a fresh process each): "
+                + String(
+                    format: "PendingRequests %.0f bytes each, hand-written table %.0f bytes each", keyedBytes.median,
+                    idiomBytes.median))
+        show(["keyed requests (\(keyed.rounds) rounds)"] + lines)
     }
 
     private func shared(_ report: inout BenchReport) async throws {
@@ -458,42 +527,118 @@ struct BenchRunner {
             "shared subscription, pthread producer → k consumers, \(events) Int events (\(plan.streamRounds) rounds)"
         ]
         var fans: [BenchSharedReport.Fan] = []
-        for consumers in [1, 4, 16] {
+        for consumers in BenchShared.fans {
             // Warm-up, then interleaved rounds.
             _ = try await BenchShared.shared(consumers: consumers, events: events / 10, on: thread)
             _ = try await BenchShared.independent(consumers: consumers, events: events / 10, on: thread)
+            _ = try await BenchShared.idiom(consumers: consumers, events: events / 10, on: thread)
             var shared = BenchSeries()
             var independent = BenchSeries()
+            var idiom = BenchSeries()
             for _ in 0..<plan.streamRounds {
                 shared.samples.append(try await BenchShared.shared(consumers: consumers, events: events, on: thread))
                 independent.samples.append(
                     try await BenchShared.independent(consumers: consumers, events: events, on: thread))
+                idiom.samples.append(try await BenchShared.idiom(consumers: consumers, events: events, on: thread))
             }
             fans.append(
                 .init(
                     consumers: consumers, sharedEventsPerSec: shared.median,
-                    independentEventsPerSec: independent.median))
+                    independentEventsPerSec: independent.median, idiomEventsPerSec: idiom.median))
+            let plural = consumers == 1 ? "" : "s"
             report.addTarget(
-                "shared: \(consumers) consumer\(consumers == 1 ? "" : "s"): SharedSubscription / \(consumers) CallbackStream\(consumers == 1 ? "" : "s")",
+                "shared: \(consumers) consumer\(plural): SharedSubscription / hand-written broadcaster",
+                value: benchRatio(shared, idiom), atLeast: BenchShared.idiomTarget)
+            report.addTarget(
+                "shared: \(consumers) consumer\(plural): SharedSubscription / \(consumers) CallbackStream\(plural)",
                 value: benchRatio(shared, independent), atLeast: BenchShared.throughputTarget(consumers: consumers))
             lines.append(rate("  \(consumers) consumers, one SharedSubscription", shared))
+            lines.append(rate("  \(consumers) consumers, hand-written broadcaster", idiom))
             lines.append(rate("  \(consumers) consumers, \(consumers) independent CallbackStreams", independent))
         }
         let (sharedBytes, streamBytes) = try BenchMemory.measure(
             .shared, against: .streams, rounds: plan.memoryRounds, operations: plan.memoryOperations)
+        let (sharedAgain, idiomBytes) = try BenchMemory.measure(
+            .shared, against: .sharedIdiom, rounds: plan.memoryRounds, operations: plan.memoryOperations)
         report.shared = .init(
             fans: fans, events: events, rounds: plan.streamRounds, sharedBytesPerConsumer: sharedBytes.median,
-            streamBytesPerConsumer: streamBytes.median, memoryConsumers: plan.memoryOperations,
-            memoryRounds: plan.memoryRounds)
+            streamBytesPerConsumer: streamBytes.median, idiomBytesPerConsumer: idiomBytes.median,
+            memoryConsumers: plan.memoryOperations, memoryRounds: plan.memoryRounds)
         report.addTarget(
             "shared: bytes per idle consumer, SharedSubscription / CallbackStream",
             value: benchRatio(sharedBytes, streamBytes), atMost: BenchShared.memoryTarget)
+        report.addTarget(
+            "shared: bytes per idle consumer, SharedSubscription / hand-written broadcaster",
+            value: benchRatio(sharedAgain, idiomBytes), atMost: BenchShared.idiomMemoryTarget)
         lines.append(
             "  \(plan.memoryOperations) idle consumers (\(plan.memoryRounds) rounds, a fresh process each): "
                 + String(
-                    format: "SharedSubscription %.0f bytes each, CallbackStream %.0f bytes each", sharedBytes.median,
-                    streamBytes.median))
+                    format:
+                        "SharedSubscription %.0f bytes each, CallbackStream %.0f, hand-written broadcaster %.0f",
+                    sharedBytes.median, streamBytes.median, idiomBytes.median))
         show(lines)
+    }
+
+    private func latest(_ report: inout BenchReport) async {
+        let sdk = BenchCallSDK(answering: false)
+        defer { sdk.stop() }
+        let calls = plan.supersedingCalls
+        _ = await BenchLatest.primitive(calls / 10, sdk: sdk)
+        _ = await BenchLatest.idiom(calls / 10, sdk: sdk)
+        var primitive = BenchSeries()
+        var idiom = BenchSeries()
+        for _ in 0..<plan.streamRounds {
+            primitive.samples.append(await BenchLatest.primitive(calls, sdk: sdk))
+            idiom.samples.append(await BenchLatest.idiom(calls, sdk: sdk))
+        }
+        report.superseding.latestNs = primitive.median
+        report.superseding.latestIdiomNs = idiom.median
+        report.superseding.latestCalls = calls
+        report.superseding.rounds = plan.streamRounds
+        report.addTarget(
+            "latest: LatestWins / stored Task cancelled and replaced, per supersession",
+            value: benchRatio(primitive, idiom), atMost: BenchLatest.target)
+        show([
+            "latest wins, \(calls) calls each superseding the one before (\(plan.streamRounds) rounds)",
+            row("  stored Task, cancelled and replaced", idiom),
+            row("  LatestWins", primitive),
+        ])
+    }
+
+    private func coalesced(_ report: inout BenchReport) async {
+        let sdk = BenchCallSDK(answering: true, value: BenchCoalesced.expected(for:))
+        defer { sdk.stop() }
+        let (calls, keys) = (plan.supersedingCalls, 100)
+        _ = await BenchCoalesced.primitive(calls / 10, keys: keys, sdk: sdk)
+        _ = await BenchCoalesced.idiom(calls / 10, keys: keys, sdk: sdk)
+        var primitive = BenchSeries()
+        var idiom = BenchSeries()
+        var sharing: [Double] = []
+        var idiomSharing: [Double] = []
+        for _ in 0..<plan.streamRounds {
+            let mine = await BenchCoalesced.primitive(calls, keys: keys, sdk: sdk)
+            let theirs = await BenchCoalesced.idiom(calls, keys: keys, sdk: sdk)
+            primitive.samples.append(mine.ns)
+            idiom.samples.append(theirs.ns)
+            sharing.append(mine.sharing)
+            idiomSharing.append(theirs.sharing)
+        }
+        report.superseding.coalescedNs = primitive.median
+        report.superseding.coalescedIdiomNs = idiom.median
+        report.superseding.coalescedCalls = calls
+        report.superseding.coalescedKeys = keys
+        report.superseding.coalescedSharing = benchMedian(sharing)
+        report.superseding.coalescedIdiomSharing = benchMedian(idiomSharing)
+        report.superseding.rounds = plan.streamRounds
+        report.addTarget(
+            "coalesced: CoalescedCalls / [Key: Task] dictionary, per call",
+            value: benchRatio(primitive, idiom), atMost: BenchCoalesced.target)
+        show([
+            "coalesced calls, \(calls) calls over \(keys) keys at once (\(plan.streamRounds) rounds)",
+            row("  [Key: Task] dictionary", idiom)
+                + String(format: "   %.1f callers per SDK call", benchMedian(idiomSharing)),
+            row("  CoalescedCalls", primitive) + String(format: "   %.1f callers per SDK call", benchMedian(sharing)),
+        ])
     }
 
     private func memory(_ report: inout BenchReport) throws {

@@ -18,6 +18,12 @@ enum BenchMemory {
         case shared
         /// Idle consumers of as many `CallbackStream`s (the `shared` section).
         case streams
+        /// Idle consumers of the hand-written broadcaster, an `AsyncStream` each (the `shared` section).
+        case sharedIdiom
+        /// Requests pending in one `PendingRequests` (the `keyed` section).
+        case keyed
+        /// Requests pending in the hand-written table (the `keyed` section).
+        case keyedIdiom
     }
 
     /// What one probe process reports (one `MEMORY {json}` line).
@@ -57,6 +63,26 @@ enum BenchMemory {
         switch variant {
         case .shared, .streams:
             return await BenchShared.suspendConsumers(shared: variant == .shared, count: count)
+        case .sharedIdiom:
+            return await BenchShared.suspendIdiomConsumers(count: count)
+        case .keyed:
+            let requests = PendingRequests<Int, Int>()
+            return await suspendRequests(count: count) {
+                (try? await requests.request(id: $0) { _ in }) ?? 0
+            } pending: {
+                requests.statistics.pending
+            } complete: {
+                requests.complete($0, with: .success(1))
+            }
+        case .keyedIdiom:
+            let table = HandWrittenRequestTable()
+            return await suspendRequests(count: count) {
+                (try? await table.request(id: $0) { _ in }) ?? 0
+            } pending: {
+                table.pending
+            } complete: {
+                table.complete($0, with: .success(1))
+            }
         case .bare:
             let registry = BenchParkedRegistry<UnsafeContinuation<Int, Never>>(capacity: count)
             let baseline = benchResidentBytes()
@@ -90,6 +116,26 @@ enum BenchMemory {
                 for await value in group { resumed += value }
                 return (baseline, suspended, resumed)
             }
+        }
+    }
+
+    /// `count` requests pending in a table at once, each its own task, completed by id after RSS
+    /// was read.
+    private static func suspendRequests(
+        count: Int, request: @escaping @Sendable (Int) async -> Int, pending: () -> Int,
+        complete: (Int) -> Bool
+    ) async -> (Int, Int, Int) {
+        let baseline = benchResidentBytes()
+        return await withTaskGroup(of: Int.self) { group in
+            for id in 0..<count {
+                group.addTask { await request(id) }
+            }
+            await BenchShared.waitUntil { pending() == count }
+            let suspended = benchResidentBytes()
+            for id in 0..<count { precondition(complete(id), "memory probe: request \(id) was not pending") }
+            var resumed = 0
+            for await value in group { resumed += value }
+            return (baseline, suspended, resumed)
         }
     }
 

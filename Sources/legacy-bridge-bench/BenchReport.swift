@@ -120,6 +120,7 @@ struct BenchReport: Encodable {
     var scale = BenchScaleReport()
     var keyed = BenchKeyedReport()
     var shared = BenchSharedReport()
+    var superseding = BenchSupersedingReport()
     var targets: [Check] = []
     var quick: Bool
     var debugBuild: Bool

@@ -14,6 +14,7 @@ struct BenchSharedReport: Encodable {
         /// Events the producer yielded per second, every consumer having got each one.
         var sharedEventsPerSec = 0.0
         var independentEventsPerSec = 0.0
+        var idiomEventsPerSec = 0.0
     }
 
     var fans: [Fan] = []
@@ -21,6 +22,7 @@ struct BenchSharedReport: Encodable {
     var rounds = 0
     var sharedBytesPerConsumer = 0.0
     var streamBytesPerConsumer = 0.0
+    var idiomBytesPerConsumer = 0.0
     var memoryConsumers = 0
     var memoryRounds = 0
 }
@@ -110,7 +112,68 @@ enum BenchShared {
         }
     }
 
+    /// k consumers of the hand-written broadcaster (an `AsyncStream` each, fed under its lock);
+    /// events per second.
+    static func idiom(consumers: Int, events: Int, on thread: BenchThread) async throws -> Double {
+        let broadcaster = HandWrittenBroadcaster()
+        return await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<consumers {
+                let stream = broadcaster.subscribe()
+                group.addTask {
+                    var expected = 0
+                    for await value in stream {
+                        precondition(
+                            value == expected, "shared bench: a consumer got \(value) where \(expected) was due")
+                        expected += 1
+                    }
+                    precondition(expected == events, "shared bench: a consumer got \(expected) of \(events) events")
+                }
+            }
+            await waitUntil { broadcaster.consumers == consumers }
+            let start = ContinuousClock.now
+            thread.submit(
+                .run {
+                    BenchStreamProducer().produce(
+                        count: events,
+                        yield: {
+                            broadcaster.yield($0)
+                            return false
+                        }, finish: { broadcaster.finish() })
+                })
+            await group.waitForAll()
+            let elapsed = ContinuousClock.now - start
+            thread.confirmJobsDone()
+            return Double(events) / elapsed.benchNanoseconds * 1e9
+        }
+    }
+
     // MARK: - Memory per idle consumer (child process)
+
+    /// `count` consumers suspended in `next()` on the hand-written broadcaster's streams; as
+    /// `suspendConsumers`.
+    static func suspendIdiomConsumers(count: Int) async -> (Int, Int, Int) {
+        let broadcaster = HandWrittenBroadcaster()
+        let baseline = benchResidentBytes()
+        return await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<count {
+                let stream = broadcaster.subscribe()
+                group.addTask {
+                    var sum = 0
+                    for await value in stream { sum += value }
+                    return sum
+                }
+            }
+            await waitUntil { broadcaster.consumers == count }
+            // Every consumer is waiting in next() once the tasks ran once; give them that turn.
+            for _ in 0..<4 { await Task.yield() }
+            let suspended = benchResidentBytes()
+            broadcaster.yield(1)
+            broadcaster.finish()
+            var received = 0
+            for await value in group { received += value }
+            return (baseline, suspended, received)
+        }
+    }
 
     /// `count` consumers suspended in `next()` on one subscription (`shared`) or on `count`
     /// streams; RSS before and while they wait; then one event and the end reach every one.
@@ -166,4 +229,11 @@ extension BenchShared {
 
     /// Upper bound on bytes per idle consumer, SharedSubscription / CallbackStream.
     static let memoryTarget = 1.5
+
+    /// Lower bound on SharedSubscription / the hand-written broadcaster (issue: no slower).
+    static let idiomTarget = 1.0
+    /// Upper bound on bytes per idle consumer, SharedSubscription / the hand-written broadcaster.
+    static let idiomMemoryTarget = 1.2
+    /// Consumer counts of the runs.
+    static let fans = [1, 4, 16, 64]
 }
