@@ -27,6 +27,11 @@
 /// - Each consumer gets the elements in the order the producer's yields were accepted, from the
 ///   moment it joined, after its ``Replay``. The terminal reaches every consumer after the elements
 ///   before it.
+/// - Yields and the terminal may come from several threads at once. They are accepted one at a
+///   time, and every consumer gets them in that one order. One thread at a time hands elements to
+///   the consumers: a yield made while another thread does is queued behind what it hands over and
+///   returns ``YieldOutcome/enqueued`` at once, and that thread delivers it (and answers the
+///   producer with what the consumers answered).
 /// - After the producer ended, by finishing, failing or `start` throwing, the ``RestartPolicy``
 ///   says what a later consumer gets: that replay and terminal, or a new run of `start`.
 /// - A slow consumer never blocks the producer or the other consumers. Its policy decides: the

@@ -12,7 +12,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
     >
     typealias Call = ProducerControlStateMachine.Call
 
-    @usableFromInline let box: LockedBox<Machine>
+    @usableFromInline let box: LockedBox<Locked>
     let linger: Duration
     let start: @Sendable (EventSink<Element>) throws -> StreamControl?
     /// The last consumer number handed out.
@@ -23,24 +23,26 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         start: @escaping @Sendable (EventSink<Element>) throws -> StreamControl?
     ) {
         self.box = LockedBox(
-            Machine(replayLimit: replayLimit, lingers: linger > .zero, restartsAutomatically: restartsAutomatically))
+            Locked(
+                machine: Machine(
+                    replayLimit: replayLimit, lingers: linger > .zero, restartsAutomatically: restartsAutomatically)))
         self.linger = linger
         self.start = start
     }
 
     var statistics: SharedSubscriptionStatistics {
         box.withLock {
-            var statistics = $0.statistics
-            statistics.consumers = $0.consumerCount
+            var statistics = $0.machine.statistics
+            statistics.consumers = $0.machine.consumerCount
             return statistics
         }
     }
 
-    var isRunning: Bool { box.withLock { $0.isRunning } }
+    var isRunning: Bool { box.withLock { $0.machine.isRunning } }
 
     func restart() {
         // The replay given up is released here, outside the lock.
-        _ = box.withLock { $0.restart() }
+        _ = box.withLock { $0.machine.restart() }
     }
 
     // MARK: - Consumers
@@ -54,7 +56,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
             return $0
         }
         let consumer = SharedConsumerSink(sink: sink, limit: limit)
-        let action = box.withLock { $0.join(id, consumer) }
+        let action = box.withLock { $0.machine.join(id, consumer) }
         perform(action.effects)
         if let generation = action.start {
             runStart(generation)
@@ -69,22 +71,22 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
             Self.finish(consumer, terminal)
             return nil
         }
-        let cancel = CancelHandle { self.perform(self.box.withLock { $0.leave(id) }) }
+        let cancel = CancelHandle { self.perform(self.box.withLock { $0.machine.leave(id) }) }
         if limit != nil {
             // Its resume is never due: the pause ended it.
             return StreamControl(
-                cancel: cancel, pause: { self.perform(self.box.withLock { $0.consumerOverflowed(id) }) }, resume: {})
+                cancel: cancel, pause: { self.perform(self.box.withLock { $0.machine.consumerOverflowed(id) }) }, resume: {})
         }
         return StreamControl(
             cancel: cancel,
-            pause: { self.perform(self.box.withLock { $0.consumerPaused(id) }) },
-            resume: { self.perform(self.box.withLock { $0.consumerResumed(id) }) })
+            pause: { self.perform(self.box.withLock { $0.machine.consumerPaused(id) }) },
+            resume: { self.perform(self.box.withLock { $0.machine.consumerResumed(id) }) })
     }
 
     /// Hands a new consumer its replay and what arrived meanwhile, until it is live.
     private func catchUp(_ id: Int, _ sink: SharedConsumerSink<Element>) {
         while true {
-            switch box.withLock({ $0.drain(id) }) {
+            switch box.withLock({ $0.machine.drain(id) }) {
             case .elements(let batch):
                 sink.yield(contentsOf: batch)
             case .caughtUp, .gone:
@@ -104,25 +106,30 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         let sink = EventSink(shared: SharedSubscriptionProducer(storage: self, generation: generation))
         do {
             let control = try start(sink)
-            perform(box.withLock { $0.startReturned(generation, control) })
+            perform(box.withLock { $0.machine.startReturned(generation, control) })
         } catch {
-            perform(box.withLock { $0.startReturned(generation, nil) })
-            perform(box.withLock { $0.finish(generation, .failed(error)) })
+            perform(box.withLock { $0.machine.startReturned(generation, nil) })
+            finishInOrder { $0.finish(generation, .failed(error)) }
         }
     }
 
     @inlinable
     func yield(_ element: Element, generation: UInt64) -> YieldOutcome {
-        let action = box.withLock { machine in
-            withUnsafePointer(to: element) { machine.yield(generation, UnsafeBufferPointer(start: $0, count: 1)) }
+        let admission = box.withLock { state in
+            withUnsafePointer(to: element) { state.admit(generation, UnsafeBufferPointer(start: $0, count: 1)) }
         }
-        switch action {
+        switch admission {
         case .stale:
             return .terminated
+        case .queued:
+            return .enqueued
         case .deliver(let sinks, let acceptsStop, _):
             var outcome = YieldOutcome.enqueued
             for consumer in sinks {
                 outcome = Self.merge(outcome, consumer.yield(element))
+            }
+            if !box.withLock({ $0.stopDeliveringIfNothingQueued() }) {
+                outcome = Self.merge(outcome, deliverQueued())
             }
             return outcome == .stopProducing && !acceptsStop ? .enqueued : outcome
         }
@@ -130,20 +137,63 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
 
     @inlinable
     func yield(contentsOf elements: UnsafeBufferPointer<Element>, generation: UInt64) -> YieldOutcome {
-        switch box.withLock({ $0.yield(generation, elements) }) {
+        switch box.withLock({ $0.admit(generation, elements) }) {
         case .stale:
             return .terminated
+        case .queued:
+            return .enqueued
         case .deliver(let sinks, let acceptsStop, _):
             var outcome = YieldOutcome.enqueued
             for consumer in sinks {
                 outcome = Self.merge(outcome, consumer.yield(contentsOf: elements))
             }
+            if !box.withLock({ $0.stopDeliveringIfNothingQueued() }) {
+                outcome = Self.merge(outcome, deliverQueued())
+            }
             return outcome == .stopProducing && !acceptsStop ? .enqueued : outcome
         }
     }
 
+    /// Hands over what other threads' yields and terminals queued while this thread delivered, in
+    /// the order they were accepted, until nothing is left; then this thread stops delivering.
+    /// Returns the consumers' merged answer to those elements.
+    @usableFromInline
+    func deliverQueued() -> YieldOutcome {
+        var outcome = YieldOutcome.enqueued
+        while let next = box.withLock({ $0.nextQueued() }) {
+            switch next {
+            case .elements(let elements, let sinks):
+                elements.withUnsafeBufferPointer { buffer in
+                    for consumer in sinks {
+                        outcome = Self.merge(outcome, consumer.yield(contentsOf: buffer))
+                    }
+                }
+            case .terminal(let terminal, let sinks):
+                for consumer in sinks { Self.finish(consumer, terminal) }
+            }
+        }
+        return outcome
+    }
+
     func finish(_ terminal: Machine.Terminal, generation: UInt64) {
-        perform(box.withLock { $0.finish(generation, terminal) })
+        finishInOrder { $0.finish(generation, terminal) }
+    }
+
+    /// Ends generation through `end` (the machine's `finish`), its consumers' sinks after every
+    /// element accepted before it: if another thread is delivering, the terminal is queued behind
+    /// what it delivers; otherwise this thread finishes the sinks and then hands over whatever
+    /// was queued meanwhile.
+    private func finishInOrder(_ end: (inout Machine) -> Machine.Effects) {
+        let (effects, deliversNow) = box.withLock { state in
+            var effects = end(&state.machine)
+            let now = state.admitTerminal(&effects)
+            return (effects, now)
+        }
+        if let (terminal, sinks) = deliversNow {
+            for consumer in sinks { Self.finish(consumer, terminal) }
+            _ = deliverQueued()
+        }
+        perform(effects)
     }
 
     /// The producer's answer from the consumers' answers: stop wins over a drop, a drop over
@@ -211,7 +261,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         var call = first
         while true {
             call.make()
-            var effects = box.withLock { $0.callReturned(generation, call.operation) }
+            var effects = box.withLock { $0.machine.callReturned(generation, call.operation) }
             guard case .make(let next) = effects.call else {
                 perform(effects)
                 return
@@ -231,7 +281,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
     private func abandonCalls(from first: Call, generation: UInt64) {
         var operation = first.operation
         while true {
-            var effects = box.withLock { $0.callReturned(generation, operation) }
+            var effects = box.withLock { $0.machine.callReturned(generation, operation) }
             guard case .make(let next) = effects.call else {
                 perform(effects)
                 return
@@ -248,9 +298,9 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         // The timer holds the subscription only weakly.
         let timer = DeadlineTimers.schedule(at: ContinuousClock.now + linger) { [weak self] in
             guard let self else { return }
-            self.perform(self.box.withLock { $0.lingerFired(token) })
+            self.perform(self.box.withLock { $0.machine.lingerFired(token) })
         }
-        box.withLock { $0.lingerArmed(token, timer) }?.cancel()
+        box.withLock { $0.machine.lingerArmed(token, timer) }?.cancel()
     }
 }
 
@@ -312,5 +362,114 @@ final class SharedSubscriptionProducer<Element: Sendable>: Sendable {
         statistics.pauses = shared.pauses
         statistics.resumes = shared.resumes
         return statistics
+    }
+}
+
+extension SharedSubscriptionStorage {
+    /// What the lock guards: the machine, and the deliveries it accepted while another thread was
+    /// handing elements to the consumers.
+    ///
+    /// Elements reach the consumers' sinks outside the lock (a sink may call its pause, which
+    /// comes back here). So that every consumer gets them in the order they were accepted, and the
+    /// terminal after them, one thread at a time delivers: a yield or a terminal accepted while
+    /// another thread delivers is queued here, and that thread hands it over before it stops.
+    @usableFromInline
+    struct Locked: Sendable {
+        @usableFromInline var machine: Machine
+        /// Accepted and not yet handed over, oldest first from `head`.
+        var queue: [Queued] = []
+        var head = 0
+        /// `queue.count - head`, readable from the inlined yield.
+        @usableFromInline var queued = 0
+        /// A thread is handing elements or a terminal to the consumers.
+        @usableFromInline var delivering = false
+
+        @usableFromInline
+        init(machine: Machine) {
+            self.machine = machine
+        }
+
+        /// A yield of generation `id`: accepted by the machine, then delivered now by the caller
+        /// (which becomes the deliverer) or queued behind the current deliverer.
+        @inlinable
+        mutating func admit(_ id: UInt64, _ elements: UnsafeBufferPointer<Element>) -> Admission {
+            switch machine.yield(id, elements) {
+            case .stale:
+                return .stale
+            case .deliver(let sinks, let acceptsStop, let evicted):
+                if delivering {
+                    enqueue(elements, sinks)
+                    return .queued(evicted: evicted)
+                }
+                delivering = true
+                return .deliver(sinks, acceptsStop: acceptsStop, evicted: evicted)
+            }
+        }
+
+        @usableFromInline
+        mutating func enqueue(_ elements: UnsafeBufferPointer<Element>, _ sinks: [SharedConsumerSink<Element>]) {
+            guard !sinks.isEmpty else { return }
+            queue.append(.elements(ContiguousArray(elements), sinks))
+            queued += 1
+        }
+
+        /// The deliverer handed its own elements over: it stops if nothing was queued meanwhile
+        /// (true), else it must hand that over too (false).
+        @inlinable
+        mutating func stopDeliveringIfNothingQueued() -> Bool {
+            guard queued == 0 else { return false }
+            delivering = false
+            return true
+        }
+
+        /// Takes the terminal's sinks out of `effects`: queued behind the current deliverer, or
+        /// returned for the caller, which becomes the deliverer.
+        mutating func admitTerminal(
+            _ effects: inout Machine.Effects
+        ) -> (Machine.Terminal, [SharedConsumerSink<Element>])? {
+            guard let terminal = effects.terminal, !effects.finish.isEmpty else { return nil }
+            let sinks = effects.finish
+            effects.finish = []
+            if delivering {
+                queue.append(.terminal(terminal, sinks))
+                queued += 1
+                return nil
+            }
+            delivering = true
+            return (terminal, sinks)
+        }
+
+        /// The next queued delivery; nil when there is none, and then the deliverer stops.
+        mutating func nextQueued() -> Queued? {
+            guard head < queue.count else {
+                if !queue.isEmpty {
+                    queue.removeAll(keepingCapacity: queue.count <= 64)
+                    head = 0
+                }
+                delivering = false
+                return nil
+            }
+            let next = queue[head]
+            head += 1
+            queued -= 1
+            return next
+        }
+    }
+
+    /// A delivery queued behind the thread delivering.
+    enum Queued: Sendable {
+        case elements(ContiguousArray<Element>, [SharedConsumerSink<Element>])
+        case terminal(Machine.Terminal, [SharedConsumerSink<Element>])
+    }
+
+    /// What a yield does once accepted.
+    @usableFromInline
+    enum Admission: Sendable {
+        /// Not the current generation: nothing was stored.
+        case stale
+        /// Queued behind the thread delivering, which hands it over.
+        case queued(evicted: [Element])
+        /// Hand it to these sinks now, then what was queued meanwhile.
+        case deliver([SharedConsumerSink<Element>], acceptsStop: Bool, evicted: [Element])
     }
 }

@@ -362,6 +362,86 @@ struct SharedSubscriptionTests {
         #expect(shared.statistics.pauses == 1 && shared.statistics.resumes == 1)
     }
 
+    @Test(
+        "Yields from two threads reach every consumer in one order, the terminal after them: an element held up in its delivery is neither overtaken nor lost"
+    )
+    func concurrentYieldsKeepOneOrder() async throws {
+        // The first pause is made inline, inside the delivery of element 2 to the slow consumer
+        // (the first to join): the producer's pause holds that thread there, before the other
+        // consumer got 2, while this task yields 3 and finishes.
+        let heldInDelivery = StreamShared(false)
+        let release = DispatchSemaphore(value: 0)
+        let firstPause = StreamShared(true)
+        let sinks = LockedBox<EventSink<Int>?>(nil)
+        let shared = SharedSubscription(of: Int.self) { sink in
+            sinks.withLock { $0 = sink }
+            return StreamControl(
+                cancel: CancelHandle {},
+                pause: {
+                    guard firstPause.value else { return }
+                    firstPause.value = false
+                    heldInDelivery.value = true
+                    release.wait()
+                },
+                resume: {})
+        }
+        let gate = AsyncGate()
+        let slowHolds = StreamShared(false)
+        let slow = Consumer(
+            shared.subscribe(buffering: .backpressure(low: 0, high: 2)),
+            firstElement: {
+                slowHolds.value = true
+                await gate.wait()
+            })
+        await streamPoll("the slow consumer joined") { shared.statistics.consumers == 1 }
+        let other = Consumer(shared.subscribe())
+        await streamPoll("both consumers joined") { shared.statistics.consumers == 2 }
+        let sink = try #require(sinks.withLock { $0 })
+        #expect(sink.yield(1) == .enqueued)
+        await streamPoll("the slow consumer holds its first element") { slowHolds.value }
+        let producer = Thread { _ = sink.yield(2) }
+        producer.start()
+        await streamPoll("the yield of 2 is held inside its delivery") { heldInDelivery.value }
+        #expect(sink.yield(3) != .terminated)
+        sink.finish()
+        release.signal()
+        gate.open()
+        #expect(await other.result().elements == [1, 2, 3])
+        #expect(await slow.result().elements == [1, 2, 3])
+    }
+
+    @Test("Four producer threads yield at once: every consumer gets every element once, all in the same order")
+    func concurrentProducersOneOrder() async throws {
+        let sinks = LockedBox<EventSink<Int>?>(nil)
+        let shared = SharedSubscription(of: Int.self) { sink in
+            sinks.withLock { $0 = sink }
+            return nil
+        }
+        let consumers = (0..<3).map { _ in Consumer(shared.subscribe()) }
+        await streamPoll("the consumers joined") { shared.statistics.consumers == 3 }
+        let sink = try #require(sinks.withLock { $0 })
+        let (threads, each) = (4, 2_000)
+        let done = StreamShared(0)
+        for thread in 0..<threads {
+            Thread {
+                for index in 0..<each { _ = sink.yield(thread * each + index) }
+                done.update { $0 += 1 }
+            }.start()
+        }
+        await streamPoll("the producer threads finished") { done.value == threads }
+        sink.finish()
+        var orders: [[Int]] = []
+        for consumer in consumers { orders.append(await consumer.result().elements) }
+        #expect(orders.allSatisfy { $0.count == threads * each })
+        #expect(Set(orders[0]) == Set(0..<(threads * each)))
+        #expect(orders.allSatisfy { $0 == orders[0] })
+        // Each thread's own yields keep their order.
+        for thread in 0..<threads {
+            let mine = orders[0].filter { $0 / each == thread }
+            #expect(mine == Array((thread * each)..<((thread + 1) * each)))
+        }
+    }
+
     @Test("A start that throws fails the consumers present and, until restart(), the later ones")
     func startThrows() async throws {
         let listener = FakeListener(startError: StreamTestError(code: 9))
