@@ -75,7 +75,8 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         if limit != nil {
             // Its resume is never due: the pause ended it.
             return StreamControl(
-                cancel: cancel, pause: { self.perform(self.box.withLock { $0.machine.consumerOverflowed(id) }) }, resume: {})
+                cancel: cancel, pause: { self.perform(self.box.withLock { $0.machine.consumerOverflowed(id) }) },
+                resume: {})
         }
         return StreamControl(
             cancel: cancel,
