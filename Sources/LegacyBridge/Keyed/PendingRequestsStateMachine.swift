@@ -65,11 +65,15 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     struct Registration {
         @usableFromInline let token: UInt64
         @usableFromInline let entry: Entry
+        /// The memory of endings' serial when the id was registered: how the id ended before
+        /// does not count while it is pending again.
+        @usableFromInline let since: UInt64
 
         @inlinable
-        init(token: UInt64, entry: Entry) {
+        init(token: UInt64, entry: Entry, since: UInt64) {
             self.token = token
             self.entry = entry
+            self.since = since
         }
     }
 
@@ -196,13 +200,12 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     /// A caller-assigned request registers `id` before its SDK call.
     @inlinable
     mutating func register(_ id: ID, entry: Entry) -> RegisterAction {
-        if pending[id] != nil || cancelling[id] != nil {
+        if pending[id] != nil || (!cancelling.isEmpty && cancelling[id] != nil) {
             counters.refused += 1
             return .refused
         }
         let token = issueToken()
-        pending[id] = Registration(token: token, entry: entry)
-        endings.forget(id)
+        pending[id] = Registration(token: token, entry: entry, since: endings.serial)
         return .registered(token: token)
     }
 
@@ -236,9 +239,8 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
                 action.outcome = .failed(failure.error)
                 endings.record(id, .abandoned)
             } else {
-                let registration = Registration(token: token, entry: entry)
+                let registration = Registration(token: token, entry: entry, since: endings.serial)
                 action.takenOver = pending.updateValue(registration, forKey: id)?.entry
-                endings.forget(id)
             }
         }
         evictUnclaimable(into: &action.discarded)
@@ -409,7 +411,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     /// Counts a reply that found no request, by the memory of how its id last ended.
     @inlinable
     mutating func classify(_ id: ID) -> Unmatched {
-        switch endings.ending(of: id) {
+        switch ending(of: id) {
         case .replied:
             counters.duplicateReplies += 1
             return .duplicate
@@ -444,20 +446,24 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     func token(of id: ID) -> UInt64? { pending[id]?.token }
     /// Whether a reply for `id` is parked.
     func isParked(_ id: ID) -> Bool { parked[id] != nil }
-    /// How `id` last ended, if it is remembered.
-    func ending(of id: ID) -> Ending? { endings.ending(of: id) }
+    /// How `id` last ended, if it is remembered and it ended since it was last registered.
+    @inlinable
+    func ending(of id: ID) -> Ending? { endings.ending(of: id, after: pending[id]?.since ?? 0) }
     /// Entries in the parked-order queue, stale ones included (tests check it stays bounded).
     var parkedOrderBacklog: Int { parkedOrder.count - parkedOrderHead }
 }
 
 /// A bounded memory of how ids ended: the most recent `capacity` records, older ones forgotten.
+///
+/// A ring of records and nothing else, so that recording an ending costs no hashing: every
+/// request records one, and only a reply that finds no request reads them, newest first.
 @usableFromInline
 struct RecentEndings<ID: Hashable, Ending> {
     @usableFromInline let capacity: Int
-    @usableFromInline var byID: [ID: (ending: Ending, serial: UInt64)] = [:]
-    /// The last `capacity` records in a ring; a slot whose serial no longer matches `byID` is stale.
-    @usableFromInline var ring: [(id: ID, serial: UInt64)] = []
+    /// The last `capacity` records; `next` is where the next one goes once the ring is full.
+    @usableFromInline var ring: [(id: ID, ending: Ending, serial: UInt64)] = []
     @usableFromInline var next = 0
+    /// The serial of the latest record (0: none yet).
     @usableFromInline var serial: UInt64 = 0
 
     init(capacity: Int) {
@@ -468,29 +474,31 @@ struct RecentEndings<ID: Hashable, Ending> {
     @inlinable
     mutating func record(_ id: ID, _ ending: Ending) {
         serial += 1
-        byID[id] = (ending, serial)
         if ring.count < capacity {
-            ring.append((id, serial))
+            ring.append((id, ending, serial))
             return
         }
-        let oldest = ring[next]
-        if byID[oldest.id]?.serial == oldest.serial { byID[oldest.id] = nil }
-        ring[next] = (id, serial)
-        next = (next + 1) % capacity
+        ring[next] = (id, ending, serial)
+        next = next + 1 == capacity ? 0 : next + 1
     }
 
+    /// How `id` ended last, if that record is still remembered and newer than serial `after`.
     @inlinable
-    mutating func forget(_ id: ID) {
-        byID[id] = nil
-    }
-
-    @inlinable
-    func ending(of id: ID) -> Ending? {
-        byID[id]?.ending
+    func ending(of id: ID, after: UInt64 = 0) -> Ending? {
+        // Newest first: the slot before `next` going backwards (the ring is in order when not full).
+        let count = ring.count
+        var index = count < capacity ? count - 1 : (next == 0 ? count - 1 : next - 1)
+        for _ in 0..<count {
+            let record = ring[index]
+            if record.serial <= after { return nil }
+            if record.id == id { return record.ending }
+            index = index == 0 ? count - 1 : index - 1
+        }
+        return nil
     }
 
     /// Ids remembered now (at most `capacity`).
-    var count: Int { byID.count }
+    var count: Int { Set(ring.map(\.id)).count }
 }
 
 extension PendingRequestsStateMachine: Sendable where ID: Sendable, Value: Sendable, Entry: Sendable {}
