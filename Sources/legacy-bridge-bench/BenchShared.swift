@@ -153,25 +153,25 @@ enum BenchShared {
     /// `suspendConsumers`.
     static func suspendIdiomConsumers(count: Int) async -> (Int, Int, Int) {
         let broadcaster = HandWrittenBroadcaster()
+        let started = LockedValue(0)
         let baseline = benchResidentBytes()
         return await withTaskGroup(of: Int.self) { group in
             for _ in 0..<count {
                 let stream = broadcaster.subscribe()
                 group.addTask {
-                    var sum = 0
-                    for await value in stream { sum += value }
-                    return sum
+                    started.withLock { $0 += 1 }
+                    for await _ in stream {}
+                    return 1
                 }
             }
-            await waitUntil { broadcaster.consumers == count }
-            // Every consumer is waiting in next() once the tasks ran once; give them that turn.
-            for _ in 0..<4 { await Task.yield() }
+            // Every consumer task ran up to its first next(), where it waits.
+            await waitUntil { started.withLock { $0 } == count }
             let suspended = benchResidentBytes()
-            broadcaster.yield(1)
+            // The end alone, in subscription order (see `HandWrittenBroadcaster.finish`).
             broadcaster.finish()
-            var received = 0
-            for await value in group { received += value }
-            return (baseline, suspended, received)
+            var ended = 0
+            for await value in group { ended += value }
+            return (baseline, suspended, ended)
         }
     }
 

@@ -30,7 +30,7 @@
 ///   shared by every caller that got it and never goes to `onDiscard`.
 /// - The table never calls the SDK, `start` or a completion while it holds its lock.
 public final class CoalescedCalls<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    let storage: CoalescedCallsStorage<Key, Value>
+    @usableFromInline let storage: CoalescedCallsStorage<Key, Value>
 
     /// Creates an empty table of shared calls.
     ///
@@ -58,6 +58,7 @@ public final class CoalescedCalls<Key: Hashable & Sendable, Value: Sendable>: Se
     /// - Returns: The call's value.
     /// - Throws: The call's error or the error `start` threw, `CancellationError` if this caller's
     ///   task was cancelled first, or ``BridgeTimeoutError`` if its timeout expired first.
+    @inlinable
     public func value(
         for key: Key,
         isolation: isolated (any Actor)? = #isolation,

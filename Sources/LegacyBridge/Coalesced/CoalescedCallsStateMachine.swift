@@ -17,15 +17,25 @@
 ///   back once, to receive it. A caller that arrives afterwards leads a new call.
 /// - Events for a call that is no longer in the table (a leave after the result, a result after
 ///   the last leave) change nothing: tokens tell a call and a caller from later ones.
+@usableFromInline
 struct CoalescedCallsStateMachine<Key: Hashable, Waiter, Call> {
-    fileprivate struct InFlight {
-        let token: UInt64
+    @usableFromInline
+    struct InFlight {
+        @usableFromInline let token: UInt64
         /// The SDK call's gate, once the leader created it.
-        var call: Call?
-        var waiters: [UInt64: Waiter]
+        @usableFromInline var call: Call?
+        @usableFromInline var waiters: [UInt64: Waiter]
+
+        @inlinable
+        init(token: UInt64, call: Call?, waiters: [UInt64: Waiter]) {
+            self.token = token
+            self.call = call
+            self.waiters = waiters
+        }
     }
 
     /// Result of `join`.
+    @usableFromInline
     enum JoinAction {
         /// No call was in flight: the caller leads and must start call `call`.
         case lead(waiter: UInt64, call: UInt64)
@@ -34,27 +44,36 @@ struct CoalescedCallsStateMachine<Key: Hashable, Waiter, Call> {
     }
 
     /// Result of `leave`.
+    @usableFromInline
     struct LeaveAction {
         /// The caller's waiter, removed: released after unlocking.
-        var removed: Waiter?
+        @usableFromInline var removed: Waiter?
         /// The call every caller left: cancel it after unlocking.
-        var cancel: Call?
+        @usableFromInline var cancel: Call?
+
+        @inlinable
+        init(removed: Waiter?, cancel: Call?) {
+            self.removed = removed
+            self.cancel = cancel
+        }
     }
 
     /// Counters kept by the machine.
-    struct Counters: Hashable {
-        var calls = 0
-        var joined = 0
-        var abandoned = 0
+    @usableFromInline
+    struct Counters: Hashable, Sendable {
+        @usableFromInline var calls = 0
+        @usableFromInline var joined = 0
+        @usableFromInline var abandoned = 0
     }
 
-    private var inFlight: [Key: InFlight] = [:]
-    private var nextToken: UInt64 = 0
-    private(set) var counters = Counters()
+    @usableFromInline var inFlight: [Key: InFlight] = [:]
+    @usableFromInline var nextToken: UInt64 = 0
+    @usableFromInline var counters = Counters()
 
     init() {}
 
     /// A caller asks for `key`.
+    @inlinable
     mutating func join(_ key: Key, waiter: Waiter) -> JoinAction {
         let waiterToken = issueToken()
         if inFlight[key] != nil {
@@ -69,6 +88,7 @@ struct CoalescedCallsStateMachine<Key: Hashable, Waiter, Call> {
     }
 
     /// The leader created the gate of call `token` for `key`, before starting it.
+    @inlinable
     mutating func callCreated(_ key: Key, token: UInt64, call: Call) {
         guard inFlight[key]?.token == token, inFlight[key]?.call == nil else {
             preconditionFailure("CoalescedCalls: call \(token) was not waiting for its gate")
@@ -77,6 +97,7 @@ struct CoalescedCallsStateMachine<Key: Hashable, Waiter, Call> {
     }
 
     /// The caller `waiter` for `key` left (its timeout or its cancellation decided).
+    @inlinable
     mutating func leave(_ key: Key, waiter: UInt64) -> LeaveAction {
         guard var entry = inFlight[key], let removed = entry.waiters.removeValue(forKey: waiter) else {
             return LeaveAction(removed: nil, cancel: nil)
@@ -95,13 +116,15 @@ struct CoalescedCallsStateMachine<Key: Hashable, Waiter, Call> {
 
     /// The result of call `token` for `key` is in. Returns the waiters to hand it to, none if
     /// the call was abandoned.
+    @inlinable
     mutating func finished(_ key: Key, token: UInt64) -> [Waiter] {
         guard let entry = inFlight[key], entry.token == token else { return [] }
         inFlight[key] = nil
         return Array(entry.waiters.values)
     }
 
-    private mutating func issueToken() -> UInt64 {
+    @inlinable
+    mutating func issueToken() -> UInt64 {
         nextToken += 1
         return nextToken
     }

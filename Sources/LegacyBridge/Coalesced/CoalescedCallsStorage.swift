@@ -11,24 +11,27 @@
 // resume a continuation, so that task is the one way to hear its outcome without the SDK's help.
 
 /// The lock, the machine and the configuration; `CoalescedCalls` is its public face.
+@usableFromInline
 final class CoalescedCallsStorage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    typealias Gate = CompletionGateStorage<Value>
-    typealias Machine = CoalescedCallsStateMachine<Key, Completion<Value>, Gate>
+    @usableFromInline typealias Gate = CompletionGateStorage<Value>
+    @usableFromInline typealias Machine = CoalescedCallsStateMachine<Key, Completion<Value>, Gate>
 
-    let box = LockedBox(Machine())
-    let scheduler: SDKScheduler?
-    let onDiscard: (@Sendable (Value) -> Void)?
+    @usableFromInline let box = LockedBox(Machine())
+    @usableFromInline let scheduler: SDKScheduler?
+    @usableFromInline let onDiscard: (@Sendable (Value) -> Void)?
 
     init(scheduler: SDKScheduler?, onDiscard: (@Sendable (Value) -> Void)?) {
         self.scheduler = scheduler
         self.onDiscard = onDiscard
     }
 
+    @inlinable
     func join(_ key: Key, waiter: Completion<Value>) -> Machine.JoinAction {
         box.withLock { $0.join(key, waiter: waiter) }
     }
 
     /// The caller `waiter` left: if it was the last, its call is cancelled.
+    @inlinable
     func leave(_ key: Key, waiter: UInt64) {
         let action = box.withLock { $0.leave(key, waiter: waiter) }
         // The lock is released: cancelling may call the SDK's cancel handle.
@@ -38,6 +41,7 @@ final class CoalescedCallsStorage<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// The leader starts call `token` for `key`: runs `start` with the call's completion, then
     /// hands the outcome on at once if `start` produced it, or else through a relay task.
+    @inlinable
     func startCall(_ key: Key, token: UInt64, _ start: (Completion<Value>) throws -> CancelHandle?) {
         let gate = Gate(onDiscard: onDiscard)
         box.withLock { $0.callCreated(key, token: token, call: gate) }
@@ -57,7 +61,8 @@ final class CoalescedCallsStorage<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     /// Waits for the outcome of a call that did not complete inside `start`, then hands it on.
-    private func relay(_ key: Key, token: UInt64, gate: Gate) async {
+    @usableFromInline
+    func relay(_ key: Key, token: UInt64, gate: Gate) async {
         let outcome: Result<Value, any Error>
         do {
             outcome = .success(try await withUnsafeThrowingContinuation { gate.install($0) })
@@ -69,7 +74,8 @@ final class CoalescedCallsStorage<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// Hands call `token`'s outcome to its waiters. A value that reaches none of them (every
     /// caller left meanwhile) goes to `onDiscard`.
-    private func finish(_ key: Key, token: UInt64, _ outcome: Result<Value, any Error>) {
+    @inlinable
+    func finish(_ key: Key, token: UInt64, _ outcome: Result<Value, any Error>) {
         let waiters = box.withLock { $0.finished(key, token: token) }
         var reached = 0
         for waiter in waiters where waiter(outcome) {

@@ -36,7 +36,7 @@
 ///   that function apply to the newest run.
 /// - Runs may come from any task or thread. The newest is the one whose `run` began last.
 public final class LatestWins<Value: Sendable>: Sendable {
-    let storage: LatestWinsStorage<Value>
+    @usableFromInline let storage: LatestWinsStorage<Value>
 
     /// Creates a latest-wins sequence of runs.
     ///
@@ -64,6 +64,7 @@ public final class LatestWins<Value: Sendable>: Sendable {
     /// - Throws: ``SupersededError`` if a newer run began or ``cancel()`` ran before this run came
     ///   back. Otherwise the call's error, the error `start` threw, `CancellationError`, or
     ///   ``BridgeTimeoutError``.
+    @inlinable
     public func run(
         isolation: isolated (any Actor)? = #isolation,
         timeout: Duration? = nil,

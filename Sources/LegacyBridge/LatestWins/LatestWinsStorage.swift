@@ -5,12 +5,13 @@
 // cancelled after unlocking, because cancelling it may call the SDK's cancel and resume a caller.
 
 /// The lock and the machine; `LatestWins` is its public face.
+@usableFromInline
 final class LatestWinsStorage<Value: Sendable>: Sendable {
     typealias Machine = LatestWinsStateMachine<Completion<Value>>
 
     let box = LockedBox(Machine())
-    let scheduler: SDKScheduler?
-    let onDiscard: (@Sendable (Value) -> Void)?
+    @usableFromInline let scheduler: SDKScheduler?
+    @usableFromInline let onDiscard: (@Sendable (Value) -> Void)?
 
     init(scheduler: SDKScheduler?, onDiscard: (@Sendable (Value) -> Void)?) {
         self.scheduler = scheduler
@@ -18,6 +19,7 @@ final class LatestWinsStorage<Value: Sendable>: Sendable {
     }
 
     /// A run begins: returns its revision, after cancelling the run it supersedes.
+    @usableFromInline
     func begin() -> UInt64 {
         let action = box.withLock { $0.begin() }
         Self.cancel(action.superseded)
@@ -25,6 +27,7 @@ final class LatestWinsStorage<Value: Sendable>: Sendable {
     }
 
     /// Whether the run of `revision` may make its SDK call.
+    @usableFromInline
     func register(_ revision: UInt64, completion: Completion<Value>) -> Bool {
         switch box.withLock({ $0.register(revision, entry: completion) }) {
         case .start: return true
@@ -33,6 +36,7 @@ final class LatestWinsStorage<Value: Sendable>: Sendable {
     }
 
     /// Whether the run of `revision`, now back, is still the newest.
+    @usableFromInline
     func end(_ revision: UInt64) -> Bool {
         switch box.withLock({ $0.end(revision) }) {
         case .commit: return true
