@@ -37,6 +37,9 @@ struct BenchCommandTests {
             "timeoutsMs", "sleepsMs", "cancelAllCallersBackMs", "cancelAllHandlesDoneMs", "streamConsumersBackMs",
             "streamCancelsDoneMs", "peakLibraryThreads", "threadLimit", "bareBytesPerPending", "bridgeBytesPerPending",
         ],
+        "superseding": [
+            "latestNs", "latestIdiomNs", "coalescedNs", "coalescedIdiomNs", "coalescedSharing", "coalescedIdiomSharing",
+        ],
     ]
 
     @Test("--quick --json runs and prints every promised figure as a positive number")
@@ -47,7 +50,7 @@ struct BenchCommandTests {
         let sections = [
             "oneShot": report.oneShot, "workerThread": report.workerThread, "stream": report.stream,
             "memory": report.memory, "cancelLatency": report.cancelLatency, "offload": report.offload,
-            "scale": report.scale,
+            "scale": report.scale, "superseding": report.superseding,
         ]
         for (section, keys) in Self.promisedKeys.sorted(by: { $0.key < $1.key }) {
             let values = try #require(sections[section], "missing section \(section)")
@@ -57,6 +60,10 @@ struct BenchCommandTests {
             }
         }
         #expect(report.targets.contains { $0.pass != nil }, "no target carries a PASS/MISS verdict")
+        // Each newer primitive is judged against the idiom users would otherwise keep.
+        for idiom in ["hand-written table", "hand-written broadcaster", "stored Task", "[Key: Task]"] {
+            #expect(report.targets.contains { $0.name.contains(idiom) && $0.pass != nil }, "no target against \(idiom)")
+        }
     }
 
     @Test("an unknown flag exits 2 and names the flag")
@@ -124,5 +131,6 @@ private struct BenchJSON: Decodable {
     var cancelLatency: [String: Double]
     var offload: [String: Double]
     var scale: [String: Double]
+    var superseding: [String: Double]
     var targets: [Target]
 }
