@@ -36,6 +36,7 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
     typealias Control = ProducerControlStateMachine
 
     /// How a generation ended.
+    @usableFromInline
     enum Terminal: Sendable {
         case finished
         case failed(any Error)

@@ -367,23 +367,12 @@ final class SharedSubscriptionProducer<Element: Sendable>: Sendable {
 }
 
 extension SharedSubscriptionStorage {
-    /// What the lock guards: the machine, and the deliveries it accepted while another thread was
-    /// handing elements to the consumers.
-    ///
-    /// Elements reach the consumers' sinks outside the lock (a sink may call its pause, which
-    /// comes back here). So that every consumer gets them in the order they were accepted, and the
-    /// terminal after them, one thread at a time delivers: a yield or a terminal accepted while
-    /// another thread delivers is queued here, and that thread hands it over before it stops.
+    /// What the lock guards: the machine, and the order in which accepted elements and terminals
+    /// are handed to the consumers (see `SharedDeliveryQueue`).
     @usableFromInline
     struct Locked: Sendable {
         @usableFromInline var machine: Machine
-        /// Accepted and not yet handed over, oldest first from `head`.
-        var queue: [Queued] = []
-        var head = 0
-        /// `queue.count - head`, readable from the inlined yield.
-        @usableFromInline var queued = 0
-        /// A thread is handing elements or a terminal to the consumers.
-        @usableFromInline var delivering = false
+        @usableFromInline var deliveries = SharedDeliveryQueue<Element, SharedConsumerSink<Element>, Machine.Terminal>()
 
         @usableFromInline
         init(machine: Machine) {
@@ -398,29 +387,20 @@ extension SharedSubscriptionStorage {
             case .stale:
                 return .stale
             case .deliver(let sinks, let acceptsStop, let evicted):
-                if delivering {
-                    enqueue(elements, sinks)
-                    return .queued(evicted: evicted)
-                }
-                delivering = true
+                guard deliveries.admit(elements, to: sinks) else { return .queued(evicted: evicted) }
                 return .deliver(sinks, acceptsStop: acceptsStop, evicted: evicted)
             }
         }
 
-        @usableFromInline
-        mutating func enqueue(_ elements: UnsafeBufferPointer<Element>, _ sinks: [SharedConsumerSink<Element>]) {
-            guard !sinks.isEmpty else { return }
-            queue.append(.elements(ContiguousArray(elements), sinks))
-            queued += 1
-        }
-
-        /// The deliverer handed its own elements over: it stops if nothing was queued meanwhile
-        /// (true), else it must hand that over too (false).
         @inlinable
         mutating func stopDeliveringIfNothingQueued() -> Bool {
-            guard queued == 0 else { return false }
-            delivering = false
-            return true
+            deliveries.stopDeliveringIfNothingQueued()
+        }
+
+        mutating func nextQueued() -> SharedDeliveryQueue<Element, SharedConsumerSink<Element>, Machine.Terminal>
+            .Queued?
+        {
+            deliveries.next()
         }
 
         /// Takes the terminal's sinks out of `effects`: queued behind the current deliverer, or
@@ -431,36 +411,8 @@ extension SharedSubscriptionStorage {
             guard let terminal = effects.terminal, !effects.finish.isEmpty else { return nil }
             let sinks = effects.finish
             effects.finish = []
-            if delivering {
-                queue.append(.terminal(terminal, sinks))
-                queued += 1
-                return nil
-            }
-            delivering = true
-            return (terminal, sinks)
+            return deliveries.admit(terminal, to: sinks) ? (terminal, sinks) : nil
         }
-
-        /// The next queued delivery; nil when there is none, and then the deliverer stops.
-        mutating func nextQueued() -> Queued? {
-            guard head < queue.count else {
-                if !queue.isEmpty {
-                    queue.removeAll(keepingCapacity: queue.count <= 64)
-                    head = 0
-                }
-                delivering = false
-                return nil
-            }
-            let next = queue[head]
-            head += 1
-            queued -= 1
-            return next
-        }
-    }
-
-    /// A delivery queued behind the thread delivering.
-    enum Queued: Sendable {
-        case elements(ContiguousArray<Element>, [SharedConsumerSink<Element>])
-        case terminal(Machine.Terminal, [SharedConsumerSink<Element>])
     }
 
     /// What a yield does once accepted.
@@ -474,3 +426,93 @@ extension SharedSubscriptionStorage {
         case deliver([SharedConsumerSink<Element>], acceptsStop: Bool, evicted: [Element])
     }
 }
+
+/// The order in which a shared subscription hands accepted elements and terminals to its
+/// consumers, kept under the subscription's lock.
+///
+/// Elements reach the consumers' sinks outside the lock (a sink may call its pause, which comes
+/// back to the subscription). So that every consumer gets them in the order they were accepted,
+/// and a terminal after them, one thread at a time delivers: a yield or a terminal accepted while
+/// another thread delivers is queued here, and that thread hands it over before it stops.
+///
+/// Protocol, each step under the lock: `admit` (true: the caller delivers what it admitted now,
+/// false: it was queued); after delivering, `stopDeliveringIfNothingQueued`, and while that says
+/// false, `next` until it returns nil, delivering each.
+@usableFromInline
+struct SharedDeliveryQueue<Element, Sink, Terminal> {
+    /// A delivery queued behind the thread delivering.
+    enum Queued {
+        case elements(ContiguousArray<Element>, [Sink])
+        case terminal(Terminal, [Sink])
+    }
+
+    /// Accepted and not yet handed over, oldest first from `head`.
+    var queue: [Queued] = []
+    var head = 0
+    /// `queue.count - head`, readable from the inlined yield.
+    @usableFromInline var queued = 0
+    /// A thread is handing elements or a terminal to the consumers.
+    @usableFromInline var delivering = false
+
+    @usableFromInline
+    init() {}
+
+    /// Elements accepted for `sinks`: true if the caller delivers them now (and is the deliverer
+    /// until it stops), false if they were queued behind the deliverer.
+    @inlinable
+    mutating func admit(_ elements: UnsafeBufferPointer<Element>, to sinks: [Sink]) -> Bool {
+        if !delivering {
+            delivering = true
+            return true
+        }
+        enqueue(elements, sinks)
+        return false
+    }
+
+    @usableFromInline
+    mutating func enqueue(_ elements: UnsafeBufferPointer<Element>, _ sinks: [Sink]) {
+        guard !sinks.isEmpty else { return }
+        queue.append(.elements(ContiguousArray(elements), sinks))
+        queued += 1
+    }
+
+    /// A terminal for `sinks`: true if the caller finishes them now (and is the deliverer until it
+    /// stops), false if it was queued behind the deliverer.
+    mutating func admit(_ terminal: Terminal, to sinks: [Sink]) -> Bool {
+        if !delivering {
+            delivering = true
+            return true
+        }
+        queue.append(.terminal(terminal, sinks))
+        queued += 1
+        return false
+    }
+
+    /// The deliverer handed its own over: it stops if nothing was queued meanwhile (true), else it
+    /// must hand that over too, through `next` (false).
+    @inlinable
+    mutating func stopDeliveringIfNothingQueued() -> Bool {
+        guard queued == 0 else { return false }
+        delivering = false
+        return true
+    }
+
+    /// The next queued delivery; nil when there is none, and then the deliverer stops.
+    mutating func next() -> Queued? {
+        guard head < queue.count else {
+            if !queue.isEmpty {
+                queue.removeAll(keepingCapacity: queue.count <= 64)
+                head = 0
+            }
+            delivering = false
+            return nil
+        }
+        let item = queue[head]
+        head += 1
+        queued -= 1
+        return item
+    }
+}
+
+extension SharedDeliveryQueue: Sendable where Element: Sendable, Sink: Sendable, Terminal: Sendable {}
+extension SharedDeliveryQueue.Queued: Sendable where Element: Sendable, Sink: Sendable, Terminal: Sendable {}
