@@ -58,7 +58,7 @@ public final class CoalescedCalls<Key: Hashable & Sendable, Value: Sendable>: Se
     /// - Returns: The call's value.
     /// - Throws: The call's error or the error `start` threw, `CancellationError` if this caller's
     ///   task was cancelled first, or ``BridgeTimeoutError`` if its timeout expired first.
-    @inlinable
+    @inlinable @inline(__always)
     public func value(
         for key: Key,
         isolation: isolated (any Actor)? = #isolation,

@@ -89,7 +89,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     /// - Returns: The value of the reply.
     /// - Throws: The reply's error, the error `start` threw, ``RequestIDError`` if the id is in
     ///   use, the error passed to ``failAll(_:)``, `CancellationError`, or ``BridgeTimeoutError``.
-    @inlinable
+    @inlinable @inline(__always)
     public func request(
         id: ID,
         isolation: isolated (any Actor)? = #isolation,
@@ -143,7 +143,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     /// - Throws: The reply's error, the error `start` threw, ``RequestIDError`` if the SDK gave
     ///   the id to a newer request, the error passed to ``failAll(_:)``, `CancellationError`, or
     ///   ``BridgeTimeoutError``.
-    @inlinable
+    @inlinable @inline(__always)
     public func request(
         isolation: isolated (any Actor)? = #isolation,
         timeout: Duration? = nil,

@@ -64,7 +64,7 @@ public final class LatestWins<Value: Sendable>: Sendable {
     /// - Throws: ``SupersededError`` if a newer run began or ``cancel()`` ran before this run came
     ///   back. Otherwise the call's error, the error `start` threw, `CancellationError`, or
     ///   ``BridgeTimeoutError``.
-    @inlinable
+    @inlinable @inline(__always)
     public func run(
         isolation: isolated (any Actor)? = #isolation,
         timeout: Duration? = nil,
