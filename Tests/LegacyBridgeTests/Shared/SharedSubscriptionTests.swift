@@ -372,7 +372,10 @@ struct SharedSubscriptionTests {
         let heldInDelivery = StreamShared(false)
         let release = DispatchSemaphore(value: 0)
         let firstPause = StreamShared(true)
+        // The box holds the sink, which holds the subscription, which holds `start`, which holds
+        // the box: emptied at the end, or LeakSanitizer reports the cycle.
         let sinks = LockedBox<EventSink<Int>?>(nil)
+        defer { sinks.withLock { $0 = nil } }
         let shared = SharedSubscription(of: Int.self) { sink in
             sinks.withLock { $0 = sink }
             return StreamControl(
@@ -413,6 +416,7 @@ struct SharedSubscriptionTests {
     @Test("Four producer threads yield at once: every consumer gets every element once, all in the same order")
     func concurrentProducersOneOrder() async throws {
         let sinks = LockedBox<EventSink<Int>?>(nil)
+        defer { sinks.withLock { $0 = nil } }  // the cycle through `start`, as above
         let shared = SharedSubscription(of: Int.self) { sink in
             sinks.withLock { $0 = sink }
             return nil
