@@ -90,7 +90,7 @@ final class HandWrittenBroadcaster: @unchecked Sendable {
         lock.unlock()
         // In subscription order: the memory probe's 100,000 consumer tasks then end oldest first,
         // which is what the runtime's task group removes cheaply (in dictionary order each removal
-        // walks its list of children: minutes at that count).
+        // walks its list of children, quadratic in all).
         for id in all.keys.sorted() { all[id]?.finish() }
     }
 
