@@ -140,10 +140,11 @@ private func startStressCall(_ index: Int, pool: OffloadPool, counters: OffloadS
             if mark.ran.add(1, ordering: .relaxed).newValue > 1 { counters.doubleRuns.add(1, ordering: .relaxed) }
             counters.bodiesRun.add(1, ordering: .relaxed)
             if index % 3 == 1 { own.withLock { $0 }?.cancel() }
-            // Busy for a moment, or until interrupted (bounded either way).
-            for _ in 0..<(index % 7) * 300 where !mark.interrupted.load(ordering: .acquiring) {
-                sched_yield()
-            }
+            // Busy for a moment, or until interrupted (bounded either way). The moment is measured on
+            // the clock: a loop of `sched_yield` here took a full time slice per call whenever other
+            // processes wanted the CPU, and under ThreadSanitizer on a busy machine ran for minutes.
+            let busyUntil = ContinuousClock.now + .microseconds((index % 7) * 40)
+            while ContinuousClock.now < busyUntil && !mark.interrupted.load(ordering: .acquiring) {}
             if index % 11 == 0 {
                 counters.bodiesThrowing.add(1, ordering: .relaxed)
                 throw OneShotTestError(code: index)
