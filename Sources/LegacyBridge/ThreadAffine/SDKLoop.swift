@@ -84,12 +84,131 @@ public final class SDKLoop: Sendable {
     ///   - name: The thread's name, for debuggers and backtraces (cut to 15 bytes on Linux).
     ///   - driver: How to run the SDK's loop and wake it.
     /// - Throws: ``OffloadError/threadCreationFailed(code:)`` when the thread cannot be created.
-    public init(name: String = "sdk-loop", driver: Driver) throws(OffloadError) {
-        let core = SDKLoopCore(name: name, driver: driver.kind)
+    public convenience init(name: String = "sdk-loop", driver: Driver) throws(OffloadError) {
+        try self.init(name: name, kind: driver.kind)
+    }
+
+    /// Starts a loop thread that waits on descriptors and timers, for a socket-driven SDK
+    /// (libpq, hiredis, c-ares, libmosquitto, libcurl's multi-socket API).
+    ///
+    /// The thread waits with `poll` on the descriptors given to ``watch(_:for:_:)``, the nearest
+    /// timer of ``schedule(after:repeating:_:)`` and a wake pipe of its own, so that posted jobs
+    /// interrupt the wait. Each iteration runs the posted jobs, then waits, then the handlers of
+    /// the ready descriptors (in the order they were watched), then the due timers (in deadline
+    /// order). Every guarantee of a loop with a driver holds, and also:
+    /// - Readiness is level-triggered, as with `poll`: a handler that leaves data unread is called
+    ///   again at the next wait. Change the interest when the SDK wants something else.
+    /// - A watch cancelled on the loop thread never reaches its handler again, even for readiness
+    ///   already collected in the same iteration; the same holds for timers.
+    /// - Errors and hang-ups reach the handler whatever its interest. A descriptor closed without
+    ///   cancelling its watch is reported once as ``DescriptorEvents/invalid``; the watch then ends.
+    /// - A handler that throws ends its watch or timer, and the error goes to `onHandlerError`.
+    ///   Without one, the process stops with a message that names the loop and the error.
+    /// - Shutdown ends every watch and timer and releases their handlers once the thread has left.
+    ///   It does not close the watched descriptors: they belong to the SDK.
+    ///
+    /// ```swift
+    /// let loop = try SDKLoop(name: "redis")
+    /// let watch = try loop.watch(socket, for: .readable) { events in
+    ///     redisAsyncHandleRead(context)        // on the loop thread
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The thread's name, for debuggers and backtraces (cut to 15 bytes on Linux).
+    ///   - onHandlerError: Receives, on the loop thread, what a descriptor or timer handler threw.
+    /// - Throws: ``DescriptorLoopError`` when the wake pipe or the thread cannot be created.
+    public convenience init(
+        name: String = "sdk-loop", onHandlerError: (@Sendable (any Error) -> Void)? = nil
+    ) throws(DescriptorLoopError) {
+        let poller = try DescriptorPoller(loopName: name, onHandlerError: onHandlerError)
+        do {
+            try self.init(name: name, kind: .descriptors(poller))
+        } catch {
+            switch error {
+            case .threadCreationFailed(let code): throw .threadCreationFailed(code: code)
+            default: preconditionFailure("SDKLoop: starting a thread failed with \(error)")
+            }
+        }
+    }
+
+    init(name: String, kind: SDKLoopDriverKind) throws(OffloadError) {
+        let core = SDKLoopCore(name: name, driver: kind)
         try core.start()
         self.core = core
         self.name = name
         self.executor = SDKThreadExecutor(name: name, scheduler: Self.scheduler(of: core))
+    }
+
+    /// Watches a descriptor: `handler` runs on the loop thread whenever the descriptor is ready for
+    /// `interest`, or has an error or hang-up to report.
+    ///
+    /// Only for a loop made with ``init(name:onHandlerError:)``. Call it from any thread; a watch
+    /// made on another thread is part of the next wait (the loop is woken).
+    ///
+    /// - Parameters:
+    ///   - descriptor: An open descriptor, not watched by this loop already. Set it non-blocking
+    ///     if handlers read or write until `EAGAIN`.
+    ///   - interest: ``DescriptorEvents/readable``, ``DescriptorEvents/writable``, both, or
+    ///     neither (errors and hang-ups only).
+    ///   - handler: Receives what the descriptor is ready for. It runs on the loop thread.
+    /// - Returns: The watch, to change its interest or cancel it.
+    /// - Throws: ``OffloadError/shutDown`` once shutdown has begun; the handler then never runs.
+    @discardableResult
+    public func watch(
+        _ descriptor: Int32, for interest: DescriptorEvents,
+        _ handler: @escaping @Sendable (DescriptorEvents) throws -> Void
+    ) throws(OffloadError) -> DescriptorWatch {
+        let poller = requirePoller("watch(_:for:_:)")
+        precondition(descriptor >= 0, "SDKLoop.watch: \(descriptor) is not a descriptor")
+        precondition(
+            DescriptorEvents.interests.isSuperset(of: interest),
+            "SDKLoop.watch: an interest holds only .readable and .writable, not \(interest)")
+        guard core.acceptsJobs, let id = poller.add(descriptor: descriptor, interest: interest, handler: handler)
+        else { throw .shutDown }
+        if !core.isCurrent { poller.wake() }
+        return DescriptorWatch(descriptor: descriptor, id: id, core: core, poller: poller)
+    }
+
+    /// Runs `handler` on the loop thread once `delay` has passed, and then every `period` if one
+    /// is given.
+    ///
+    /// Only for a loop made with ``init(name:onHandlerError:)``. Call it from any thread. A
+    /// repeating timer that falls behind by more than a period skips what it missed.
+    ///
+    /// - Parameters:
+    ///   - delay: Time until the first run, on the continuous clock; zero or less means the next
+    ///     iteration.
+    ///   - period: The time between runs of a repeating timer, more than zero; nil (the default)
+    ///     runs once.
+    ///   - handler: The work; it runs on the loop thread.
+    /// - Returns: The timer, to cancel it.
+    /// - Throws: ``OffloadError/shutDown`` once shutdown has begun; the handler then never runs.
+    @discardableResult
+    public func schedule(
+        after delay: Duration, repeating period: Duration? = nil, _ handler: @escaping @Sendable () throws -> Void
+    ) throws(OffloadError) -> LoopTimer {
+        let poller = requirePoller("schedule(after:repeating:_:)")
+        if let period {
+            precondition(
+                period > .zero, "SDKLoop.schedule: a repeating timer's period must be more than zero, not \(period)")
+        }
+        let deadline = ContinuousClock.now.advanced(by: max(delay, .zero))
+        guard core.acceptsJobs, let id = poller.add(timerAt: deadline, period: period, handler: handler)
+        else { throw .shutDown }
+        if !core.isCurrent { poller.wake() }
+        return LoopTimer(id: id, poller: poller)
+    }
+
+    private func requirePoller(_ method: String) -> DescriptorPoller {
+        guard let poller = core.poller else {
+            preconditionFailure(
+                """
+                SDKLoop '\(name)'.\(method): this loop runs the SDK's own loop (it was made with a \
+                driver). Create it with SDKLoop(name:) to watch descriptors and timers.
+                """)
+        }
+        return poller
     }
 
     /// Releasing the loop shuts it down in the background: jobs already accepted still run.

@@ -12,6 +12,8 @@ enum SDKLoopDriverKind: Sendable {
         run: @Sendable () -> Void,
         schedule: @Sendable (_ drain: @escaping @Sendable () -> Void) -> Void,
         stop: @Sendable () -> Void)
+    /// The library's own loop: waits on the poller's descriptors, timers and wake pipe.
+    case descriptors(DescriptorPoller)
 }
 
 /// The machine lives in a `LockedBox`; everything else is immutable.
@@ -47,6 +49,12 @@ final class SDKLoopCore: Sendable {
     /// Whether the calling code runs on the loop thread.
     var isCurrent: Bool { ThreadOwnerMarker.isMarked(self) }
 
+    /// The descriptors and timers of a loop made without a driver.
+    var poller: DescriptorPoller? {
+        if case .descriptors(let poller) = driver { return poller }
+        return nil
+    }
+
     /// Queues `job`; wakes the loop if it may be waiting.
     func post(_ job: @escaping Job) throws(OffloadError) {
         let fromLoop = isCurrent
@@ -77,6 +85,7 @@ final class SDKLoopCore: Sendable {
     private func wake() {
         switch driver {
         case .iterating(_, let wake): wake()
+        case .descriptors(let poller): poller.wake()
         case .running(_, let schedule, _):
             schedule { [self] in
                 if let waiters = self.drain(stoppingRun: true) {
@@ -115,6 +124,15 @@ final class SDKLoopCore: Sendable {
                 }
                 runOnce()
             }
+        case .descriptors(let poller):
+            while true {
+                if let leaving = drain() {
+                    waiters = leaving
+                    break
+                }
+                poller.runOnce()
+            }
+            poller.finish()
         case .running(let run, _, _):
             run()
             // `run` returned: by `stop` after shutdown, or because the SDK's loop ended on its

@@ -1,0 +1,321 @@
+// SDKLoop without a driver: the library's own loop waits on descriptors (pipes and socket pairs
+// here), timers and its wake pipe. Orders are forced by holding the loop thread in a posted job
+// until the descriptors are ready, and checked after a round trip through the loop (`run`): the
+// post wakes the wait, so everything ready at that wait was dispatched before the job ran.
+
+import ToolSupport
+import Dispatch
+import TestSupport
+import Foundation
+import Testing
+@testable import LegacyBridge
+
+/// A pipe whose ends are non-blocking; closes what is still open when released.
+private final class TestPipe: @unchecked Sendable {
+    // @unchecked Sendable: the descriptors are plain numbers; each test closes an end at most once.
+    let readEnd: Int32
+    let writeEnd: Int32
+    init() {
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0)
+        for end in ends { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
+        (readEnd, writeEnd) = (ends[0], ends[1])
+    }
+    func put(_ count: Int = 1) {
+        let bytes = [UInt8](repeating: 7, count: count)
+        precondition(write(writeEnd, bytes, count) == count)
+    }
+    /// Reads everything there is; the number of bytes.
+    @discardableResult
+    func drain() -> Int {
+        var total = 0
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while true {
+            let count = read(readEnd, &buffer, buffer.count)
+            if count <= 0 { return total }
+            total += count
+        }
+    }
+    func closeAll() {
+        _ = close(readEnd)
+        _ = close(writeEnd)
+    }
+}
+
+/// Records handler calls: the events, and whether each ran on the loop thread.
+private final class CallLog: Sendable {
+    private let entries = LockedBox<[DescriptorEvents]>([])
+    let offLoop = AtomicCell<Int>(0)
+    func record(_ events: DescriptorEvents, on loop: SDKLoop) {
+        if !loop.isCurrent { offLoop.add(1, ordering: .relaxed) }
+        entries.withLock { $0.append(events) }
+    }
+    var all: [DescriptorEvents] { entries.withLock { $0 } }
+    var count: Int { entries.withLock { $0.count } }
+}
+
+private struct HandlerFailure: Error, Equatable {}
+
+/// Holds the loop thread in a posted job until `release`: what becomes ready meanwhile is seen by
+/// one and the same wait.
+private func holdLoop(_ loop: SDKLoop) throws -> DispatchSemaphore {
+    let gate = DispatchSemaphore(value: 0)
+    let held = DispatchSemaphore(value: 0)
+    try loop.post {
+        held.signal()
+        gate.wait()
+    }
+    held.wait()
+    return gate
+}
+
+@Suite("SDKLoop watching descriptors and timers")
+struct DescriptorLoopTests {
+    @Test("a descriptor watched from another thread wakes the loop; its handler runs on the loop thread")
+    func readableReachesHandler() async throws {
+        let loop = try SDKLoop(name: "fd-read")
+        let pipe = TestPipe()
+        let log = CallLog()
+        let bytes = AtomicCell<Int>(0)
+        try loop.watch(pipe.readEnd, for: .readable) { events in
+            log.record(events, on: loop)
+            bytes.add(pipe.drain(), ordering: .relaxed)
+        }
+        pipe.put(3)
+        #expect(await eventually { bytes.load(ordering: .acquiring) == 3 })
+        #expect(log.all.allSatisfy { $0 == .readable })
+        #expect(log.offLoop.load(ordering: .acquiring) == 0)
+        await loop.shutdown()
+        pipe.closeAll()
+    }
+
+    @Test("the interest decides: no calls while empty, calls once writable is asked for, none once it is dropped")
+    func interestChanges() async throws {
+        let loop = try SDKLoop(name: "fd-interest")
+        let pipe = TestPipe()  // the write end is writable at once
+        let log = CallLog()
+        let watch = try loop.watch(pipe.writeEnd, for: []) { events in
+            log.record(events, on: loop)
+        }
+        _ = try await loop.run { 0 }  // a wait that saw the writable end has passed
+        #expect(log.count == 0)
+        #expect(watch.interest == [])
+        // Drop the interest from inside the first call: no second call follows.
+        let inner = LockedBox<DescriptorWatch?>(nil)
+        let innerLog = CallLog()
+        let second = TestPipe()
+        // Registered with no interest, so that the handler finds its own watch from its first call.
+        let secondWatch = try loop.watch(second.writeEnd, for: []) { events in
+            innerLog.record(events, on: loop)
+            inner.withLock { $0 }?.update(interest: [])
+        }
+        inner.withLock { $0 = secondWatch }
+        secondWatch.update(interest: .writable)
+        #expect(await eventually { innerLog.count >= 1 })
+        _ = try await loop.run { 0 }
+        _ = try await loop.run { 0 }
+        #expect(innerLog.count == 1, "one call, then the empty interest stops them")
+        #expect(innerLog.all.first == .writable)
+        #expect(secondWatch.interest == [])
+        watch.update(interest: .writable)
+        #expect(await eventually { log.count >= 1 })
+        #expect(log.all.allSatisfy { $0 == .writable })
+        watch.cancel()
+        secondWatch.cancel()
+        inner.withLock { $0 = nil }
+        await loop.shutdown()
+        pipe.closeAll()
+        second.closeAll()
+    }
+
+    @Test("a watch cancelled by an earlier handler of the same wait never reaches its handler")
+    func cancelledInSameBatch() async throws {
+        let loop = try SDKLoop(name: "fd-batch")
+        let first = TestPipe()
+        let second = TestPipe()
+        let secondLog = CallLog()
+        let secondWatch = LockedBox<DescriptorWatch?>(nil)
+        let firstCalls = AtomicCell<Int>(0)
+        try loop.watch(first.readEnd, for: .readable) { _ in
+            first.drain()
+            firstCalls.add(1, ordering: .relaxed)
+            secondWatch.withLock { $0 }?.cancel()
+        }
+        secondWatch.withLock {
+            $0 = try? loop.watch(second.readEnd, for: .readable) { events in secondLog.record(events, on: loop) }
+        }
+        // Both become readable while the loop is held: its next wait sees both at once.
+        let gate = try holdLoop(loop)
+        first.put()
+        second.put()
+        gate.signal()
+        #expect(await eventually { firstCalls.load(ordering: .acquiring) >= 1 })
+        _ = try await loop.run { 0 }
+        #expect(secondLog.count == 0, "the second handler ran after the first had cancelled it")
+        #expect(secondWatch.withLock { $0 }?.isActive == false)
+        secondWatch.withLock { $0 = nil }
+        await loop.shutdown()
+        first.closeAll()
+        second.closeAll()
+    }
+
+    @Test("a descriptor closed without cancelling its watch is reported once as invalid; the watch ends")
+    func closedWithoutCancel() async throws {
+        let loop = try SDKLoop(name: "fd-invalid")
+        let pipe = TestPipe()
+        let log = CallLog()
+        let watch = try loop.watch(pipe.readEnd, for: .readable) { events in log.record(events, on: loop) }
+        try await loop.run { _ = close(pipe.readEnd) }
+        #expect(await eventually { log.count >= 1 })
+        _ = try await loop.run { 0 }
+        _ = try await loop.run { 0 }
+        #expect(log.all == [.invalid])
+        #expect(!watch.isActive)
+        await loop.shutdown()
+        _ = close(pipe.writeEnd)
+    }
+
+    @Test("a hang-up reaches a handler that asked for nothing")
+    func hangUpReported() async throws {
+        let loop = try SDKLoop(name: "fd-hup")
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let log = CallLog()
+        let watch = try loop.watch(pair[0], for: []) { events in log.record(events, on: loop) }
+        _ = close(pair[1])
+        #expect(await eventually { log.count >= 1 })
+        #expect(log.all.first?.contains(.hangUp) == true)
+        #expect(log.all.allSatisfy { !$0.contains(.readable) }, "readable was not asked for")
+        watch.cancel(closingDescriptor: true)
+        _ = try await loop.run { 0 }  // the close was posted before this job
+        #expect(fcntl(pair[0], F_GETFD) == -1, "cancel(closingDescriptor: true) closed it on the loop thread")
+        await loop.shutdown()
+    }
+
+    @Test("one-shot and repeating timers run on the loop thread; a cancelled one stops, even when due in the same turn")
+    func timers() async throws {
+        let loop = try SDKLoop(name: "timers")
+        let once = AtomicCell<Int>(0)
+        let offLoop = AtomicCell<Int>(0)
+        let oneShot = try loop.schedule(after: .milliseconds(1)) {
+            if !loop.isCurrent { offLoop.add(1, ordering: .relaxed) }
+            once.add(1, ordering: .relaxed)
+        }
+        let ticks = AtomicCell<Int>(0)
+        let repeating = LockedBox<LoopTimer?>(nil)
+        repeating.withLock {
+            $0 = try? loop.schedule(after: .zero, repeating: .milliseconds(1)) {
+                if ticks.add(1, ordering: .relaxed).newValue == 3 { repeating.withLock { $0 }?.cancel() }
+            }
+        }
+        #expect(await eventually { once.load(ordering: .acquiring) == 1 && ticks.load(ordering: .acquiring) == 3 })
+        #expect(!oneShot.isActive)
+        _ = try await loop.run { 0 }
+        #expect(ticks.load(ordering: .acquiring) == 3, "the repeating timer stopped at its cancel")
+        // Two timers due in the same turn (both at zero, scheduled while the loop is held): the
+        // first cancels the second.
+        let gate = try holdLoop(loop)
+        let secondRuns = AtomicCell<Int>(0)
+        let second = LockedBox<LoopTimer?>(nil)
+        let firstRan = AtomicCell<Bool>(false)
+        try loop.schedule(after: .zero) {
+            second.withLock { $0 }?.cancel()
+            firstRan.store(true, ordering: .releasing)
+        }
+        second.withLock { $0 = try? loop.schedule(after: .zero) { secondRuns.add(1, ordering: .relaxed) } }
+        gate.signal()
+        #expect(await eventually { firstRan.load(ordering: .acquiring) })
+        _ = try await loop.run { 0 }
+        #expect(secondRuns.load(ordering: .acquiring) == 0)
+        #expect(offLoop.load(ordering: .acquiring) == 0)
+        repeating.withLock { $0 = nil }
+        second.withLock { $0 = nil }
+        await loop.shutdown()
+    }
+
+    @Test("a handler that throws ends its watch or timer, and the error reaches onHandlerError")
+    func throwingHandler() async throws {
+        let errors = LockedBox<[String]>([])
+        let loop = try SDKLoop(name: "fd-throw", onHandlerError: { error in errors.withLock { $0.append("\(error)") } })
+        let pipe = TestPipe()
+        let calls = AtomicCell<Int>(0)
+        let watch = try loop.watch(pipe.readEnd, for: .readable) { _ in
+            calls.add(1, ordering: .relaxed)
+            throw HandlerFailure()  // and leaves the byte unread: level-triggered, it would be called again
+        }
+        pipe.put()
+        let timer = try loop.schedule(after: .zero, repeating: .milliseconds(1)) { throw HandlerFailure() }
+        #expect(await eventually { errors.withLock { $0.count } == 2 })
+        _ = try await loop.run { 0 }
+        #expect(calls.load(ordering: .acquiring) == 1)
+        #expect(!watch.isActive && !timer.isActive)
+        #expect(errors.withLock { $0 } == ["HandlerFailure()", "HandlerFailure()"])
+        await loop.shutdown()
+        pipe.closeAll()
+    }
+
+    @Test(
+        "shutdown releases every handler and refuses new watches and timers; jobs, scheduler and executor still work before"
+    )
+    func shutdownEnds() async throws {
+        let loop = try SDKLoop(name: "fd-shutdown")
+        let pipe = TestPipe()
+        final class Token: Sendable {}
+        var token: Token? = Token()
+        let weakToken = OneShotWeak(token!)
+        try loop.watch(pipe.readEnd, for: .readable) { [token] _ in _ = token }
+        try loop.schedule(after: .seconds(3600)) { [token] in _ = token }
+        token = nil
+        #expect(weakToken.object != nil, "the handlers keep what they captured while the loop runs")
+        #expect(try await loop.run { loop.isCurrent })
+        let viaScheduler = AtomicCell<Bool>(false)
+        try loop.scheduler.post { viaScheduler.store(loop.isCurrent, ordering: .releasing) }
+        _ = try await loop.run { 0 }
+        #expect(viaScheduler.load(ordering: .acquiring))
+        await loop.shutdown()
+        #expect(weakToken.object == nil, "shutdown released the handlers")
+        #expect(throws: OffloadError.shutDown) { try loop.watch(pipe.writeEnd, for: .writable) { _ in } }
+        #expect(throws: OffloadError.shutDown) { try loop.schedule(after: .zero) {} }
+        #expect(fcntl(pipe.readEnd, F_GETFD) != -1, "shutdown leaves the SDK's descriptors open")
+        pipe.closeAll()
+    }
+
+    @Test("watching a descriptor twice stops with a message that says what to do")
+    func doubleWatchStops() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let loop = try SDKLoop(name: "fd-twice")
+            let pipe = TestPipe()
+            try loop.watch(pipe.readEnd, for: .readable) { _ in }
+            try loop.watch(pipe.readEnd, for: .readable) { _ in }
+        }
+    }
+
+    @Test("watching on a loop that runs the SDK's own loop stops with a message that says what to do")
+    func driverLoopCannotWatch() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let loop = try SDKLoop(
+                name: "driven", driver: .iterating(runOnce: { usleep(1_000) }, wake: {}))
+            try loop.watch(0, for: .readable) { _ in }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("Create it with SDKLoop(name:) to watch descriptors and timers"))
+    }
+
+    @Test("500 descriptors watched at once: each ready one reaches its own handler, once per write")
+    func manyDescriptors() async throws {
+        let loop = try SDKLoop(name: "fd-many")
+        let pipes = (0..<250).map { _ in TestPipe() }  // 250 pipes, both ends watched
+        let reads = (0..<pipes.count).map { _ in AtomicCell<Int>(0) }
+        for (index, pipe) in pipes.enumerated() {
+            try loop.watch(pipe.readEnd, for: .readable) { _ in reads[index].add(pipe.drain(), ordering: .relaxed) }
+            try loop.watch(pipe.writeEnd, for: []) { _ in }
+        }
+        for (index, pipe) in pipes.enumerated() where index.isMultiple(of: 7) { pipe.put(2) }
+        #expect(
+            await eventually {
+                pipes.indices.allSatisfy { reads[$0].load(ordering: .acquiring) == ($0.isMultiple(of: 7) ? 2 : 0) }
+            })
+        await loop.shutdown()
+        for pipe in pipes { pipe.closeAll() }
+    }
+}
