@@ -7,8 +7,10 @@
 /// ``readable`` and ``writable`` are meaningful. A handler may receive any of them: ``error``,
 /// ``hangUp`` and ``invalid`` are reported whatever the interest, as `poll` does.
 public struct DescriptorEvents: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    /// The bits: one per member.
     public let rawValue: UInt8
 
+    /// The events whose bits are set in `rawValue`.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// Data can be read without blocking (or the peer closed its end: a read returns 0).

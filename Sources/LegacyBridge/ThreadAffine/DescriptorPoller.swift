@@ -343,6 +343,7 @@ public enum DescriptorLoopError: Error, Hashable, Sendable, CustomStringConverti
     /// The loop thread could not be started (see ``OffloadError/threadCreationFailed(code:)``).
     case threadCreationFailed(code: Int32)
 
+    /// A readable message, e.g. "could not create the loop's wake pipe (pipe failed with errno 24)".
     public var description: String {
         switch self {
         case .wakePipeFailed(let code): return "could not create the loop's wake pipe (pipe failed with errno \(code))"
