@@ -67,9 +67,13 @@ final class DescriptorPoller: Sendable {
     private let wakeWrite: Int32
     /// Receives what a handler threw; nil stops the process with a message.
     private let onHandlerError: (@Sendable (any Error) -> Void)?
+    /// Runs on the loop thread before each wait.
+    private let beforeWait: (@Sendable () -> Void)?
 
     /// Creates the wake pipe; throws the `pipe` error number when the process has no descriptors left.
-    init(loopName: String, onHandlerError: (@Sendable (any Error) -> Void)?) throws(DescriptorLoopError) {
+    init(
+        loopName: String, onHandlerError: (@Sendable (any Error) -> Void)?, beforeWait: (@Sendable () -> Void)?
+    ) throws(DescriptorLoopError) {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw .wakePipeFailed(code: errno) }
         for end in ends {
@@ -80,6 +84,7 @@ final class DescriptorPoller: Sendable {
         self.wakeWrite = ends[1]
         self.loopName = loopName
         self.onHandlerError = onHandlerError
+        self.beforeWait = beforeWait
         self.waitSet = LoopThreadOnly(WaitSet())
     }
 
@@ -185,6 +190,7 @@ final class DescriptorPoller: Sendable {
     /// One iteration: waits until a descriptor is ready, a timer is due or a wake came, then runs
     /// the handlers of what is ready and the due timers.
     func runOnce() {
+        beforeWait?()
         let (version, nextDeadline) = registry.withLock { registry in
             (registry.version, registry.timers.values.lazy.map(\.deadline).min())
         }
@@ -293,7 +299,7 @@ final class DescriptorPoller: Sendable {
             fatalError(
                 """
                 SDKLoop '\(loopName)': a descriptor or timer handler threw \(error). Handle errors inside \
-                the handler, or pass onHandlerError: to SDKLoop(name:onHandlerError:)
+                the handler, or pass onHandlerError: to SDKLoop(name:onHandlerError:beforeWait:)
                 """)
         }
         onHandlerError(error)

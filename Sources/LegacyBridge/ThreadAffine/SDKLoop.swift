@@ -117,11 +117,15 @@ public final class SDKLoop: Sendable {
     /// - Parameters:
     ///   - name: The thread's name, for debuggers and backtraces (cut to 15 bytes on Linux).
     ///   - onHandlerError: Receives, on the loop thread, what a descriptor or timer handler threw.
+    ///   - beforeWait: Runs on the loop thread before each wait, after the posted jobs. For an SDK
+    ///     that says what it waits for only when asked (`mosquitto_want_write`, `ares_getsock`,
+    ///     `PQflush`): update the watches' interest here.
     /// - Throws: ``DescriptorLoopError`` when the wake pipe or the thread cannot be created.
     public convenience init(
-        name: String = "sdk-loop", onHandlerError: (@Sendable (any Error) -> Void)? = nil
+        name: String = "sdk-loop", onHandlerError: (@Sendable (any Error) -> Void)? = nil,
+        beforeWait: (@Sendable () -> Void)? = nil
     ) throws(DescriptorLoopError) {
-        let poller = try DescriptorPoller(loopName: name, onHandlerError: onHandlerError)
+        let poller = try DescriptorPoller(loopName: name, onHandlerError: onHandlerError, beforeWait: beforeWait)
         do {
             try self.init(name: name, kind: .descriptors(poller))
         } catch {
@@ -143,7 +147,7 @@ public final class SDKLoop: Sendable {
     /// Watches a descriptor: `handler` runs on the loop thread whenever the descriptor is ready for
     /// `interest`, or has an error or hang-up to report.
     ///
-    /// Only for a loop made with ``init(name:onHandlerError:)``. Call it from any thread; a watch
+    /// Only for a loop made with ``init(name:onHandlerError:beforeWait:)``. Call it from any thread; a watch
     /// made on another thread is part of the next wait (the loop is woken).
     ///
     /// - Parameters:
@@ -173,7 +177,7 @@ public final class SDKLoop: Sendable {
     /// Runs `handler` on the loop thread once `delay` has passed, and then every `period` if one
     /// is given.
     ///
-    /// Only for a loop made with ``init(name:onHandlerError:)``. Call it from any thread. A
+    /// Only for a loop made with ``init(name:onHandlerError:beforeWait:)``. Call it from any thread. A
     /// repeating timer that falls behind by more than a period skips what it missed.
     ///
     /// - Parameters:

@@ -10,15 +10,17 @@ import Foundation
 import Testing
 @testable import LegacyBridge
 
-/// A pipe whose ends are non-blocking; closes what is still open when released.
+/// A one-way channel between two non-blocking descriptors (a socket pair).
 private final class TestPipe: @unchecked Sendable {
     // @unchecked Sendable: the descriptors are plain numbers; each test closes an end at most once.
     let readEnd: Int32
     let writeEnd: Int32
     init() {
         var ends: [Int32] = [-1, -1]
-        precondition(pipe(&ends) == 0)
-        for end in ends { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
+        // A socket pair, close-on-exec and non-blocking from the start: a child process started
+        // by another test (an exit test) must not keep an end open.
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        precondition(socketpair(AF_UNIX, type, 0, &ends) == 0)
         (readEnd, writeEnd) = (ends[0], ends[1])
     }
     func put(_ count: Int = 1) {
@@ -128,6 +130,42 @@ struct DescriptorLoopTests {
         second.closeAll()
     }
 
+    @Test("beforeWait runs on the loop thread before each wait: an SDK that says what it wants only when asked")
+    func beforeWaitSetsInterest() async throws {
+        // The stand-in SDK wants to write only while `pending` is set, like mosquitto_want_write.
+        let pending = AtomicCell<Bool>(false)
+        let watchBox = LockedBox<DescriptorWatch?>(nil)
+        let offLoop = AtomicCell<Int>(0)
+        let loopBox = LockedBox<SDKLoop?>(nil)
+        let loop = try SDKLoop(
+            name: "fd-prepare",
+            beforeWait: {
+                if loopBox.withLock({ $0 })?.isCurrent == false { offLoop.add(1, ordering: .relaxed) }
+                watchBox.withLock { $0 }?.update(interest: pending.load(ordering: .acquiring) ? .writable : [])
+            })
+        loopBox.withLock { $0 = loop }
+        let pipe = TestPipe()
+        let writes = AtomicCell<Int>(0)
+        let watch = try loop.watch(pipe.writeEnd, for: []) { _ in
+            writes.add(1, ordering: .relaxed)
+            pending.store(false, ordering: .releasing)  // written: the SDK wants nothing more
+        }
+        watchBox.withLock { $0 = watch }
+        _ = try await loop.run { 0 }
+        _ = try await loop.run { 0 }
+        #expect(writes.load(ordering: .acquiring) == 0, "nothing was pending")
+        try await loop.run { pending.store(true, ordering: .releasing) }
+        #expect(await eventually { writes.load(ordering: .acquiring) == 1 })
+        _ = try await loop.run { 0 }
+        _ = try await loop.run { 0 }
+        #expect(writes.load(ordering: .acquiring) == 1, "one write, then beforeWait dropped the interest")
+        #expect(offLoop.load(ordering: .acquiring) == 0)
+        watchBox.withLock { $0 = nil }
+        loopBox.withLock { $0 = nil }
+        await loop.shutdown()
+        pipe.closeAll()
+    }
+
     @Test("a watch cancelled by an earlier handler of the same wait never reaches its handler")
     func cancelledInSameBatch() async throws {
         let loop = try SDKLoop(name: "fd-batch")
@@ -161,35 +199,58 @@ struct DescriptorLoopTests {
 
     @Test("a descriptor closed without cancelling its watch is reported once as invalid; the watch ends")
     func closedWithoutCancel() async throws {
-        let loop = try SDKLoop(name: "fd-invalid")
+        // The watched number is the highest the process may open: beside the other tests, a
+        // descriptor opened between the close and the next wait would take the lowest free number,
+        // never this one, so the wait sees a closed descriptor.
+        var limit = rlimit()
+        #expect(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        let high = Int32(clamping: min(limit.rlim_cur, 1 << 20) - 1)
         let pipe = TestPipe()
+        #expect(dup2(pipe.readEnd, high) == high)
+        let loop = try SDKLoop(name: "fd-invalid")
         let log = CallLog()
-        let watch = try loop.watch(pipe.readEnd, for: .readable) { events in log.record(events, on: loop) }
-        try await loop.run { _ = close(pipe.readEnd) }
+        let watch = try loop.watch(high, for: .readable) { events in log.record(events, on: loop) }
+        try await loop.run { _ = close(high) }
         #expect(await eventually { log.count >= 1 })
         _ = try await loop.run { 0 }
         _ = try await loop.run { 0 }
         #expect(log.all == [.invalid])
         #expect(!watch.isActive)
         await loop.shutdown()
-        _ = close(pipe.writeEnd)
+        pipe.closeAll()
     }
 
     @Test("a hang-up reaches a handler that asked for nothing")
     func hangUpReported() async throws {
         let loop = try SDKLoop(name: "fd-hup")
         var pair: [Int32] = [-1, -1]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
         let log = CallLog()
         let watch = try loop.watch(pair[0], for: []) { events in log.record(events, on: loop) }
         _ = close(pair[1])
         #expect(await eventually { log.count >= 1 })
         #expect(log.all.first?.contains(.hangUp) == true)
         #expect(log.all.allSatisfy { !$0.contains(.readable) }, "readable was not asked for")
+        watch.cancel()
+        _ = close(pair[0])
+        await loop.shutdown()
+    }
+
+    @Test("cancel(closingDescriptor: true) from another thread closes the descriptor on the loop thread")
+    func cancelClosing() async throws {
+        let loop = try SDKLoop(name: "fd-close")
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
+        _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
+        let watch = try loop.watch(pair[0], for: .readable) { _ in }
+        var byte: UInt8 = 0
+        #expect(read(pair[1], &byte, 1) == -1, "open: nothing to read yet")
         watch.cancel(closingDescriptor: true)
         _ = try await loop.run { 0 }  // the close was posted before this job
-        #expect(fcntl(pair[0], F_GETFD) == -1, "cancel(closingDescriptor: true) closed it on the loop thread")
+        #expect(read(pair[1], &byte, 1) == 0, "the peer sees the end of the stream: the loop closed its end")
+        #expect(!watch.isActive)
         await loop.shutdown()
+        _ = close(pair[1])
     }
 
     @Test("one-shot and repeating timers run on the loop thread; a cancelled one stops, even when due in the same turn")
