@@ -49,15 +49,14 @@ let package = Package(
             providers: [.apt(["libmosquitto-dev"]), .brew(["mosquitto"])]
         ),
         // A self-pipe that wakes a loop thread polling an SDK's sockets (c-ares, libmosquitto).
-        .target(name: "SelfPipe"),
         // Both run their library's event loop on LegacyBridge's SDKLoop.
-        .target(name: "DNSResolver", dependencies: ["CAres", "SelfPipe", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        .target(name: "DNSResolver", dependencies: ["CAres", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         .target(name: "HTTPDownloader", dependencies: ["CCurl", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Blocking queries on an OffloadPool, one connection per pool thread.
         .target(name: "SQLiteDatabase", dependencies: ["CSQLite", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // libmosquitto on an SDKLoop: QoS 1 publishes awaited by message id (PendingRequests),
         // one broker subscription per topic shared by its consumers (SharedSubscription).
-        .target(name: "MQTTClient", dependencies: ["CMosquitto", "SelfPipe", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        .target(name: "MQTTClient", dependencies: ["CMosquitto", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Loopback servers for the tests (python3): nothing the tests do leaves the machine.
         .target(name: "LoopbackFixtures", dependencies: [.product(name: "LegacyBridge", package: "legacy-bridge")]),
         // The tests also run the conformance suite on the shipped adapters (its real-adapter path).

@@ -1,5 +1,4 @@
 import LegacyBridge
-import SelfPipe
 import Synchronization
 
 /// Resolves host names with c-ares, from async code.
@@ -79,17 +78,11 @@ public final class Resolver: Sendable {
         self.counters = counters
         let driver = AresDriver(options: options, counters: counters)
         self.driver = driver
-        guard let wakeup = WakeupPipe() else { throw AresError.noMemory }
-        // One iteration: sleep in poll until a socket, a c-ares timeout or a post needs the loop.
-        let iteration = SDKLoop.Driver.iterating(
-            runOnce: {
-                if driver.waitAndProcess(wakeup: wakeup.readDescriptor, maxWaitMilliseconds: 1000) {
-                    wakeup.drain()
-                }
-            },
-            wake: { wakeup.signal() })
         do {
-            self.loop = try SDKLoop(name: "c-ares loop", driver: iteration)
+            // The loop waits on the sockets and the timeout that c-ares asks for before each wait.
+            let loop = try SDKLoop(name: "c-ares loop", beforeWait: { driver.prepareWait() })
+            try loop.post { [weak loop] in if let loop { driver.attach(to: loop) } }
+            self.loop = loop
         } catch {
             throw AresError.noMemory
         }

@@ -1,5 +1,4 @@
 import LegacyBridge
-import SelfPipe
 import Synchronization
 
 /// An MQTT client over libmosquitto, from async code: QoS 1 publishes that return once the broker
@@ -55,7 +54,6 @@ public final class MQTTConnection: Sendable {
     }
 
     private let loop: SDKLoop
-    private let wakeup: WakeupPipe
     private let driver: MosquittoDriver
     private let counters: MQTTCounters
     private let publisher: LoopActor
@@ -65,9 +63,8 @@ public final class MQTTConnection: Sendable {
     /// Numbers the runs of every topic's subscription, so that a late stop finds only its own run.
     private static let runs = Atomic<UInt64>(0)
 
-    private init(loop: SDKLoop, wakeup: WakeupPipe, driver: MosquittoDriver, counters: MQTTCounters) {
+    private init(loop: SDKLoop, driver: MosquittoDriver, counters: MQTTCounters) {
         self.loop = loop
-        self.wakeup = wakeup
         self.driver = driver
         self.counters = counters
         self.publisher = LoopActor(executor: loop.executor, driver: driver)
@@ -93,23 +90,21 @@ public final class MQTTConnection: Sendable {
             configuration.keepAlive >= .seconds(5),
             "MQTTConnection.Configuration.keepAlive must be at least 5 seconds (libmosquitto's minimum)")
         try Mosquitto.initializeLibrary()
-        guard let wakeup = WakeupPipe() else { throw MQTTError.noMemory }
         let counters = MQTTCounters()
         let table = PublishTable()
         let driver = MosquittoDriver(counters: counters, publishes: table.publishes)
         let loop: SDKLoop
         do {
-            // One iteration: sleep in poll until the socket, a second or a post needs the loop.
+            // The loop waits on the client's socket, for what libmosquitto wants before each wait.
             loop = try SDKLoop(
                 name: "mqtt \(loopNumbers.add(1, ordering: .relaxed).newValue)",
-                driver: .iterating(
-                    runOnce: { if driver.iterate(wake: wakeup.readDescriptor) { wakeup.drain() } },
-                    wake: { wakeup.signal() }))
+                beforeWait: { driver.prepareWait() })
+            try loop.post { [weak loop] in if let loop { driver.attach(to: loop) } }
         } catch {
             throw MQTTError.noMemory
         }
         table.attach(loop: loop, driver: driver)
-        let connection = MQTTConnection(loop: loop, wakeup: wakeup, driver: driver, counters: counters)
+        let connection = MQTTConnection(loop: loop, driver: driver, counters: counters)
         try await withCallback(scheduler: loop.scheduler) { completion in
             driver.connect(configuration, completion: completion)
             return nil

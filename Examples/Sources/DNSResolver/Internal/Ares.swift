@@ -1,11 +1,11 @@
-// The one file of DNSResolver that calls C (c-ares and poll).
+// The one file of DNSResolver that calls C (c-ares).
 //
 // It is the only place with Unmanaged, raw pointers and @convention(c) trampolines. Everything
-// above it speaks Swift values: AresDriver's start/cancel/waitAndProcess/destroyAll, ResolvedAddress,
+// above it speaks Swift values: AresDriver's start/cancel/prepareWait/destroyAll, ResolvedAddress,
 // AresError.
 //
 // Threading: a c-ares channel must only be used from one thread. An AresDriver is used on its
-// resolver's SDKLoop thread only (the loop's iterations and posted jobs); each channel call checks
+// resolver's SDKLoop thread only (its beforeWait, handlers, timers and posted jobs); each channel call checks
 // that it runs on the thread of the driver's first call and counts any that does not.
 //
 // Channels: one per query. ares_cancel cancels every query of a channel, so a channel per query is
@@ -19,6 +19,7 @@
 // releases nothing.
 
 import CAres
+import LegacyBridge
 
 #if canImport(Glibc)
 import Glibc
@@ -181,6 +182,13 @@ final class AresDriver: @unchecked Sendable {
     private var queries: [UInt64: AresQuery] = [:]
     /// Set by `destroyAll`: a lookup posted after it fails with `ARES_EDESTRUCTION`.
     private var destroyed = false
+    /// The loop's watch of each socket c-ares waits on, and the query that socket belongs to.
+    private var watches: [Int32: DescriptorWatch] = [:]
+    private var socketOwners: [Int32: UInt64] = [:]
+    /// The loop's timer for the nearest c-ares timeout.
+    private var timer: LoopTimer?
+    /// The resolver's loop, weakly: the loop holds this driver.
+    private weak var loop: SDKLoop?
 
     init(options: AresChannelOptions, counters: ResolverCounters) {
         self.options = options
@@ -308,49 +316,72 @@ final class AresDriver: @unchecked Sendable {
         destroyIfAnswered(query)
     }
 
-    /// Sleeps in `poll` until a channel socket is ready, a c-ares timeout is due, `wakeup` is
-    /// readable or `maxWaitMilliseconds` pass; then lets c-ares process what is ready.
-    ///
-    /// - Returns: Whether `wakeup` was readable (the caller drains it, then takes its jobs).
-    func waitAndProcess(wakeup: Int32, maxWaitMilliseconds: Int32) -> Bool {
+    // MARK: Loop glue
+
+    /// Tells the driver its loop; a job on that loop, before any lookup.
+    func attach(to loop: SDKLoop) {
         checkThread()
-        var descriptors = [pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)]
-        var owners: [AresQuery?] = [nil]
-        var waitMilliseconds = maxWaitMilliseconds
+        self.loop = loop
+    }
+
+    /// Before each wait of the resolver's loop: makes the loop watch exactly the sockets c-ares
+    /// wants (`ares_getsock`), for what it wants them, and arms a timer for the nearest c-ares
+    /// timeout (`ares_timeout`).
+    func prepareWait() {
+        guard let loop else { return }  // not attached yet: no query either
+        checkThread()
+        var wanted: [Int32: (interest: DescriptorEvents, query: UInt64)] = [:]
         var sockets = [ares_socket_t](repeating: ARES_SOCKET_BAD, count: Int(ARES_GETSOCK_MAXNUM))
+        var nearest: Duration?
         for query in queries.values {
-            guard let channel = query.channel else { continue }
+            guard !query.answered, let channel = query.channel else { continue }
             let bits = ares_getsock(channel, &sockets, Int32(sockets.count))
             for index in 0..<Int(ARES_GETSOCK_MAXNUM) {
-                let readable = bits & (1 << index) != 0
-                let writable = bits & (1 << (index + Int(ARES_GETSOCK_MAXNUM))) != 0
-                guard readable || writable else { continue }
-                let events = (readable ? Int16(POLLIN) : 0) | (writable ? Int16(POLLOUT) : 0)
-                descriptors.append(pollfd(fd: sockets[index], events: events, revents: 0))
-                owners.append(query)
+                var interest: DescriptorEvents = []
+                if bits & (1 << index) != 0 { interest.insert(.readable) }
+                if bits & (1 << (index + Int(ARES_GETSOCK_MAXNUM))) != 0 { interest.insert(.writable) }
+                if !interest.isEmpty { wanted[sockets[index]] = (interest, query.id) }
             }
-            var limit = timeval()
             var next = timeval()
-            limit.tv_sec = Int(waitMilliseconds / 1000)
-            limit.tv_usec = Int(waitMilliseconds % 1000) * 1000
-            if let due = ares_timeout(channel, &limit, &next) {
-                let milliseconds = Int(due.pointee.tv_sec) * 1000 + (Int(due.pointee.tv_usec) + 999) / 1000
-                waitMilliseconds = Int32(clamping: min(Int(waitMilliseconds), max(0, milliseconds)))
+            if let due = ares_timeout(channel, nil, &next) {
+                let left = Duration.seconds(Int64(due.pointee.tv_sec)) + .microseconds(Int64(due.pointee.tv_usec))
+                nearest = min(nearest ?? left, left)
             }
         }
-        let ready = poll(&descriptors, nfds_t(descriptors.count), waitMilliseconds)
-        if ready > 0 {
-            for index in 1..<descriptors.count where descriptors[index].revents != 0 {
-                guard let query = owners[index], !query.answered, let channel = query.channel else { continue }
-                let revents = Int32(descriptors[index].revents)
-                let readFD = revents & Int32(POLLIN | POLLERR | POLLHUP) != 0 ? descriptors[index].fd : ARES_SOCKET_BAD
-                let writeFD = revents & Int32(POLLOUT) != 0 ? descriptors[index].fd : ARES_SOCKET_BAD
-                query.callSite = .insideProcess
-                ares_process_fd(channel, readFD, writeFD)
-                query.callSite = .idle
+        // Sockets c-ares closed or no longer waits on first: their numbers may be reused below.
+        for (socket, watch) in watches where wanted[socket] == nil {
+            watch.cancel()
+            watches[socket] = nil
+        }
+        socketOwners = wanted.mapValues(\.query)
+        for (socket, want) in wanted {
+            if let watch = watches[socket] {
+                watch.update(interest: want.interest)
+            } else {
+                watches[socket] = try? loop.watch(socket, for: want.interest) { [unowned self] events in
+                    self.process(socket: socket, events)
+                }
             }
         }
-        // Timeouts (and retries) are handled by processing with no descriptor.
+        timer?.cancel()
+        timer = nearest.flatMap { delay in try? loop.schedule(after: delay) { [unowned self] in self.processTimeouts() }
+        }
+    }
+
+    /// A watched socket is ready: c-ares reads or writes it for the query that owns it.
+    private func process(socket: Int32, _ events: DescriptorEvents) {
+        guard let id = socketOwners[socket], let query = queries[id], !query.answered, let channel = query.channel
+        else { return }
+        let readable = !events.isDisjoint(with: [.readable, .error, .hangUp, .invalid])
+        query.callSite = .insideProcess
+        ares_process_fd(
+            channel, readable ? socket : ARES_SOCKET_BAD, events.contains(.writable) ? socket : ARES_SOCKET_BAD)
+        query.callSite = .idle
+        destroyIfAnswered(query)
+    }
+
+    /// A c-ares timeout is due: processing with no socket handles timeouts and retries.
+    private func processTimeouts() {
         for query in Array(queries.values) {
             if !query.answered, let channel = query.channel {
                 query.callSite = .insideProcess
@@ -359,7 +390,6 @@ final class AresDriver: @unchecked Sendable {
             }
             destroyIfAnswered(query)
         }
-        return ready > 0 && descriptors[0].revents != 0
     }
 
     /// Destroys every channel; c-ares answers each pending query with `ARES_EDESTRUCTION` inside

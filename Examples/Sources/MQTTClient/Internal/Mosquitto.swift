@@ -1,20 +1,21 @@
-// The one file of MQTTClient that calls C (libmosquitto and poll).
+// The one file of MQTTClient that calls C (libmosquitto).
 //
 // It is the only place with Unmanaged, raw pointers and @convention(c) trampolines. Everything
-// above it speaks Swift values: MosquittoDriver's connect/publish/subscribe/iterate/close,
+// above it speaks Swift values: MosquittoDriver's connect/publish/subscribe/prepareWait/close,
 // MQTTMessage, MQTTError.
 //
 // Threading: a mosquitto client is not thread-safe unless libmosquitto runs its own thread. A
-// MosquittoDriver is used on its connection's SDKLoop thread only: the loop's iterations, posted
+// MosquittoDriver is used on its connection's SDKLoop thread only: the loop's handlers, posted
 // jobs and the jobs of the actor whose executor is that loop. Every client call checks that it runs
 // on the thread of the driver's first call and counts any that does not. libmosquitto calls every
 // callback on that thread too, from inside the calls made here.
 //
 // The loop: libmosquitto's external-loop API (mosquitto_socket, mosquitto_want_write,
-// mosquitto_loop_read/write/misc) under our own poll, which also watches a self-pipe. A posted job
-// wakes the poll at once; mosquitto_loop cannot watch a descriptor of ours, so with it a job would
-// wait for its timeout.
-//
+// mosquitto_loop_read/write/misc) on the library's descriptor loop: before each wait the driver
+// sets what the loop watches the socket for, the socket's handler reads and writes, and a timer
+// runs the housekeeping. A posted job wakes the wait at once; mosquitto_loop cannot be woken that
+// way, so with it a job would wait for its timeout.
+
 // Context lifetime: the client's userdata is the driver, unretained. The driver outlives the
 // client: only `close` destroys the client, and the connection keeps the driver until its loop
 // has run that job.
@@ -137,6 +138,11 @@ final class MosquittoDriver: @unchecked Sendable {
     /// Ids acknowledged inside `mosquitto_publish`, before it returned them.
     private var acknowledgedEarly: Set<Int32> = []
     private var subscriptions: [String: Subscription] = [:]
+    /// The connection's loop, weakly (the loop holds this driver), its watch of the client's
+    /// socket and its housekeeping timer.
+    private weak var loop: SDKLoop?
+    private var socketWatch: DescriptorWatch?
+    private var housekeeping: LoopTimer?
 
     init(counters: MQTTCounters, publishes: PendingRequests<Int32, Void>) {
         self.counters = counters
@@ -303,31 +309,48 @@ final class MosquittoDriver: @unchecked Sendable {
         }
     }
 
-    // MARK: Loop
+    // MARK: Loop glue
 
-    /// One iteration: waits in poll for the client's socket, the wake pipe or a second, then lets
-    /// libmosquitto read, write and do its housekeeping. Returns whether the wake pipe was readable.
-    func iterate(wake: Int32) -> Bool {
-        var descriptors = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+    /// Tells the driver its loop, and starts libmosquitto's housekeeping (keep-alive pings,
+    /// retries): `mosquitto_loop_misc` every second. A job on that loop, before any other call.
+    func attach(to loop: SDKLoop) {
+        checkThread()
+        self.loop = loop
+        housekeeping = try? loop.schedule(after: .seconds(1), repeating: .seconds(1)) { [unowned self] in
+            if let client, mosquitto_socket(client) >= 0 { _ = mosquitto_loop_misc(client) }
+        }
+    }
+
+    /// Before each wait of the connection's loop: the loop watches the client's socket for
+    /// reading, and for writing while libmosquitto has something to send (`mosquitto_want_write`).
+    func prepareWait() {
+        guard let loop else { return }  // not attached yet: no client either
         let socket = client.map { mosquitto_socket($0) } ?? -1
-        if let client, socket >= 0 {
-            let events = Int16(POLLIN) | (mosquitto_want_write(client) ? Int16(POLLOUT) : 0)
-            descriptors.append(pollfd(fd: socket, events: events, revents: 0))
+        if let watch = socketWatch, watch.descriptor != socket || socket < 0 {
+            watch.cancel()  // closed or replaced: its number may be reused
+            socketWatch = nil
         }
-        let ready = poll(&descriptors, nfds_t(descriptors.count), 1000)
-        if let client, socket >= 0 {
-            checkThread()
-            let events = ready > 0 ? descriptors[1].revents : 0
-            if events & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
-                let code = mosquitto_loop_read(client, 1)
-                if code != Mosquitto.success { lost(MQTTError(rawValue: code)) }
-            }
-            if events & Int16(POLLOUT) != 0, mosquitto_socket(client) >= 0 {
-                let code = mosquitto_loop_write(client, 1)
-                if code != Mosquitto.success { lost(MQTTError(rawValue: code)) }
-            }
-            if mosquitto_socket(client) >= 0 { _ = mosquitto_loop_misc(client) }
+        guard let client, socket >= 0 else { return }
+        checkThread()
+        let interest: DescriptorEvents = mosquitto_want_write(client) ? [.readable, .writable] : .readable
+        if let socketWatch {
+            socketWatch.update(interest: interest)
+        } else {
+            socketWatch = try? loop.watch(socket, for: interest) { [unowned self] events in self.process(events) }
         }
-        return ready > 0 && descriptors[0].revents & Int16(POLLIN) != 0
+    }
+
+    /// The socket is ready: libmosquitto reads and writes it, and calls its callbacks inside.
+    private func process(_ events: DescriptorEvents) {
+        guard let client, mosquitto_socket(client) >= 0 else { return }
+        checkThread()
+        if !events.isDisjoint(with: [.readable, .error, .hangUp, .invalid]) {
+            let code = mosquitto_loop_read(client, 1)
+            if code != Mosquitto.success { lost(MQTTError(rawValue: code)) }
+        }
+        if events.contains(.writable), mosquitto_socket(client) >= 0 {
+            let code = mosquitto_loop_write(client, 1)
+            if code != Mosquitto.success { lost(MQTTError(rawValue: code)) }
+        }
     }
 }
