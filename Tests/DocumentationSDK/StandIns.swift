@@ -6,6 +6,7 @@
 // in an app.
 
 import CLegacySDK
+import Dispatch
 import LegacyBridge
 
 #if canImport(Glibc)
@@ -143,15 +144,24 @@ package final class AresDriver: @unchecked Sendable {
         pending.removeAll { $0.id == id }
     }
 
-    /// Waits for the wake-up descriptor (at most 100 ms), then answers every pending lookup.
-    package func waitAndProcess(wakeup: Int32) -> Bool {
-        var descriptor = pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)
-        let woken = poll(&descriptor, 1, pending.isEmpty ? 100 : 0) > 0
+    /// Before each wait of the loop: answers every pending lookup (a real driver would watch
+    /// the sockets c-ares waits on).
+    package func prepareWait() {
         let answered = pending
         pending.removeAll()
         for lookup in answered { lookup.onAnswer(.success([ResolvedAddress()])) }
-        return woken
     }
+}
+
+/// A library with a loop function of its own, in the shape of libcurl's multi interface:
+/// `waitAndProcess` waits until woken (or the bound passes), `wakeUp` wakes it from any thread.
+package final class LoopFunctionDriver: Sendable {
+    private let woken = DispatchSemaphore(value: 0)
+    package init() {}
+    package func waitAndProcess(maxWaitMilliseconds: Int32) {
+        _ = woken.wait(timeout: .now() + .milliseconds(Int(maxWaitMilliseconds)))
+    }
+    package func wakeUp() { woken.signal() }
 }
 
 /// A sensor read in the shape of a C SDK: `callback` is called once, with `context`, from an SDK

@@ -1,5 +1,5 @@
 import DocumentationSDK
-import DocumentationSDK
+import Foundation
 import LegacyBridge
 import TestSupport
 import Testing
@@ -77,6 +77,24 @@ struct QuickStartRunTests {
         let resolver = GuideResolver(loop: loop, driver: driver)
         #expect(try await resolver.resolve(host: "example.com", timeout: .seconds(60)).count == 1)
         await loop.shutdown()
+    }
+
+    @Test("guide, single-threaded libraries: a watched socket's handler reads what arrives; a driven loop runs jobs")
+    func guideSocketLoop() async throws {
+        let loop = try SDKLoop(name: "guide-socket")
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
+        let (watch, ticks) = try guideWatchSocket(loop: loop, socket: pair[0])
+        let before = socketBytesRead.current
+        #expect(write(pair[1], "hello", 5) == 5)
+        #expect(await eventually { socketBytesRead.current - before == 5 })
+        watch.cancel(closingDescriptor: true)
+        ticks.cancel()
+        await loop.shutdown()
+        close(pair[1])
+        let driven = try guideMakeDrivenLoop(driver: LoopFunctionDriver())
+        #expect(try await driven.run { 42 } == 42)
+        await driven.shutdown()
     }
 
     @Test("guide, MainActor by default: the documented adapter runs; without its @Sendable, the SDK's call traps")

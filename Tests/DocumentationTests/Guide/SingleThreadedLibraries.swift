@@ -25,41 +25,53 @@ nonisolated final class Query {
     init(onAnswer: @escaping (Result<[ResolvedAddress], any Error>) -> Void) { self.onAnswer = onAnswer }
 }
 
-/// A self-pipe the loop polls.
-nonisolated final class WakeupPipe: Sendable {
-    let readDescriptor: Int32
-    private let writeDescriptor: Int32
-
-    init() {
-        var descriptors: [Int32] = [0, 0]
-        precondition(pipe(&descriptors) == 0, "pipe failed")
-        readDescriptor = descriptors[0]
-        writeDescriptor = descriptors[1]
-        _ = fcntl(readDescriptor, F_SETFL, fcntl(readDescriptor, F_GETFL) | O_NONBLOCK)
-    }
-
-    deinit {
-        close(readDescriptor)
-        close(writeDescriptor)
-    }
-
-    func signal() {
-        var byte: UInt8 = 1
-        _ = write(writeDescriptor, &byte, 1)
-    }
-
-    func drain() {
-        var bytes = [UInt8](repeating: 0, count: 64)
-        while read(readDescriptor, &bytes, bytes.count) > 0 {}
-    }
-}
-
 func guideMakeLoop(driver: AresDriver) throws -> SDKLoop {
     // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
-    let wakeup = WakeupPipe()
-    let loop = try SDKLoop(name: "c-ares", driver: .iterating(
-        runOnce: { if driver.waitAndProcess(wakeup: wakeup.readDescriptor) { wakeup.drain() } },
-        wake: { wakeup.signal() }))
+    let loop = try SDKLoop(name: "c-ares", beforeWait: { driver.prepareWait() })
+    // end snippet
+    return loop
+}
+
+/// A socket-driven library's calls, on the loop thread: it reads what there is and counts it.
+nonisolated let socketBytesRead = LockedCount()
+nonisolated let socketTicks = LockedCount()
+
+/// A count behind a lock, for the stand-ins below.
+nonisolated final class LockedCount: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var value = 0
+    func add(_ amount: Int) { lock.withLock { value += amount } }
+    var current: Int { lock.withLock { value } }
+}
+
+// swift-format-ignore: AlwaysUseLowerCamelCase
+nonisolated func sdk_process(_ socket: Int32, _ readable: Bool, _ writable: Bool) {
+    guard readable else { return }
+    var buffer = [UInt8](repeating: 0, count: 64)
+    let count = read(socket, &buffer, buffer.count)
+    if count > 0 { socketBytesRead.add(count) }
+}
+
+// swift-format-ignore: AlwaysUseLowerCamelCase
+nonisolated func sdk_tick() { socketTicks.add(1) }
+
+func guideWatchSocket(loop: SDKLoop, socket: Int32) throws -> (DescriptorWatch, LoopTimer) {
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
+    let watch = try loop.watch(socket, for: .readable) { events in
+        sdk_process(socket, events.contains(.readable), events.contains(.writable))   // on the loop thread
+    }
+    watch.update(interest: [.readable, .writable])      // the library has something to send
+    let ticks = try loop.schedule(after: .seconds(1), repeating: .seconds(1)) { sdk_tick() }
+    // end snippet
+    return (watch, ticks)
+}
+
+func guideMakeDrivenLoop(driver: LoopFunctionDriver) throws -> SDKLoop {
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
+    let loop = try SDKLoop(name: "curl", driver: .iterating(
+        runOnce: { driver.waitAndProcess(maxWaitMilliseconds: 1000) },
+        wake: { driver.wakeUp() }))
     // end snippet
     return loop
 }
