@@ -60,6 +60,10 @@ enum BenchCommand {
           coalesced 100,000 calls over 100 keys at once, each a task, answered by a pthread SDK as
                     it gets to them: CoalescedCalls vs a [Key: Task] dictionary (ns per call, callers
                     per SDK call; every value checked against its key)
+          loop      SDKLoop(name:) watching a socket vs the poll loop users write by hand (a
+                    pthread, a locked job queue, a self-pipe): a job posted from another thread
+                    writes a byte, the watched socket's handler reads it and signals back (ns per
+                    round trip), with 1, 10, 100 and 1,000 descriptors watched
           scale     100,000 concurrent withCallback timeouts vs as many Task.sleeps; one cancelAll()
                     over 10,000 pending calls and 10,000 streams cancelled at once, each SDK cancel
                     blocking 20 ms (time until every caller is back); the peak count of the
@@ -85,6 +89,7 @@ enum BenchCommand {
 
     static let sections = [
         "oneshot", "worker", "stream", "memory", "cancel", "offload", "scale", "keyed", "shared", "latest", "coalesced",
+        "loop",
     ]
 
     static func main() async {
@@ -156,6 +161,7 @@ struct BenchPlan: Sendable {
     var memoryOperations: Int { quick ? 10_000 : 100_000 }
     var sharedEvents: Int { quick ? 20_000 : 200_000 }
     var supersedingCalls: Int { quick ? 10_000 : 100_000 }
+    var loopRoundTrips: Int { quick ? 2_000 : 20_000 }
     var memoryRounds: Int { quick ? 1 : 5 }
     var cancelSamples: Int { quick ? 100 : 2_000 }
     var burstRounds: Int { quick ? 1 : 5 }
@@ -196,6 +202,7 @@ struct BenchRunner {
         if plan.sections.contains("shared") { try await shared(&report) }
         if plan.sections.contains("latest") { await latest(&report) }
         if plan.sections.contains("coalesced") { await coalesced(&report) }
+        if plan.sections.contains("loop") { await loop(&report) }
         return report
     }
 
@@ -642,6 +649,38 @@ struct BenchRunner {
                 + String(format: "   %.1f callers per SDK call", benchMedian(idiomSharing)),
             row("  CoalescedCalls", primitive) + String(format: "   %.1f callers per SDK call", benchMedian(sharing)),
         ])
+    }
+
+    private func loop(_ report: inout BenchReport) async {
+        let rounds = plan.loopRoundTrips
+        var library: [Int: BenchSeries] = [:]
+        var idiom: [Int: BenchSeries] = [:]
+        for _ in 0..<plan.streamRounds {
+            for watched in BenchLoop.watchCounts {
+                library[watched, default: BenchSeries()].samples.append(
+                    await BenchLoop.roundTrip(rounds, watched: watched) { LibraryDescriptorLoop() })
+                idiom[watched, default: BenchSeries()].samples.append(
+                    await BenchLoop.roundTrip(rounds, watched: watched) { HandWrittenPollLoop() })
+            }
+        }
+        let one = library[1] ?? BenchSeries()
+        let most = library[BenchLoop.watchCounts.last ?? 1] ?? BenchSeries()
+        report.loop = BenchLoopReport(
+            roundTripNs: one.median, idiomRoundTripNs: idiom[1]?.median ?? 0,
+            roundTrip1000Ns: most.median, idiomRoundTrip1000Ns: idiom[BenchLoop.watchCounts.last ?? 1]?.median ?? 0,
+            roundTrips: rounds, rounds: plan.streamRounds)
+        report.addTarget(
+            "loop: SDKLoop(name:) / hand-written poll loop with a self-pipe, per round trip",
+            value: benchRatio(one, idiom[1] ?? BenchSeries()), atMost: BenchLoop.target)
+        report.addTarget(
+            "loop flatness: SDKLoop(name:) round trip with 1,000 descriptors watched / with 1",
+            value: benchRatio(most, one), atMost: BenchLoop.flatTarget)
+        var lines = ["descriptor loop, \(rounds) round trips post → readable → handler (\(plan.streamRounds) rounds)"]
+        for watched in BenchLoop.watchCounts {
+            lines.append(row("  hand-written poll loop, \(watched) watched", idiom[watched] ?? BenchSeries()))
+            lines.append(row("  SDKLoop(name:), \(watched) watched", library[watched] ?? BenchSeries()))
+        }
+        show(lines)
     }
 
     private func memory(_ report: inout BenchReport) throws {

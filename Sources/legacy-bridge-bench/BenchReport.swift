@@ -121,6 +121,7 @@ struct BenchReport: Encodable {
     var keyed = BenchKeyedReport()
     var shared = BenchSharedReport()
     var superseding = BenchSupersedingReport()
+    var loop = BenchLoopReport()
     var targets: [Check] = []
     var quick: Bool
     var debugBuild: Bool

@@ -3,7 +3,7 @@ import CLegacySDK
 import Foundation
 import Testing
 
-@Suite("Bad input: documented status, no callback, nothing leaked, counted")
+@Suite("Bad input: documented status, no callback, nothing leaked, counted", .onOwnThread)
 struct BadInputTests {
     /// A behaviour change and the status the start functions must answer with.
     struct Case: Sendable, CustomStringConvertible {

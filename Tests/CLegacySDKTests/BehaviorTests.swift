@@ -1,7 +1,8 @@
 import CLegacySDK
+import TestSupport
 import Testing
 
-@Suite("Behaviour defaults and chaos")
+@Suite("Behaviour defaults and chaos", .onOwnThread)
 struct BehaviorTests {
     @Test("lsdk_behavior_init fills the documented defaults")
     func defaults() {

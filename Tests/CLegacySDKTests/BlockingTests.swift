@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import Testing
 
-@Suite("Blocking calls and interrupts")
+@Suite("Blocking calls and interrupts", .onOwnThread)
 struct BlockingTests {
     /// The documented result, computed here independently of the SDK.
     private func expectedResult(_ key: UInt64) -> UInt64 {

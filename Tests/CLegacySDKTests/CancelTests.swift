@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import Testing
 
-@Suite("Cancel modes and late callbacks")
+@Suite("Cancel modes and late callbacks", .onOwnThread)
 struct CancelTests {
     private func neverCompleting(_ mode: Int, late: Bool = false) -> lsdk_behavior_t {
         var behavior = lsdk_behavior_t.defaults()

@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import Testing
 
-@Suite("Cancel inside callbacks, and the cancel that waits (LSDK_CANCEL_WAITS)")
+@Suite("Cancel inside callbacks, and the cancel that waits (LSDK_CANCEL_WAITS)", .onOwnThread)
 struct CancelWaitsTests {
     private func waitsStream(concurrency: UInt32 = 1) -> lsdk_behavior_t {
         var behavior = lsdk_behavior_t.defaults()

@@ -1,5 +1,6 @@
 import CLegacySDK
 import Foundation
+import TestSupport
 import Testing
 
 /// What the handle probe does with each new handle, and what it saw.
@@ -48,7 +49,7 @@ private func withProbedClient(_ probe: HandleProbe, _ body: (OpaquePointer) -> V
     withExtendedLifetime(probe) {}
 }
 
-@Suite("Counter orderings: a cause is counted before its effect can happen")
+@Suite("Counter orderings: a cause is counted before its effect can happen", .onOwnThread)
 struct CounterOrderTests {
     @Test("A handle released the moment it becomes valid was already counted: outstanding never underflows")
     func handleCountedBeforePublished() {

@@ -1,9 +1,10 @@
 import CLegacySDK
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
-@Suite("Delivery: where, when and how often callbacks come")
+@Suite("Delivery: where, when and how often callbacks come", .onOwnThread)
 struct DeliveryTests {
     @Test(
         "Synchronous delivery calls back on the caller's thread before start returns, and writes the handle only after")

@@ -1,8 +1,9 @@
 import CLegacySDK
 import Foundation
+import TestSupport
 import Testing
 
-@Suite("The handle table: a stale handle never names a live operation")
+@Suite("The handle table: a stale handle never names a live operation", .onOwnThread)
 struct HandleTableTests {
     private func neverEnding() -> lsdk_behavior_t {
         var behavior = lsdk_behavior_t.defaults()

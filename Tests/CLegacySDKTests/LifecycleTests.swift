@@ -1,9 +1,10 @@
 import CLegacySDK
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
-@Suite("Lifecycle: contexts, handles and client destroy")
+@Suite("Lifecycle: contexts, handles and client destroy", .onOwnThread)
 struct LifecycleTests {
     private static let deliveries = [
         LSDK_DELIVERY_SYNC, LSDK_DELIVERY_WORKER, LSDK_DELIVERY_FRESH_THREAD, LSDK_DELIVERY_MIXED,

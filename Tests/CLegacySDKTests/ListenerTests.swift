@@ -38,7 +38,7 @@ private func pacedEndless() -> lsdk_behavior_t {
     return behavior
 }
 
-@Suite("Listeners: one live subscription per topic")
+@Suite("Listeners: one live subscription per topic", .onOwnThread)
 struct ListenerTests {
     @Test("A listener delivers event_count data events of chunk_size bytes, then its end, and is counted")
     func eventsThenEnd() {

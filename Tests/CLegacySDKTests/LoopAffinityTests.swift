@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import Testing
 
-@Suite("Loop thread, posted jobs and thread affinity")
+@Suite("Loop thread, posted jobs and thread affinity", .onOwnThread)
 struct LoopAffinityTests {
     // MARK: Configuration
 

@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import Testing
 
-@Suite("Pull-style streams: the callback answers CONTINUE or PAUSE")
+@Suite("Pull-style streams: the callback answers CONTINUE or PAUSE", .onOwnThread)
 struct PullStreamTests {
     private static let pause = Int32(LSDK_PULL_PAUSE)
     private static let proceed = Int32(LSDK_PULL_CONTINUE)

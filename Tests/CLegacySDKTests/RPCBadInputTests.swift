@@ -1,8 +1,9 @@
 import CLegacySDK
 import Foundation
+import TestSupport
 import Testing
 
-@Suite("Bad input to connections and listeners: documented status, no callback, counted")
+@Suite("Bad input to connections and listeners: documented status, no callback, counted", .onOwnThread)
 struct RPCBadInputTests {
     @Test(
         "An invalid behaviour field is refused by lsdk_rpc_send and lsdk_listen_start",

@@ -1,6 +1,7 @@
 import CLegacySDK
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
 /// splitmix64, for reproducible plans.
@@ -16,7 +17,7 @@ private struct StressRandom {
     mutating func below(_ bound: UInt64) -> UInt64 { next() % bound }
 }
 
-@Suite("Connections and listeners under load", .serialized)
+@Suite("Connections and listeners under load", .serialized, .onOwnThread)
 struct RPCStressTests {
     @Test(
         "Four threads send 2,000 chaos requests with cancels, disconnects, unknown ids and listeners: every counter returns to zero",

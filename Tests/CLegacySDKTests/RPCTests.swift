@@ -3,7 +3,7 @@ import TestSupport
 import Foundation
 import Testing
 
-@Suite("RPC connections: one reply callback, requests matched by id")
+@Suite("RPC connections: one reply callback, requests matched by id", .onOwnThread)
 struct RPCTests {
     @Test("A caller-chosen id is answered once with its id, a valid body, and nothing stays live")
     func callerChosenID() {

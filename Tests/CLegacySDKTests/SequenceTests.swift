@@ -1,8 +1,9 @@
 import CLegacySDK
 import Foundation
+import TestSupport
 import Testing
 
-@Suite("Hostile sequence numbers: start, width, jumps and garbage")
+@Suite("Hostile sequence numbers: start, width, jumps and garbage", .onOwnThread)
 struct SequenceTests {
     private func stream(progress: UInt32 = 0) -> lsdk_behavior_t {
         var behavior = lsdk_behavior_t.defaults()

@@ -1,6 +1,7 @@
 import CLegacySDK
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
 /// What the probe does and what it saw: on the first entry it makes a second thread call the
@@ -41,7 +42,7 @@ private func token(_ client: OpaquePointer, capacity: Int = 512) -> String {
     return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
 }
 
-@Suite("Session token")
+@Suite("Session token", .onOwnThread)
 struct SessionTokenTests {
     @Test("The token is copied, truncated to 255 bytes, cleared by NULL, and read back truncated to capacity")
     func roundTrip() {

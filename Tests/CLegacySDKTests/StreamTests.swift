@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import Testing
 
-@Suite("Streams: events, ends, flow control and concurrency")
+@Suite("Streams: events, ends, flow control and concurrency", .onOwnThread)
 struct StreamTests {
     private func stream(chunk: UInt32, progressEvery: UInt32 = 0) -> lsdk_behavior_t {
         var behavior = lsdk_behavior_t.defaults()

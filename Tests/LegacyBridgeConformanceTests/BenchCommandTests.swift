@@ -40,6 +40,7 @@ struct BenchCommandTests {
         "superseding": [
             "latestNs", "latestIdiomNs", "coalescedNs", "coalescedIdiomNs", "coalescedSharing", "coalescedIdiomSharing",
         ],
+        "loop": ["roundTripNs", "idiomRoundTripNs", "roundTrip1000Ns", "idiomRoundTrip1000Ns"],
     ]
 
     @Test("--quick --json runs and prints every promised figure as a positive number")
@@ -50,7 +51,7 @@ struct BenchCommandTests {
         let sections = [
             "oneShot": report.oneShot, "workerThread": report.workerThread, "stream": report.stream,
             "memory": report.memory, "cancelLatency": report.cancelLatency, "offload": report.offload,
-            "scale": report.scale, "superseding": report.superseding,
+            "scale": report.scale, "superseding": report.superseding, "loop": report.loop,
         ]
         for (section, keys) in Self.promisedKeys.sorted(by: { $0.key < $1.key }) {
             let values = try #require(sections[section], "missing section \(section)")
@@ -132,5 +133,6 @@ private struct BenchJSON: Decodable {
     var offload: [String: Double]
     var scale: [String: Double]
     var superseding: [String: Double]
+    var loop: [String: Double]
     var targets: [Target]
 }

@@ -11,7 +11,7 @@ import Testing
 
 @testable import LegacyBridge
 
-@Suite("Deadline timers: the library's timer thread")
+@Suite("Deadline timers: the library's timer thread", .onOwnThread)
 struct DeadlineTimersTests {
     @Test("the heap gives timers back by deadline, then by scheduling order, through random inserts and removals")
     func heapMatchesModel() {
@@ -168,7 +168,7 @@ actor DeadlineTestCaller {
     }
 }
 
-@Suite("Deadline timers: which thread runs an action, and which clock the thread sleeps on")
+@Suite("Deadline timers: which thread runs an action, and which clock the thread sleeps on", .onOwnThread)
 struct DeadlineTimersThreadAndClockTests {
     @Test("a timer-thread action runs on the timer thread; any other action runs on a job thread")
     func actionsRunWhereScheduled() async {
@@ -258,7 +258,7 @@ struct DeadlineTimersThreadAndClockTests {
     }
 }
 
-@Suite("Deadline timers: a refused timer thread")
+@Suite("Deadline timers: a refused timer thread", .onOwnThread)
 struct DeadlineTimersRefusedThreadTests {
     /// The timer thread is the process's own, so this runs in a child process (an exit test).
     @Test(

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// Runs `body` in the calling task, on a thread of its own instead of a thread of the cooperative
 /// pool, and returns its value.
@@ -62,4 +63,31 @@ private final class OwnThreadExecutor: TaskExecutor, @unchecked Sendable {
             job.runSynchronously(on: asUnownedTaskExecutor())
         }
     }
+}
+
+/// Runs each test of a suite (or one test) on a thread of its own instead of a thread of the
+/// cooperative pool: `@Suite("...", .onOwnThread)`.
+///
+/// For tests that wait for other threads synchronously (a C SDK's callbacks with `spinUntil`, a
+/// semaphore, a bounded `usleep` poll). Swift Testing calls a test's body from a task, so a
+/// synchronous body runs on a pool thread, and the pool has one thread per core. A few such tests
+/// at once held every pool thread for their whole duration, and the tests that need the pool to
+/// make progress (the in-process conformance runs, each with a hang bound) stalled behind them on
+/// a busy two-core machine. On threads of their own, the waiting tests share the cores through
+/// the system's scheduler and the pool stays free.
+package struct OnOwnThreadTrait: TestTrait, SuiteTrait, TestScoping {
+    package var isRecursive: Bool { true }
+
+    package func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        // The suite's own scope runs its tests: only a test case's body moves.
+        guard testCase != nil else { return try await function() }
+        try await TestSupport.onOwnThread { try await function() }
+    }
+}
+
+extension Trait where Self == OnOwnThreadTrait {
+    /// Runs the test, or each test of the suite, on a thread of its own: see ``OnOwnThreadTrait``.
+    package static var onOwnThread: Self { Self() }
 }

@@ -1,5 +1,5 @@
-// The loop an `SDKLoop` made without a driver runs: it waits with `poll` on the watched
-// descriptors, a wake pipe and the nearest timer, then runs the handlers of what is ready, then
+// The loop an `SDKLoop` made without a driver runs: it waits (DescriptorWaitSet: epoll on Linux,
+// poll elsewhere) on the watched descriptors, a wake pipe and the nearest timer, then runs the handlers of what is ready, then
 // the due timers. Posted jobs run between two waits (SDKLoopCore's drain).
 //
 // The registry of watches and timers lives behind one lock and may be changed from any thread.
@@ -52,17 +52,9 @@ final class DescriptorPoller: Sendable {
         }
     }
 
-    /// What the loop thread waits on, rebuilt when the registry's version changes. Only the loop
-    /// thread touches it.
-    private struct WaitSet {
-        var version: UInt64 = .max
-        var descriptors: [pollfd] = []
-        var owners: [UInt64] = []
-    }
-
     let loopName: String
     private let registry = LockedBox(Registry())
-    private let waitSet: LoopThreadOnly<WaitSet>
+    private let waitSet: LoopThreadOnly<DescriptorWaitSet>
     private let wakeRead: Int32
     private let wakeWrite: Int32
     /// Receives what a handler threw; nil stops the process with a message.
@@ -85,10 +77,17 @@ final class DescriptorPoller: Sendable {
         self.loopName = loopName
         self.onHandlerError = onHandlerError
         self.beforeWait = beforeWait
-        self.waitSet = LoopThreadOnly(WaitSet())
+        do {
+            self.waitSet = LoopThreadOnly(try DescriptorWaitSet(wakeDescriptor: ends[0]))
+        } catch {
+            close(ends[0])
+            close(ends[1])
+            throw error
+        }
     }
 
     deinit {
+        waitSet.withValue { $0.close() }
         close(wakeRead)
         close(wakeWrite)
     }
@@ -195,14 +194,18 @@ final class DescriptorPoller: Sendable {
             (registry.version, registry.timers.values.lazy.map(\.deadline).min())
         }
         waitSet.withValue { set in
-            if set.version != version { rebuild(&set) }
-            let ready = poll(&set.descriptors, nfds_t(set.descriptors.count), Self.milliseconds(until: nextDeadline))
-            guard ready > 0 else { return }
-            if set.descriptors[0].revents != 0 { drainWakePipe() }
-            for index in 1..<set.descriptors.count where set.descriptors[index].revents != 0 {
-                dispatch(set.owners[index], Self.events(set.descriptors[index].revents))
-                set.descriptors[index].revents = 0
+            if set.version != version {
+                let watches = registry.withLock { registry in
+                    registry.watches.map {
+                        WatchedDescriptor(id: $0.key, descriptor: $0.value.descriptor, interest: $0.value.interest)
+                    }
+                    .sorted { $0.id < $1.id }
+                }
+                // Descriptors the system refuses to watch (closed, or a kind it cannot wait on).
+                for id in set.sync(to: watches, version: version) { dispatch(id, .invalid) }
             }
+            if set.wait(milliseconds: Self.milliseconds(until: nextDeadline)) { drainWakePipe() }
+            for (id, events) in set.ready { dispatch(id, events) }
         }
         if nextDeadline != nil { fireDueTimers() }
     }
@@ -222,22 +225,6 @@ final class DescriptorPoller: Sendable {
         }
         _ = (watches, timers)
         for descriptor in closing { closeDescriptor(descriptor) }
-    }
-
-    private func rebuild(_ set: inout WaitSet) {
-        registry.withLock { registry in
-            set.version = registry.version
-            set.descriptors.removeAll(keepingCapacity: true)
-            set.owners.removeAll(keepingCapacity: true)
-            set.descriptors.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
-            set.owners.append(0)
-            // In registration order, so that handlers of one batch run in a stable order.
-            for (id, watch) in registry.watches.sorted(by: { $0.key < $1.key }) {
-                set.descriptors.append(
-                    pollfd(fd: watch.descriptor, events: Self.pollEvents(watch.interest), revents: 0))
-                set.owners.append(id)
-            }
-        }
     }
 
     /// Calls a watch's handler if it is still registered and still wants some of `events`.
@@ -305,16 +292,14 @@ final class DescriptorPoller: Sendable {
         onHandlerError(error)
     }
 
+    /// Reads the wake bytes: one read, since wakes are coalesced (one byte per batch of posts,
+    /// usually). Bytes left over make the next wait return at once, and that turn reads them.
     private func drainWakePipe() {
         var buffer: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        while true {
-            let count = withUnsafeMutableBytes(of: &buffer) { read(wakeRead, $0.baseAddress, $0.count) }
-            if count > 0 || (count < 0 && errno == EINTR) { continue }
-            return
-        }
+        while withUnsafeMutableBytes(of: &buffer, { read(wakeRead, $0.baseAddress, $0.count) }) < 0 && errno == EINTR {}
     }
 
-    /// `poll`'s timeout for the nearest deadline: -1 (none), or milliseconds rounded up, so that
+    /// The wait's timeout for the nearest deadline: -1 (none), or milliseconds rounded up, so that
     /// the loop never wakes before a timer is due.
     private static func milliseconds(until deadline: ContinuousClock.Instant?) -> Int32 {
         guard let deadline else { return -1 }
@@ -327,25 +312,15 @@ final class DescriptorPoller: Sendable {
         return Int32(clamping: rounded)
     }
 
-    private static func pollEvents(_ interest: DescriptorEvents) -> Int16 {
-        (interest.contains(.readable) ? Int16(POLLIN) : 0) | (interest.contains(.writable) ? Int16(POLLOUT) : 0)
-    }
-
-    private static func events(_ revents: Int16) -> DescriptorEvents {
-        var events: DescriptorEvents = []
-        if revents & Int16(POLLIN) != 0 { events.insert(.readable) }
-        if revents & Int16(POLLOUT) != 0 { events.insert(.writable) }
-        if revents & Int16(POLLERR) != 0 { events.insert(.error) }
-        if revents & Int16(POLLHUP) != 0 { events.insert(.hangUp) }
-        if revents & Int16(POLLNVAL) != 0 { events.insert(.invalid) }
-        return events
-    }
 }
 
 /// Errors of a descriptor-watching ``SDKLoop``.
 public enum DescriptorLoopError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The wake pipe could not be created (`pipe` failed with `code`, e.g. `EMFILE`).
     case wakePipeFailed(code: Int32)
+    /// The wait set could not be created (on Linux, `epoll_create1` or `epoll_ctl` failed with
+    /// `code`).
+    case waitSetFailed(code: Int32)
     /// The loop thread could not be started (see ``OffloadError/threadCreationFailed(code:)``).
     case threadCreationFailed(code: Int32)
 
@@ -353,6 +328,7 @@ public enum DescriptorLoopError: Error, Hashable, Sendable, CustomStringConverti
     public var description: String {
         switch self {
         case .wakePipeFailed(let code): return "could not create the loop's wake pipe (pipe failed with errno \(code))"
+        case .waitSetFailed(let code): return "could not create the loop's wait set (errno \(code))"
         case .threadCreationFailed(let code):
             return "could not create the loop thread (pthread_create returned \(code))"
         }

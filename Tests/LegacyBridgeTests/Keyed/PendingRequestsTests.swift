@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 @testable import LegacyBridge
 
-@Suite("Keyed: PendingRequests contract", .timeLimit(.minutes(5)))
+@Suite("Keyed: PendingRequests contract", .timeLimit(.minutes(5)), .onOwnThread)
 struct PendingRequestsTests {
     @Test("a reply the SDK gives inside start finds its caller-assigned request")
     func synchronousReply() async {

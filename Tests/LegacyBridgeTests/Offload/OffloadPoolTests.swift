@@ -8,7 +8,7 @@ import Foundation
 import Testing
 @testable import LegacyBridge
 
-@Suite("Offload: OffloadPool on real threads")
+@Suite("Offload: OffloadPool on real threads", .onOwnThread)
 struct OffloadPoolTests {
     // MARK: Results and errors
 

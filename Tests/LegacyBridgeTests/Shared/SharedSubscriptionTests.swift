@@ -3,6 +3,7 @@
 // held by a gate it awaits, never by a sleep.
 
 import Foundation
+import TestSupport
 import Testing
 @testable import LegacyBridge
 
@@ -105,7 +106,7 @@ private struct Consumer {
     }
 }
 
-@Suite("SharedSubscription")
+@Suite("SharedSubscription", .onOwnThread)
 struct SharedSubscriptionTests {
     @Test("Two consumers share one run of start; both get every element in order, then the terminal")
     func twoConsumersOneRun() async throws {

@@ -42,7 +42,7 @@ struct ClientTestStreamCase: Sendable, CustomTestStringConvertible {
     }
 }
 
-@Suite("LegacyClient.download")
+@Suite("LegacyClient.download", .onOwnThread)
 struct ClientDownloadTests {
     // MARK: Delivery and order
 

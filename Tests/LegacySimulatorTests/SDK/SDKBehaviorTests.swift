@@ -1,10 +1,11 @@
 import CLegacySDK
+import TestSupport
 import Testing
 
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("SimulatedBehavior mirrors lsdk_behavior_t")
+@Suite("SimulatedBehavior mirrors lsdk_behavior_t", .onOwnThread)
 struct SDKBehaviorTests {
     @Test("Swift enum cases carry the SDK's constants")
     func enumConstants() {

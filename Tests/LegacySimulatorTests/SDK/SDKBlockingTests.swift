@@ -6,7 +6,7 @@ import Testing
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("The SDK layer: blocking calls and interrupts")
+@Suite("The SDK layer: blocking calls and interrupts", .onOwnThread)
 struct SDKBlockingTests {
     @Test("blockingCall returns the key's documented result; interrupt(key:) ends a blocked one with .interrupted")
     func blockAndInterrupt() throws {

@@ -7,7 +7,7 @@ import Testing
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("The SDK layer: the cancel that waits, and cancels inside callbacks")
+@Suite("The SDK layer: the cancel that waits, and cancels inside callbacks", .onOwnThread)
 struct SDKCancelWaitsTests {
     @Test("cancel() with .waits returns only after the running callback returned; nothing comes after it")
     func waitsForCallback() throws {

@@ -1,12 +1,13 @@
 // The raw connection and listener API of the SDK layer (what adapters are built on).
 
 import Foundation
+import TestSupport
 import Testing
 
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("SDKConnection and SDK.startListener")
+@Suite("SDKConnection and SDK.startListener", .onOwnThread)
 struct SDKConnectionTests {
     @Test("Replies reach the installed handlers as Swift values; each set is released once, after its last callback")
     func handlersAndRelease() throws {

@@ -1,10 +1,11 @@
 import CLegacySDK
+import TestSupport
 import Testing
 
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("LegacySDKError")
+@Suite("LegacySDKError", .onOwnThread)
 struct SDKErrorTests {
     @Test("Static members carry the SDK's status codes")
     func codes() {

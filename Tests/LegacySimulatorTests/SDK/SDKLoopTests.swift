@@ -7,7 +7,7 @@ import Testing
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("The SDK layer: loop thread, posted jobs, affinity")
+@Suite("The SDK layer: loop thread, posted jobs, affinity", .onOwnThread)
 struct SDKLoopTests {
     @Test("post runs each job once on the loop thread, in order, and frees its closure after it ran")
     func postRunsOnLoop() throws {

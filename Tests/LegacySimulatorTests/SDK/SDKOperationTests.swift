@@ -7,7 +7,7 @@ import Testing
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("The SDK layer: starts, callbacks, handles")
+@Suite("The SDK layer: starts, callbacks, handles", .onOwnThread)
 struct SDKOperationTests {
     @Test(
         "A request's completions are copied into Swift values; onRelease comes once, after the last, then the closures are freed"

@@ -1,11 +1,12 @@
 import CLegacySDK
 import Foundation
+import TestSupport
 import Testing
 
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("The SDK layer: pull-style downloads")
+@Suite("The SDK layer: pull-style downloads", .onOwnThread)
 struct SDKPullTests {
     @Test("Answering true refuses the event: the stream pauses and the same event comes first after resume")
     func refuseThenResume() throws {

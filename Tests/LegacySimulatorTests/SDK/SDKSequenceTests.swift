@@ -1,9 +1,10 @@
+import TestSupport
 import Testing
 
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("The SDK layer: hostile sequence numbers reach Swift as they are")
+@Suite("The SDK layer: hostile sequence numbers reach Swift as they are", .onOwnThread)
 struct SDKSequenceTests {
     @Test("A wrapping start, a jump and a UInt64.max sentinel arrive unchanged; data offsets stay truthful")
     func hostileNumbers() throws {
