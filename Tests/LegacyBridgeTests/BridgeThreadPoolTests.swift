@@ -52,7 +52,7 @@ private final class Concurrency: Sendable {
     }
 }
 
-@Suite("Job threads: the library's bounded set of threads for calls that may block", .onOwnThread)
+@Suite("Job threads: the library's bounded set of threads for calls that may block")
 struct BridgeThreadPoolTests {
     @Test("a storm of blocking jobs never has more threads than the limit; the rest wait, then all run")
     func stormStaysWithinTheLimit() async {
@@ -183,7 +183,7 @@ struct BridgeThreadPoolTests {
 
 /// `BridgeThreads.limit` changes the process-wide pool, so these run in child processes of their
 /// own (exit tests), where no other test shares it.
-@Suite("Job threads: BridgeThreads.limit", .onOwnThread)
+@Suite("Job threads: BridgeThreads.limit")
 struct BridgeThreadsLimitTests {
     @Test(
         "a limit set at start-up bounds the shared job threads: a storm of slow cancels runs on that many",

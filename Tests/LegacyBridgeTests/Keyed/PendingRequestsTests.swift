@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 @testable import LegacyBridge
 
-@Suite("Keyed: PendingRequests contract", .timeLimit(.minutes(5)), .onOwnThread)
+@Suite("Keyed: PendingRequests contract", .timeLimit(.minutes(5)))
 struct PendingRequestsTests {
     @Test("a reply the SDK gives inside start finds its caller-assigned request")
     func synchronousReply() async {

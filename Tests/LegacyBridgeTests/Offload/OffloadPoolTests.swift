@@ -8,7 +8,7 @@ import Foundation
 import Testing
 @testable import LegacyBridge
 
-@Suite("Offload: OffloadPool on real threads", .onOwnThread)
+@Suite("Offload: OffloadPool on real threads")
 struct OffloadPoolTests {
     // MARK: Results and errors
 

@@ -31,7 +31,7 @@ private final class OffloadRunMark: Sendable {
     let interrupted = AtomicCell<Bool>(false)
 }
 
-@Suite("Offload: under concurrent stress", .onOwnThread)
+@Suite("Offload: under concurrent stress")
 struct OffloadStressTests {
     @Test(
         "2,000 blocking calls with random cancels, interrupts and throws: each value delivered or discarded exactly once",

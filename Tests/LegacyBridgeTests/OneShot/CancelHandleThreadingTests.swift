@@ -46,7 +46,7 @@ private final class HandleProbe: Sendable {
     }
 }
 
-@Suite("OneShot: the cancel handle runs on a job thread and delays nobody", .timeLimit(.minutes(10)), .onOwnThread)
+@Suite("OneShot: the cancel handle runs on a job thread and delays nobody", .timeLimit(.minutes(10)))
 struct CancelHandleThreadingTests {
     @Test("Task.cancel() resumes the caller while its SDK cancel is still blocked, on a job thread")
     func cancelDoesNotWaitForTheHandle() async {

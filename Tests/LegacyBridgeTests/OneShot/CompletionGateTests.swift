@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 @testable import LegacyBridge
 
-@Suite("OneShot: CompletionGate", .timeLimit(.minutes(5)), .onOwnThread)
+@Suite("OneShot: CompletionGate", .timeLimit(.minutes(5)))
 struct OneShotCompletionGateTests {
     @Test("finish before value(): value() returns the stored outcome at once")
     func finishBeforeValue() async throws {

@@ -70,7 +70,7 @@ private func outcome(_ task: Task<Int, any Error>) async -> Result<Int, any Erro
     await task.result
 }
 
-@Suite("OneShot: withCallback(scheduler:) on real threads", .onOwnThread)
+@Suite("OneShot: withCallback(scheduler:) on real threads")
 struct WithCallbackSchedulerTests {
     /// A call whose start records what it saw and returns a handle that does the same.
     private static func call(

@@ -37,7 +37,7 @@ private final class FakeOperation: Sendable {
     }
 }
 
-@Suite("OneShot: withCallback contract", .timeLimit(.minutes(5)), .onOwnThread)
+@Suite("OneShot: withCallback contract", .timeLimit(.minutes(5)))
 struct OneShotWithCallbackTests {
     // MARK: 1-3: first outcome wins, synchronous completion, repeated callbacks
 

@@ -106,7 +106,7 @@ private struct Consumer {
     }
 }
 
-@Suite("SharedSubscription", .onOwnThread)
+@Suite("SharedSubscription")
 struct SharedSubscriptionTests {
     @Test("Two consumers share one run of start; both get every element in order, then the terminal")
     func twoConsumersOneRun() async throws {

@@ -32,7 +32,7 @@ private final class StreamAtomicCounter: Sendable {
     var current: Int { value.load(ordering: .relaxed) }
 }
 
-@Suite("Stream: CallbackStream", .onOwnThread)
+@Suite("Stream: CallbackStream")
 struct StreamCallbackStreamTests {
     // MARK: 1. Cold, one subscription per iterator
 

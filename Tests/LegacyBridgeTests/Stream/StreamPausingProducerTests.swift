@@ -53,7 +53,7 @@ private final class PushProducer: @unchecked Sendable {
     }
 }
 
-@Suite("Stream: backpressure holds for a producer that only stops on pause", .onOwnThread)
+@Suite("Stream: backpressure holds for a producer that only stops on pause")
 struct StreamPausingProducerTests {
     static let low = 256
     static let high = 1_024

@@ -107,7 +107,7 @@ private final class LoopDrivenProducer: Sendable {
     }
 }
 
-@Suite("Stream: start posted through a scheduler", .onOwnThread)
+@Suite("Stream: start posted through a scheduler")
 struct StreamPostedStartTests {
     @Test(
         "start runs on the SDK's thread; a loop-driven SDK that ignores the answers is paused at high with no overshoot; every control call runs on the loop"

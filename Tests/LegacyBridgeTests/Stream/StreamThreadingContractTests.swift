@@ -88,7 +88,7 @@ private func insideTask() -> Bool {
     withUnsafeCurrentTask { $0 != nil }
 }
 
-@Suite("Stream: the producer-control threading contract", .onOwnThread)
+@Suite("Stream: the producer-control threading contract")
 struct StreamThreadingContractTests {
     // MARK: With a scheduler
 

@@ -71,7 +71,7 @@ private func holdLoop(_ loop: SDKLoop) throws -> DispatchSemaphore {
     return gate
 }
 
-@Suite("SDKLoop watching descriptors and timers", .onOwnThread)
+@Suite("SDKLoop watching descriptors and timers")
 struct DescriptorLoopTests {
     @Test("a descriptor watched from another thread wakes the loop; its handler runs on the loop thread")
     func readableReachesHandler() async throws {

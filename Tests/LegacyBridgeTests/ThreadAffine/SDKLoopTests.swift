@@ -120,7 +120,7 @@ private actor LoopBound {
     func onLoopThread() -> Bool { loop.isCurrent }
 }
 
-@Suite("ThreadAffine: SDKLoop on a real thread", .onOwnThread)
+@Suite("ThreadAffine: SDKLoop on a real thread")
 struct SDKLoopTests {
     @Test("jobs posted from one thread run in order, on the loop thread, each once")
     func fifoOnLoopThread() async throws {

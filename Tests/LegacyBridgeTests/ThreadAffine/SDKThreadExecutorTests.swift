@@ -63,7 +63,7 @@ private actor OffloadAffineActor {
     func increment() { count += 1 }
 }
 
-@Suite("Offload: SDKThreadExecutor", .onOwnThread)
+@Suite("Offload: SDKThreadExecutor")
 struct SDKThreadExecutorTests {
     @Test("every call on an actor using the executor runs on its one thread, from any caller")
     func callsStayOnThread() async throws {

@@ -42,7 +42,7 @@ struct ClientTestStreamCase: Sendable, CustomTestStringConvertible {
     }
 }
 
-@Suite("LegacyClient.download", .onOwnThread)
+@Suite("LegacyClient.download")
 struct ClientDownloadTests {
     // MARK: Delivery and order
 

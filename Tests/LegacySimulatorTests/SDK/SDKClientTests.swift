@@ -61,7 +61,7 @@ private final class SDKTestProvokingProbe: @unchecked Sendable {
     }
 }
 
-@Suite("LegacyClient", .onOwnThread)
+@Suite("LegacyClient")
 struct SDKClientTests {
     @Test("A client is created with its configuration; invalid worker counts are the SDK's outOfRange")
     func creation() throws {

@@ -7,7 +7,7 @@ import Testing
 import LegacyBridge
 @testable import LegacySimulator
 
-@Suite("The SDK layer: starts, callbacks, handles", .onOwnThread)
+@Suite("The SDK layer: starts, callbacks, handles")
 struct SDKOperationTests {
     @Test(
         "A request's completions are copied into Swift values; onRelease comes once, after the last, then the closures are freed"
