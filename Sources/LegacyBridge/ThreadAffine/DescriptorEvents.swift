@@ -21,13 +21,12 @@ public struct DescriptorEvents: OptionSet, Sendable, Hashable, CustomStringConve
     public static let error = DescriptorEvents(rawValue: 1 << 2)
     /// The peer hung up (`POLLHUP`).
     public static let hangUp = DescriptorEvents(rawValue: 1 << 3)
-    /// The descriptor cannot be watched: it is not open, or the system cannot wait on its kind
-    /// (a regular file, on Linux). The handler receives this once; the watch then ends.
+    /// The descriptor cannot be watched: it is not open (`POLLNVAL`). The handler receives this
+    /// once; the watch then ends.
     ///
     /// Cancel a watch before its descriptor is closed (``DescriptorWatch/cancel(closingDescriptor:)``
-    /// does both). A descriptor closed under its watch is reported as `invalid` where the loop
-    /// waits with `poll` (Apple platforms); on Linux, where it waits with epoll, the system drops
-    /// it silently, and the handler is not called again.
+    /// does both): a descriptor closed under its watch is reported as `invalid`, but once its
+    /// number is reused the watch sees the new descriptor instead.
     public static let invalid = DescriptorEvents(rawValue: 1 << 4)
 
     /// The members an interest may hold.

@@ -1,5 +1,5 @@
-// The loop an `SDKLoop` made without a driver runs: it waits (DescriptorWaitSet: epoll on Linux,
-// poll elsewhere) on the watched descriptors, a wake pipe and the nearest timer, then runs the handlers of what is ready, then
+// The loop an `SDKLoop` made without a driver runs: it waits (DescriptorWaitSet, with poll) on
+// the watched descriptors, a wake pipe and the nearest timer, then runs the handlers of what is ready, then
 // the due timers. Posted jobs run between two waits (SDKLoopCore's drain).
 //
 // The registry of watches and timers lives behind one lock and may be changed from any thread.

@@ -91,7 +91,7 @@ public final class SDKLoop: Sendable {
     /// Starts a loop thread that waits on descriptors and timers, for a socket-driven SDK
     /// (libpq, hiredis, c-ares, libmosquitto, libcurl's multi-socket API).
     ///
-    /// The thread waits (epoll on Linux, `poll` elsewhere) on the descriptors given to ``watch(_:for:_:)``, the nearest
+    /// The thread waits with `poll` on the descriptors given to ``watch(_:for:_:)``, the nearest
     /// timer of ``schedule(after:repeating:_:)`` and a wake pipe of its own, so that posted jobs
     /// interrupt the wait. Each iteration runs the posted jobs, then waits, then the handlers of
     /// the ready descriptors (in the order they were watched), then the due timers (in deadline
@@ -103,8 +103,7 @@ public final class SDKLoop: Sendable {
     /// - Errors and hang-ups reach the handler whatever its interest. A descriptor that cannot be
     ///   watched is reported once as ``DescriptorEvents/invalid``; the watch then ends. Cancel a
     ///   watch before its descriptor is closed.
-    /// - A wait costs the same with one descriptor watched or thousands on Linux (epoll); with
-    ///   `poll` it grows with their number.
+    /// - A wait costs more the more descriptors are watched, as with `poll`.
     /// - A handler that throws ends its watch or timer, and the error goes to `onHandlerError`.
     ///   Without one, the process stops with a message that names the loop and the error.
     /// - Shutdown ends every watch and timer and releases their handlers once the thread has left.

@@ -1,7 +1,7 @@
 // The one file of DNSResolver that calls C (c-ares).
 //
 // It is the only place with Unmanaged, raw pointers and @convention(c) trampolines. Everything
-// above it speaks Swift values: AresDriver's start/cancel/prepareWait/destroyAll, ResolvedAddress,
+// above it speaks Swift values: AresDriver's start/cancel/socketChanged/prepareWait/destroyAll, ResolvedAddress,
 // AresError.
 //
 // Threading: a c-ares channel must only be used from one thread. An AresDriver is used on its
@@ -86,6 +86,8 @@ private final class AresQuery {
     var channel: OpaquePointer?
     var callSite = AresCallSite.idle
     var answered = false
+    /// Told of the channel's sockets (the socket-state callback); it outlives every channel.
+    weak var driver: AresDriver?
 
     init(
         id: UInt64, counters: ResolverCounters,
@@ -99,6 +101,16 @@ private final class AresQuery {
     deinit {
         counters.contextsFreed.increment()
     }
+}
+
+/// c-ares's socket-state callback: nonisolated, file-level. Runs on the loop thread, inside the
+/// c-ares call that opens, changes or is about to close a socket of the query's channel.
+private func socketStateTrampoline(
+    _ data: UnsafeMutableRawPointer?, _ socket: ares_socket_t, _ readable: Int32, _ writable: Int32
+) {
+    guard let data else { return }
+    let query = Unmanaged<AresQuery>.fromOpaque(data).takeUnretainedValue()  // kept by its driver
+    query.driver?.socketChanged(socket, of: query, readable: readable != 0, writable: writable != 0)
 }
 
 /// c-ares's getaddrinfo callback: nonisolated, file-level. Runs on the loop thread, inside
@@ -200,7 +212,7 @@ final class AresDriver: @unchecked Sendable {
 
     /// Creates a configured channel; on failure returns c-ares's status.
     private static func makeChannel(
-        _ options: AresChannelOptions, _ counters: ResolverCounters
+        _ options: AresChannelOptions, _ counters: ResolverCounters, socketsOf query: AresQuery? = nil
     ) -> Result<OpaquePointer, AresError> {
         var channelOptions = ares_options()
         channelOptions.timeout = options.attemptTimeoutMilliseconds
@@ -210,7 +222,14 @@ final class AresDriver: @unchecked Sendable {
         let lookups = strdup("fb")  // /etc/hosts first, then DNS
         defer { free(lookups) }
         channelOptions.lookups = lookups
-        let mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS
+        var mask = ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS
+        if let query {
+            // c-ares says when a socket of this channel opens, changes what it waits for, or is
+            // about to close (readable and writable both 0): the loop's watches follow it.
+            channelOptions.sock_state_cb = socketStateTrampoline
+            channelOptions.sock_state_cb_data = Unmanaged.passUnretained(query).toOpaque()
+            mask |= ARES_OPT_SOCK_STATE_CB
+        }
         var channel: OpaquePointer?
         let status = ares_init_options(&channel, &channelOptions, mask)
         guard status == ARES_SUCCESS, let channel else {
@@ -277,14 +296,15 @@ final class AresDriver: @unchecked Sendable {
             onAnswer(.failure(.destruction))
             return
         }
+        let query = AresQuery(id: id, counters: counters, onAnswer: onAnswer)
+        query.driver = self
         let channel: OpaquePointer
-        switch Self.makeChannel(options, counters) {
+        switch Self.makeChannel(options, counters, socketsOf: query) {
         case .success(let made): channel = made
         case .failure(let error):
             onAnswer(.failure(error))
             return
         }
-        let query = AresQuery(id: id, counters: counters, onAnswer: onAnswer)
         query.channel = channel
         queries[id] = query
         var hints = ares_addrinfo_hints()
@@ -324,44 +344,39 @@ final class AresDriver: @unchecked Sendable {
         self.loop = loop
     }
 
-    /// Before each wait of the resolver's loop: makes the loop watch exactly the sockets c-ares
-    /// wants (`ares_getsock`), for what it wants them, and arms a timer for the nearest c-ares
-    /// timeout (`ares_timeout`).
+    /// c-ares's socket-state callback, inside a c-ares call on the loop thread: the loop watches
+    /// `socket` for what c-ares waits for, and stops before c-ares closes it (both false), so a
+    /// number c-ares reuses later is watched afresh.
+    fileprivate func socketChanged(_ socket: Int32, of query: AresQuery, readable: Bool, writable: Bool) {
+        var interest: DescriptorEvents = []
+        if readable { interest.insert(.readable) }
+        if writable { interest.insert(.writable) }
+        if interest.isEmpty {
+            watches.removeValue(forKey: socket)?.cancel()
+            socketOwners[socket] = nil
+            return
+        }
+        socketOwners[socket] = query.id
+        if let watch = watches[socket] {
+            watch.update(interest: interest)
+        } else if let loop {
+            watches[socket] = try? loop.watch(socket, for: interest) { [unowned self] events in
+                self.process(socket: socket, events)
+            }
+        }
+    }
+
+    /// Before each wait of the resolver's loop: a timer for the nearest c-ares timeout.
     func prepareWait() {
-        guard let loop else { return }  // not attached yet: no query either
-        checkThread()
-        var wanted: [Int32: (interest: DescriptorEvents, query: UInt64)] = [:]
-        var sockets = [ares_socket_t](repeating: ARES_SOCKET_BAD, count: Int(ARES_GETSOCK_MAXNUM))
+        guard let loop, !queries.isEmpty else { return }
         var nearest: Duration?
+        var next = timeval()
         for query in queries.values {
-            guard !query.answered, let channel = query.channel else { continue }
-            let bits = ares_getsock(channel, &sockets, Int32(sockets.count))
-            for index in 0..<Int(ARES_GETSOCK_MAXNUM) {
-                var interest: DescriptorEvents = []
-                if bits & (1 << index) != 0 { interest.insert(.readable) }
-                if bits & (1 << (index + Int(ARES_GETSOCK_MAXNUM))) != 0 { interest.insert(.writable) }
-                if !interest.isEmpty { wanted[sockets[index]] = (interest, query.id) }
+            guard !query.answered, let channel = query.channel, let due = ares_timeout(channel, nil, &next) else {
+                continue
             }
-            var next = timeval()
-            if let due = ares_timeout(channel, nil, &next) {
-                let left = Duration.seconds(Int64(due.pointee.tv_sec)) + .microseconds(Int64(due.pointee.tv_usec))
-                nearest = min(nearest ?? left, left)
-            }
-        }
-        // Sockets c-ares closed or no longer waits on first: their numbers may be reused below.
-        for (socket, watch) in watches where wanted[socket] == nil {
-            watch.cancel()
-            watches[socket] = nil
-        }
-        socketOwners = wanted.mapValues(\.query)
-        for (socket, want) in wanted {
-            if let watch = watches[socket] {
-                watch.update(interest: want.interest)
-            } else {
-                watches[socket] = try? loop.watch(socket, for: want.interest) { [unowned self] events in
-                    self.process(socket: socket, events)
-                }
-            }
+            let left = Duration.seconds(Int64(due.pointee.tv_sec)) + .microseconds(Int64(due.pointee.tv_usec))
+            nearest = min(nearest ?? left, left)
         }
         timer?.cancel()
         timer = nearest.flatMap { delay in try? loop.schedule(after: delay) { [unowned self] in self.processTimeouts() }
