@@ -85,9 +85,9 @@ struct QuickStartRunTests {
         var pair: [Int32] = [-1, -1]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
         let (watch, ticks) = try guideWatchSocket(loop: loop, socket: pair[0])
-        let before = socketBytesRead.current
+        let before = socketBytesRead.withLock { $0 }
         #expect(write(pair[1], "hello", 5) == 5)
-        #expect(await eventually { socketBytesRead.current - before == 5 })
+        #expect(await eventually { socketBytesRead.withLock { $0 } - before == 5 })
         watch.cancel(closingDescriptor: true)
         ticks.cancel()
         await loop.shutdown()

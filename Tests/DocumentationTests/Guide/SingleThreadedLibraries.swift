@@ -33,28 +33,19 @@ func guideMakeLoop(driver: AresDriver) throws -> SDKLoop {
 }
 
 /// A socket-driven library's calls, on the loop thread: it reads what there is and counts it.
-nonisolated let socketBytesRead = LockedCount()
-nonisolated let socketTicks = LockedCount()
-
-/// A count behind a lock, for the stand-ins below.
-nonisolated final class LockedCount: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched with `lock` held.
-    private let lock = NSLock()
-    private var value = 0
-    func add(_ amount: Int) { lock.withLock { value += amount } }
-    var current: Int { lock.withLock { value } }
-}
+nonisolated let socketBytesRead = LockedValue(0)
+nonisolated let socketTicks = LockedValue(0)
 
 // swift-format-ignore: AlwaysUseLowerCamelCase
 nonisolated func sdk_process(_ socket: Int32, _ readable: Bool, _ writable: Bool) {
     guard readable else { return }
     var buffer = [UInt8](repeating: 0, count: 64)
     let count = read(socket, &buffer, buffer.count)
-    if count > 0 { socketBytesRead.add(count) }
+    if count > 0 { socketBytesRead.withLock { $0 += count } }
 }
 
 // swift-format-ignore: AlwaysUseLowerCamelCase
-nonisolated func sdk_tick() { socketTicks.add(1) }
+nonisolated func sdk_tick() { socketTicks.withLock { $0 += 1 } }
 
 func guideWatchSocket(loop: SDKLoop, socket: Int32) throws -> (DescriptorWatch, LoopTimer) {
     // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
