@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Four real C libraries wrapped with LegacyBridge: c-ares (one-shot DNS lookups through
+// Five real C libraries wrapped with LegacyBridge: c-ares (one-shot DNS lookups through
 // `withCallback(scheduler:)`), libcurl (streaming downloads) and libmosquitto (MQTT publishes
 // matched by message id, shared subscriptions), each on an `SDKLoop`, and SQLite (blocking
 // queries on an `OffloadPool`, interrupted on cancel).
@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HTTPDownloader", targets: ["HTTPDownloader"]),
         .library(name: "SQLiteDatabase", targets: ["SQLiteDatabase"]),
         .library(name: "MQTTClient", targets: ["MQTTClient"]),
+        .library(name: "RedisClient", targets: ["RedisClient"]),
     ],
     dependencies: [
         .package(name: "legacy-bridge", path: ".."),
@@ -42,14 +43,22 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // No pkgConfig: hiredis's .pc file adds -D_FILE_OFFSET_BITS=64, which SwiftPM refuses with
+        // a warning. The shim includes <hiredis/…> from the compiler's default include path (with
+        // Homebrew, build with -Xcc -I/opt/homebrew/include -Xlinker -L/opt/homebrew/lib).
+        .systemLibrary(
+            name: "CHiredis",
+            path: "Sources/CHiredis",
+            providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
+        ),
         .systemLibrary(
             name: "CMosquitto",
             path: "Sources/CMosquitto",
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"]), .brew(["mosquitto"])]
         ),
-        // A self-pipe that wakes a loop thread polling an SDK's sockets (c-ares, libmosquitto).
-        // Both run their library's event loop on LegacyBridge's SDKLoop.
+        // c-ares and libmosquitto wait on the library's descriptor loop (SDKLoop(name:)); libcurl
+        // runs its own loop function on an SDKLoop driver.
         .target(name: "DNSResolver", dependencies: ["CAres", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         .target(name: "HTTPDownloader", dependencies: ["CCurl", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Blocking queries on an OffloadPool, one connection per pool thread.
@@ -57,13 +66,18 @@ let package = Package(
         // libmosquitto on an SDKLoop: QoS 1 publishes awaited by message id (PendingRequests),
         // one broker subscription per topic shared by its consumers (SharedSubscription).
         .target(name: "MQTTClient", dependencies: ["CMosquitto", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        // hiredis's async API on the descriptor loop, driven by its event hooks: commands matched
+        // by request id (PendingRequests), one SUBSCRIBE per channel (SharedSubscription).
+        .target(name: "RedisClient", dependencies: ["CHiredis", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Loopback servers for the tests (python3): nothing the tests do leaves the machine.
         .target(name: "LoopbackFixtures", dependencies: [.product(name: "LegacyBridge", package: "legacy-bridge")]),
         // The tests also run the conformance suite on the shipped adapters (its real-adapter path).
         .testTarget(name: "DNSResolverTests", dependencies: ["DNSResolver", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
         .testTarget(name: "SQLiteDatabaseTests", dependencies: ["SQLiteDatabase", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Each suite starts its own mosquitto broker on 127.0.0.1.
-        .testTarget(name: "MQTTClientTests", dependencies: ["MQTTClient", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
+        .testTarget(name: "MQTTClientTests", dependencies: ["MQTTClient", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
+        // Each suite starts its own redis-server on 127.0.0.1.
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
         .testTarget(name: "HTTPDownloaderTests", dependencies: ["HTTPDownloader", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
     ],
     swiftLanguageModes: [.v6]

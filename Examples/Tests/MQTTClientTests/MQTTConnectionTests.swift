@@ -1,5 +1,6 @@
 import Foundation
 import LegacyBridge
+import LoopbackFixtures
 import MQTTClient
 import Testing
 

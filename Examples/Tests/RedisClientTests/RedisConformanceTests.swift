@@ -1,0 +1,77 @@
+import LegacyBridge
+import LegacyBridgeConformance
+import LoopbackFixtures
+import RedisClient
+import Testing
+
+/// The conformance suite's real-adapter path on the shipped `RedisConnection.send`, over hiredis
+/// and two private redis-servers on 127.0.0.1: the adapter's own code, with the probe it takes.
+@Suite("hiredis send: the conformance suite checks the shipped adapter")
+struct RedisConformanceTests {
+    /// Two connections. Succeeding and failing calls go to a server that always runs. A hanging
+    /// call first freezes the other server (SIGSTOP, checked in /proc), so its reply never comes,
+    /// and `release` lets that server run again (SIGCONT), which answers every command held.
+    final class Servers: Sendable {
+        let running: ServerProcess
+        let frozen: ServerProcess
+        let healthy: RedisConnection
+        let held: RedisConnection
+
+        init() async throws {
+            running = try await ServerProcess.startRedis()
+            frozen = try await ServerProcess.startRedis()
+            healthy = try await RedisConnection.connect(port: running.port)
+            held = try await RedisConnection.connect(port: frozen.port)
+        }
+
+        /// A command whose reply the frozen server holds.
+        func hold(_ probe: CallProbe<RedisReply>, timeout: Duration? = nil) async throws -> RedisReply {
+            try await frozen.pauseAndWait()
+            return try await held.send(["ECHO", "held"], timeout: timeout, probe: probe)
+        }
+
+        /// Commands waiting for their reply, over both connections.
+        var live: Int { healthy.statistics.pendingCommands + held.statistics.pendingCommands }
+
+        /// hiredis calls made off a loop thread.
+        var offThread: Int { healthy.statistics.callsOffLoopThread + held.statistics.callsOffLoopThread }
+
+        /// Each connection's loop thread is where its contexts must be used.
+        var threading: AdapterThreading {
+            .sdkThread(
+                SDKScheduler(
+                    post: { [healthy] job in try healthy.scheduler.post(job) },
+                    isCurrent: { [healthy, held] in healthy.scheduler.isCurrent || held.scheduler.isCurrent }))
+        }
+
+        func stop() async {
+            frozen.resume()
+            await healthy.shutdown()
+            await held.shutdown()
+            await running.stop()
+            await frozen.stop()
+        }
+    }
+
+    @Test("the shipped send(_:timeout:probe:) passes every one-shot scenario it can be given")
+    func shippedAdapterPasses() async throws {
+        let servers = try await Servers()
+        let fixture = OneShotFixture<RedisReply>(
+            name: "redis-send",
+            threading: servers.threading,
+            succeeding: { probe in try await servers.healthy.send(["ECHO", "ok"], probe: probe) },
+            // An error reply: HINCRBY by something that is not a number.
+            failing: { probe in try await servers.healthy.send(["HINCRBY", "hash", "field", "not-a-number"], probe: probe) },
+            hanging: .init(
+                start: { probe in try await servers.hold(probe) },
+                release: { servers.frozen.resume() }),
+            timingOut: .init { probe, timeout in try await servers.hold(probe, timeout: timeout) },
+            liveResources: { servers.live },
+            offThreadCalls: { servers.offThread })
+        let report = await ConformanceSuite.run(fixture, options: .init(watchdog: .seconds(60)))
+        #expect(report.results.count == ConformanceSuite.fixtureScenarios(for: .oneShot).count)
+        #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
+        #expect(report.notChecked.isEmpty, "\(report.rendered)")
+        await servers.stop()
+    }
+}
