@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "SQLiteDatabase", targets: ["SQLiteDatabase"]),
         .library(name: "MQTTClient", targets: ["MQTTClient"]),
         .library(name: "RedisClient", targets: ["RedisClient"]),
+        .library(name: "PostgresClient", targets: ["PostgresClient"]),
     ],
     dependencies: [
         .package(name: "legacy-bridge", path: ".."),
@@ -52,6 +53,12 @@ let package = Package(
             providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
         ),
         .systemLibrary(
+            name: "CLibpq",
+            path: "Sources/CLibpq",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
+        .systemLibrary(
             name: "CMosquitto",
             path: "Sources/CMosquitto",
             pkgConfig: "libmosquitto",
@@ -69,6 +76,9 @@ let package = Package(
         // hiredis's async API on the descriptor loop, driven by its event hooks: commands matched
         // by request id (PendingRequests), one SUBSCRIBE per channel (SharedSubscription).
         .target(name: "RedisClient", dependencies: ["CHiredis", .product(name: "LegacyBridge", package: "legacy-bridge")]),
+        // libpq's non-blocking API on the descriptor loop: a pool of connections, PQcancel on an
+        // OffloadPool thread, LISTEN/NOTIFY through SharedSubscription.
+        .target(name: "PostgresClient", dependencies: ["CLibpq", .product(name: "LegacyBridge", package: "legacy-bridge")]),
         // Loopback servers for the tests (python3): nothing the tests do leaves the machine.
         .target(name: "LoopbackFixtures", dependencies: [.product(name: "LegacyBridge", package: "legacy-bridge")]),
         // The tests also run the conformance suite on the shipped adapters (its real-adapter path).
@@ -78,6 +88,8 @@ let package = Package(
         .testTarget(name: "MQTTClientTests", dependencies: ["MQTTClient", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
         // Each suite starts its own redis-server on 127.0.0.1.
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
+        // Each test starts its own PostgreSQL server (initdb, then postgres) on 127.0.0.1.
+        .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
         .testTarget(name: "HTTPDownloaderTests", dependencies: ["HTTPDownloader", "LoopbackFixtures", .product(name: "LegacyBridge", package: "legacy-bridge"), .product(name: "LegacyBridgeConformance", package: "legacy-bridge")]),
     ],
     swiftLanguageModes: [.v6]

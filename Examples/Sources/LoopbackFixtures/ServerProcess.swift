@@ -38,11 +38,14 @@ public final class ServerProcess: @unchecked Sendable {
     ///   - user: Run it as this user when the tests run as root (postgres refuses root). The
     ///     directory is given to that user.
     ///   - lifetime: Seconds after which `timeout(1)` kills it whatever happens.
+    ///   - isReady: Whether the server, once it accepts connections, is ready for clients (given
+    ///     its log so far); nil if accepting is enough. PostgreSQL accepts before it is ready.
     ///   - arguments: Its arguments, given the port and a new empty directory of its own. Runs on
     ///     a thread of our own: it may run other programs first (see ``run(_:as:in:)``).
     /// - Throws: ``FixtureError`` if it cannot be started or does not listen within 60 seconds.
     public static func start(
         name: String, executables: [String], install: String, user: String? = nil, lifetime: Int = 600,
+        isReady: (@Sendable (_ log: String) -> Bool)? = nil,
         arguments: @escaping @Sendable (_ port: Int, _ directory: URL) throws -> [String]
     ) async throws -> ServerProcess {
         try await onOwnThread {
@@ -73,14 +76,14 @@ public final class ServerProcess: @unchecked Sendable {
             var server: pid_t?
             while Date() < deadline {
                 if server == nil { server = descendant(of: process.processIdentifier, named: name) }
-                if server != nil, canConnect(port: port) { break }
+                if server != nil, canConnect(port: port), isReady?(readLog(logFile)) ?? true { break }
                 guard process.isRunning else { break }
                 usleep(2000)
             }
-            guard let server, canConnect(port: port) else {
+            guard let server, canConnect(port: port), isReady?(readLog(logFile)) ?? true else {
                 process.terminate()
                 process.waitUntilExit()
-                let log = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+                let log = readLog(logFile)
                 throw FixtureError(
                     "\(name) did not listen on 127.0.0.1:\(port) in time (install it: apt-get install \(install)); its log: \(log)")
             }
@@ -154,9 +157,7 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// The server's log so far.
     public func log() -> String {
-        guard let handle = try? FileHandle(forReadingFrom: logFile) else { return "" }
-        defer { try? handle.close() }
-        return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
+        readLog(logFile)
     }
 
     /// Kills the server (a paused one too), waits for it on a thread of our own and removes its
@@ -175,6 +176,13 @@ public final class ServerProcess: @unchecked Sendable {
             try? FileManager.default.removeItem(at: directory)
         }
     }
+}
+
+/// A log file's text (through FileHandle: String(contentsOf:) leaks its buffer on this toolchain).
+private func readLog(_ file: URL) -> String {
+    guard let handle = try? FileHandle(forReadingFrom: file) else { return "" }
+    defer { try? handle.close() }
+    return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
 }
 
 /// A port on 127.0.0.1 that nothing listens on now: bound to port 0, read back, closed.

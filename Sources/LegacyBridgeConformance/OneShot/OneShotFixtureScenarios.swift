@@ -350,8 +350,14 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             let recorder = recorder(context, CallHostility(cancelCallerInStart: true))
             let call = launchCall(hanging.start, recorder)
             // The probe cancels the caller from its start; without the probe nothing does.
-            let reachedStart = await eventually {
+            var reachedStart = await eventually {
                 recorder.snapshot.startsBegun > 0 || recorder.snapshot.end != nil || context.liveAboveBaseline == true
+            }
+            // Resources above baseline and no start yet: an adapter that registers its request and
+            // then posts its start to the SDK's thread is between the two. Jobs on that thread run
+            // in order, so once a job posted now has run, a start posted before it has begun.
+            if reachedStart, recorder.snapshot.startsBegun == 0, recorder.snapshot.end == nil {
+                reachedStart = await drainSDKThread(fixture.threading)
             }
             if !reachedStart || recorder.snapshot.startsBegun == 0 {
                 call.task.cancel()
@@ -545,7 +551,9 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             if let problem { return problem }
             guard let result else { return .fail("the caller was not resumed") }
             if case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
-            // A cancel posted to the SDK's thread comes a little later; without the probe, none comes.
+            // A cancel posted to the SDK's thread comes a little later (after a start posted there);
+            // without the probe, none comes.
+            await drainSDKThread(fixture.threading)
             _ = await eventually { recorder.snapshot.cancels > 0 || recorder.snapshot.startsBegun == 0 }
             if recorder.snapshot.cancels == 0 {
                 return .notChecked(
@@ -791,4 +799,16 @@ actor FixtureCaller {
     }
 
     func ping() {}
+}
+
+/// Waits until every job posted to the adapter's SDK thread before this call has run, for an
+/// adapter that posts its start or cancel there: jobs on that thread run in order, so a job posted
+/// now runs after them. Returns false if the thread refused the job or did not run it within the
+/// run's patience; true at once for an adapter without an SDK thread.
+@discardableResult
+func drainSDKThread(_ threading: AdapterThreading) async -> Bool {
+    guard let scheduler = threading.scheduler else { return true }
+    let ran = LockedValue(false)
+    guard (try? scheduler.post { ran.withLock { $0 = true } }) != nil else { return false }
+    return await eventually { ran.withLock { $0 } }
 }
