@@ -1,13 +1,15 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Five real C libraries wrapped with LegacyBridge: c-ares (one-shot DNS lookups through
-// `withCallback(scheduler:)`), libcurl (streaming downloads) and libmosquitto (MQTT publishes
-// matched by message id, shared subscriptions), each on an `SDKLoop`, and SQLite (blocking
-// queries on an `OffloadPool`, interrupted on cancel).
+// Six real C libraries wrapped with LegacyBridge: c-ares (one-shot DNS lookups through
+// `withCallback(scheduler:)`), libcurl (streaming downloads), libmosquitto (MQTT publishes matched
+// by message id, shared subscriptions), hiredis (Redis commands matched by request id, pub/sub)
+// and libpq (a PostgreSQL pool, PQcancel, LISTEN/NOTIFY), each on an `SDKLoop`, and SQLite
+// (blocking queries on an `OffloadPool`, interrupted on cancel).
 // Kept out of the main package on purpose: building and testing it needs libc-ares-dev,
-// libcurl4-openssl-dev, libsqlite3-dev, libmosquitto-dev and pkg-config (and python3 and the
-// mosquitto broker for the tests' loopback servers), which the main package must not require.
+// libcurl4-openssl-dev, libsqlite3-dev, libmosquitto-dev, libhiredis-dev, libpq-dev and
+// pkg-config (and python3, mosquitto, redis-server and postgresql for the tests' servers on
+// 127.0.0.1), which the main package must not require.
 //
 // The main package is a path dependency, and SwiftPM names a path dependency after its directory:
 // the repository must not be checked out in a directory called "examples" (any case), or its
