@@ -92,7 +92,7 @@ public final class DescriptorWatch: Sendable {
     ///   handler of this watch can be running (at once when called on the loop thread). This is
     ///   how another thread closes a watched descriptor without racing its handler.
     public func cancel(closingDescriptor: Bool = false) {
-        guard poller.remove(watch: id) else { return }
+        guard poller.remove(watch: id, onLoopThread: core.isCurrent) else { return }
         guard closingDescriptor else { return }
         if core.isCurrent {
             poller.closeDescriptor(descriptor)

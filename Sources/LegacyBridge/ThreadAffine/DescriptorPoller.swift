@@ -132,14 +132,21 @@ final class DescriptorPoller: Sendable {
     }
 
     /// Ends a watch; whether it was registered. Its handler is released outside the lock.
+    ///
+    /// On the loop thread the wait set forgets the descriptor at once, while it is still open:
+    /// the caller may close it next, and a kernel wait set (epoll) keyed by the open file would
+    /// otherwise keep an entry for it that no later call can remove (the number then names
+    /// another file, or none), reporting its readiness on every wait for as long as the file
+    /// lives on elsewhere (a forked child, a duplicate).
     @discardableResult
-    func remove(watch id: UInt64) -> Bool {
+    func remove(watch id: UInt64, onLoopThread: Bool) -> Bool {
         let removed = registry.withLock { registry -> Watch? in
             guard let watch = registry.watches.removeValue(forKey: id) else { return nil }
             registry.watchedDescriptors[watch.descriptor] = nil
             registry.version &+= 1
             return watch
         }
+        if removed != nil, onLoopThread { waitSet.withValue { $0.forget(id) } }
         return removed != nil
     }
 
@@ -177,10 +184,13 @@ final class DescriptorPoller: Sendable {
             registry.closeAtExit.append(descriptor)
             return false
         }
-        if now { closeDescriptor(descriptor) }
+        if now { _ = close(descriptor) }  // no wait any more: nothing to forget, and any thread
     }
 
+    /// Closes a descriptor whose watch has ended, on the loop thread, so the wait set can forget
+    /// it first, while it is still open.
     func closeDescriptor(_ descriptor: Int32) {
+        waitSet.withValue { $0.forget(descriptor: descriptor) }
         _ = close(descriptor)
     }
 
@@ -193,7 +203,10 @@ final class DescriptorPoller: Sendable {
         let (version, nextDeadline) = registry.withLock { registry in
             (registry.version, registry.timers.values.lazy.map(\.deadline).min())
         }
-        waitSet.withValue { set in
+        // Handlers run outside the wait set's access: one may end a watch, which the wait set
+        // then forgets at once (see `remove(watch:onLoopThread:)`).
+        let (refused, ready) = waitSet.withValue { set in
+            var refused: [UInt64] = []
             if set.version != version {
                 let watches = registry.withLock { registry in
                     registry.watches.map {
@@ -202,11 +215,13 @@ final class DescriptorPoller: Sendable {
                     .sorted { $0.id < $1.id }
                 }
                 // Descriptors the system refuses to watch (closed, or a kind it cannot wait on).
-                for id in set.sync(to: watches, version: version) { dispatch(id, .invalid) }
+                refused = set.sync(to: watches, version: version)
             }
             if set.wait(milliseconds: Self.milliseconds(until: nextDeadline)) { drainWakePipe() }
-            for (id, events) in set.ready { dispatch(id, events) }
+            return (refused, set.ready)
         }
+        for id in refused { dispatch(id, .invalid) }
+        for (id, events) in ready { dispatch(id, events) }
         if nextDeadline != nil { fireDueTimers() }
     }
 
@@ -245,7 +260,7 @@ final class DescriptorPoller: Sendable {
         do {
             try handler(delivered)
         } catch {
-            remove(watch: id)
+            remove(watch: id, onLoopThread: true)
             report(error)
         }
     }
