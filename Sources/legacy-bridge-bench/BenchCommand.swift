@@ -9,7 +9,7 @@ import ToolSupport
 @main
 enum BenchCommand {
     static let help = """
-        USAGE: legacy-bridge-bench [--json] [--quick] [--only SECTIONS]
+        USAGE: legacy-bridge-bench [--json] [--quick | --smoke] [--only SECTIONS]
 
         Measures the library against the floor (a bare continuation) and the usual alternatives,
         on this machine, in one run. Build with -c release: a debug build's figures mean nothing.
@@ -75,8 +75,11 @@ enum BenchCommand {
 
         OPTIONS
           --json            Print the figures as JSON.
-          --quick           A smoke run (seconds, not minutes): fewer rounds, smaller batches,
+          --quick           A short run (seconds, not minutes): fewer rounds, smaller batches,
                             10,000 pending operations; figures are rough.
+          --smoke           Every section once at a tenth of --quick's sizes: checks that
+                            the benchmark runs and reports (the test suite runs it in a debug
+                            build); figures mean nothing.
           --only SECTIONS   Comma-separated sections to run (default: all); the others report 0.
 
         INTERNAL
@@ -99,7 +102,7 @@ enum BenchCommand {
     static func run(_ arguments: [String]) async throws -> ExitCode {
         let parsed = try ParsedArguments(
             command: "", arguments: arguments,
-            valueOptions: ["only", "memory-probe", "operations"], switchOptions: ["json", "quick"])
+            valueOptions: ["only", "memory-probe", "operations"], switchOptions: ["json", "quick", "smoke"])
         if parsed.wantsHelp {
             Terminal.write(help)
             return .clean
@@ -129,7 +132,11 @@ enum BenchCommand {
             }
         }
         let json = parsed.flag("json")
-        let plan = BenchPlan(quick: parsed.flag("quick"), sections: selected)
+        if parsed.flag("quick") && parsed.flag("smoke") {
+            throw UsageError(message: "--quick and --smoke are two sizes: give one", command: "")
+        }
+        let size: BenchPlan.Size = parsed.flag("smoke") ? .smoke : parsed.flag("quick") ? .quick : .full
+        let plan = BenchPlan(size: size, sections: selected)
         let runner = BenchRunner(plan: plan, printsAsItGoes: !json)
         let report = try await runner.run()
         if json {
@@ -143,28 +150,47 @@ enum BenchCommand {
 
 /// Sizes of a run.
 struct BenchPlan: Sendable {
-    var quick: Bool
+    /// How big a run is: the full one, `--quick`, or `--smoke` (a tenth of quick, one round).
+    enum Size: Sendable {
+        case full, quick, smoke
+    }
+
+    var size: Size
     var sections: Set<String>
 
+    /// A short run: `--quick` or `--smoke`.
+    var quick: Bool { size != .full }
+
+    /// `full`, `quick` or `smoke`, by size.
+    func pick<T>(_ full: T, _ quick: T, _ smoke: T) -> T {
+        switch size {
+        case .full: full
+        case .quick: quick
+        case .smoke: smoke
+        }
+    }
+
     var oneShotTiming: BenchTiming {
-        quick
-            ? BenchTiming(batchTarget: .milliseconds(2), rounds: 5, maximumBatch: 1_000_000)
-            : BenchTiming(batchTarget: .milliseconds(10), rounds: 31, maximumBatch: 10_000_000)
+        pick(
+            BenchTiming(batchTarget: .milliseconds(10), rounds: 31, maximumBatch: 10_000_000),
+            BenchTiming(batchTarget: .milliseconds(2), rounds: 5, maximumBatch: 1_000_000),
+            BenchTiming(batchTarget: .milliseconds(1), rounds: 1, maximumBatch: 10_000))
     }
     var workerTiming: BenchTiming {
-        quick
-            ? BenchTiming(batchTarget: .milliseconds(5), rounds: 5, maximumBatch: 100_000)
-            : BenchTiming(batchTarget: .milliseconds(25), rounds: 31, maximumBatch: 1_000_000)
+        pick(
+            BenchTiming(batchTarget: .milliseconds(25), rounds: 31, maximumBatch: 1_000_000),
+            BenchTiming(batchTarget: .milliseconds(5), rounds: 5, maximumBatch: 100_000),
+            BenchTiming(batchTarget: .milliseconds(1), rounds: 1, maximumBatch: 1_000))
     }
-    var streamEvents: Int { quick ? 100_000 : 2_000_000 }
-    var streamRounds: Int { quick ? 3 : 11 }
-    var memoryOperations: Int { quick ? 10_000 : 100_000 }
-    var sharedEvents: Int { quick ? 20_000 : 200_000 }
-    var supersedingCalls: Int { quick ? 10_000 : 100_000 }
-    var loopRoundTrips: Int { quick ? 2_000 : 20_000 }
-    var memoryRounds: Int { quick ? 1 : 5 }
-    var cancelSamples: Int { quick ? 100 : 2_000 }
-    var burstRounds: Int { quick ? 1 : 5 }
+    var streamEvents: Int { pick(2_000_000, 100_000, 10_000) }
+    var streamRounds: Int { pick(11, 3, 1) }
+    var memoryOperations: Int { pick(100_000, 10_000, 1_000) }
+    var sharedEvents: Int { pick(200_000, 20_000, 2_000) }
+    var supersedingCalls: Int { pick(100_000, 10_000, 1_000) }
+    var loopRoundTrips: Int { pick(20_000, 2_000, 200) }
+    var memoryRounds: Int { pick(5, 1, 1) }
+    var cancelSamples: Int { pick(2_000, 100, 10) }
+    var burstRounds: Int { pick(5, 1, 1) }
 }
 
 #if DEBUG
@@ -187,7 +213,7 @@ struct BenchRunner {
         }
         if printsAsItGoes {
             print(
-                "legacy-bridge-bench\(plan.quick ? " --quick" : "") — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(benchIsDebugBuild ? "DEBUG build (figures meaningless)" : "release build")"
+                "legacy-bridge-bench\(plan.pick("", " --quick", " --smoke")) — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(benchIsDebugBuild ? "DEBUG build (figures meaningless)" : "release build")"
             )
             print("medians over interleaved rounds; ± is the interquartile spread of the rounds\n")
         }

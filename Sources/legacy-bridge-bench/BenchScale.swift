@@ -154,11 +154,10 @@ enum BenchScale {
 extension BenchRunner {
     /// The `scale` section.
     func scale(_ report: inout BenchReport) async throws {
-        let quick = plan.quick
-        let timeoutCalls = quick ? 10_000 : 100_000
-        let cancelCalls = quick ? 1_000 : 10_000
-        let streams = quick ? 1_000 : 10_000
-        let rounds = quick ? 1 : 3
+        let timeoutCalls = plan.pick(100_000, 10_000, 1_000)
+        let cancelCalls = plan.pick(10_000, 1_000, 100)
+        let streams = plan.pick(10_000, 1_000, 100)
+        let rounds = plan.pick(3, 1, 1)
         let timeout = Duration.milliseconds(200)
         let slowCancel = Duration.milliseconds(20)
         let limit = benchLibraryThreadLimit

@@ -43,9 +43,11 @@ struct BenchCommandTests {
         "loop": ["roundTripNs", "idiomRoundTripNs", "roundTrip1000Ns", "idiomRoundTrip1000Ns"],
     ]
 
-    @Test("--quick --json runs and prints every promised figure as a positive number")
-    func quickJSONHasEveryFigure() async throws {
-        let run = try await bench(["--quick", "--json"], bound: 900)
+    // --smoke: every section runs the code --quick runs, at a tenth of its sizes (in this debug
+    // build --quick took 23 s of CPU; CI runs --quick in release).
+    @Test("--smoke --json runs and prints every promised figure as a positive number")
+    func smokeJSONHasEveryFigure() async throws {
+        let run = try await bench(["--smoke", "--json"], bound: 900)
         #expect(run.status == 0, "exit status \(run.status); stderr: \(run.errors)")
         let report = try JSONDecoder().decode(BenchJSON.self, from: Data(run.output.utf8))
         let sections = [
@@ -78,7 +80,9 @@ struct BenchCommandTests {
 
     @Test(
         "bad values exit 2 with a message and measure nothing",
-        arguments: [["--only", "nope"], ["--operations", "5"], ["--memory-probe", "nope"], ["help"]])
+        arguments: [
+            ["--only", "nope"], ["--operations", "5"], ["--memory-probe", "nope"], ["help"], ["--quick", "--smoke"],
+        ])
     func badValuesAreBadUsage(arguments: [String]) async throws {
         let run = try await bench(arguments)
         #expect(run.status == 2, "\(arguments): \(run.status)")
@@ -112,7 +116,7 @@ struct BenchCommandTests {
                     "legacy-bridge-bench accepts --\(option), but its help does not mention it")
             }
             // The check saw the parser's real option list (not an empty list that passes trivially).
-            #expect(error.acceptedOptions == ["json", "memory-probe", "only", "operations", "quick"])
+            #expect(error.acceptedOptions == ["json", "memory-probe", "only", "operations", "quick", "smoke"])
         }
     }
 }
