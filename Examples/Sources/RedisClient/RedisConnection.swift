@@ -202,6 +202,10 @@ public final class RedisConnection: Sendable {
         channels.withLock { $0[channel] }?.statistics.consumers ?? 0
     }
 
+    /// Commands written to the server and not answered yet, including those whose caller left
+    /// (hiredis cannot withdraw them; each entry goes with its late reply).
+    package var commandsAwaitingReply: Int { commands.awaitingReply.load(ordering: .relaxed) }
+
     /// The loop thread every hiredis call of this connection runs on, as a scheduler.
     package var scheduler: SDKScheduler { loop.scheduler }
 

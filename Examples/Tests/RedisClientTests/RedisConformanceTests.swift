@@ -30,8 +30,12 @@ struct RedisConformanceTests {
             return try await held.send(["ECHO", "held"], timeout: timeout, probe: probe)
         }
 
-        /// Commands waiting for their reply, over both connections.
-        var live: Int { healthy.statistics.pendingCommands + held.statistics.pendingCommands }
+        /// Commands waiting for a caller, and commands written and not answered (a cancelled
+        /// caller's too, until its late reply), over both connections.
+        var live: Int {
+            healthy.statistics.pendingCommands + held.statistics.pendingCommands + healthy.commandsAwaitingReply
+                + held.commandsAwaitingReply
+        }
 
         /// hiredis calls made off a loop thread.
         var offThread: Int { healthy.statistics.callsOffLoopThread + held.statistics.callsOffLoopThread }
@@ -54,7 +58,7 @@ struct RedisConformanceTests {
         }
     }
 
-    @Test("the shipped send(_:timeout:probe:) passes every one-shot scenario it can be given")
+    @Test("the shipped send(_:timeout:probe:) passes every one-shot scenario it can be given, judged as an SDK without a per-request cancel")
     func shippedAdapterPasses() async throws {
         let servers = try await Servers()
         let fixture = OneShotFixture<RedisReply>(
@@ -68,11 +72,13 @@ struct RedisConformanceTests {
                 release: { servers.frozen.resume() }),
             timingOut: .init { probe, timeout in try await servers.hold(probe, timeout: timeout) },
             liveResources: { servers.live },
-            offThreadCalls: { servers.offThread })
+            offThreadCalls: { servers.offThread },
+            // hiredis cannot withdraw a command: a cancelled caller's entry goes with the late reply.
+            requestCancellation: .none)
         let report = await ConformanceSuite.run(fixture, options: .init(watchdog: .seconds(60)))
         #expect(report.results.count == ConformanceSuite.fixtureScenarios(for: .oneShot).count)
         #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
-        #expect(report.notChecked.isEmpty, "\(report.rendered)")
+        #expect(report.notChecked.map(\.name) == ["callback-inside-cancel"], "\(report.rendered)")
         await servers.stop()
     }
 }

@@ -74,6 +74,7 @@ public struct OneShotFixture<Value: Sendable>: Sendable {
     let timingOut: TimedCall?
     let liveResources: (@Sendable () -> Int)?
     let offThreadCalls: (@Sendable () -> Int)?
+    let requestCancellation: SDKRequestCancellation
     /// What is wrong with a value of the succeeding call (nil: nothing), when the fixture says
     /// which value it must be.
     let checkValue: (@Sendable (Value) -> String?)?
@@ -93,6 +94,9 @@ public struct OneShotFixture<Value: Sendable>: Sendable {
     ///     contexts. It must come back to where it was once every call has ended.
     ///   - offThreadCalls: How many SDK calls were made off the SDK's thread so far, if your SDK or
     ///     its test double counts them.
+    ///   - requestCancellation: Whether the SDK can stop one request (the default,
+    ///     ``SDKRequestCancellation/perRequest``), or cannot (``SDKRequestCancellation/none``: what
+    ///     a request allocated comes back with its late reply).
     public init(
         name: String,
         threading: AdapterThreading = .anyThread,
@@ -101,7 +105,8 @@ public struct OneShotFixture<Value: Sendable>: Sendable {
         hanging: HangingCall? = nil,
         timingOut: TimedCall? = nil,
         liveResources: (@Sendable () -> Int)? = nil,
-        offThreadCalls: (@Sendable () -> Int)? = nil
+        offThreadCalls: (@Sendable () -> Int)? = nil,
+        requestCancellation: SDKRequestCancellation = .perRequest
     ) {
         self.name = name
         self.threading = threading
@@ -111,6 +116,7 @@ public struct OneShotFixture<Value: Sendable>: Sendable {
         self.timingOut = timingOut
         self.liveResources = liveResources
         self.offThreadCalls = offThreadCalls
+        self.requestCancellation = requestCancellation
         self.checkValue = nil
     }
 
@@ -123,12 +129,14 @@ public struct OneShotFixture<Value: Sendable>: Sendable {
         self.timingOut = fixture.timingOut
         self.liveResources = fixture.liveResources
         self.offThreadCalls = fixture.offThreadCalls
+        self.requestCancellation = fixture.requestCancellation
         self.checkValue = checkValue
     }
 
     var common: FixtureCommon {
         FixtureCommon(
-            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls)
+            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls,
+            requestCancellation: requestCancellation)
     }
 }
 
@@ -150,6 +158,7 @@ extension OneShotFixture where Value: Equatable {
     ///   - timingOut: A call given the adapter's own timeout, on a request that does not complete.
     ///   - liveResources: How many SDK resources are live now.
     ///   - offThreadCalls: How many SDK calls were made off the SDK's thread so far.
+    ///   - requestCancellation: Whether the SDK can stop one request (see the other initializer).
     public init(
         name: String,
         threading: AdapterThreading = .anyThread,
@@ -159,14 +168,30 @@ extension OneShotFixture where Value: Equatable {
         hanging: HangingCall? = nil,
         timingOut: TimedCall? = nil,
         liveResources: (@Sendable () -> Int)? = nil,
-        offThreadCalls: (@Sendable () -> Int)? = nil
+        offThreadCalls: (@Sendable () -> Int)? = nil,
+        requestCancellation: SDKRequestCancellation = .perRequest
     ) {
         self.init(
             OneShotFixture(
                 name: name, threading: threading, succeeding: succeeding, failing: failing, hanging: hanging,
-                timingOut: timingOut, liveResources: liveResources, offThreadCalls: offThreadCalls),
+                timingOut: timingOut, liveResources: liveResources, offThreadCalls: offThreadCalls,
+                requestCancellation: requestCancellation),
             checkValue: { value in
                 value == expected ? nil : "the caller got \(value), but the SDK delivered \(expected)"
             })
     }
+}
+
+/// Whether an SDK can stop one request, as a fixture declares it for the scenarios that cancel a
+/// caller or let it time out.
+public enum SDKRequestCancellation: Sendable, Hashable {
+    /// The SDK has a cancel per request, and the adapter calls it when its caller leaves: what the
+    /// request allocated comes back then, before the hanging request is released.
+    case perRequest
+    /// The SDK cannot withdraw a request once made (hiredis's commands, an MQTT publish, a query
+    /// without a cancel call): the adapter lets its caller go at once, the request runs on, and
+    /// what it allocated comes back with its late reply. The scenarios that cancel a caller then
+    /// release the hanging request and require the resources back after its late reply, and do
+    /// not ask for the SDK's cancel; callback-inside-cancel is not checked.
+    case none
 }

@@ -231,6 +231,20 @@ enum OneShotFixtureScenarios<Value: Sendable> {
     /// patience: a failing scenario still has time to say why before the watchdog.
     static func sdkStopped(_ recorder: CallRecorder<Value>, _ context: FixtureContext, how: String) async -> Check? {
         let counts = context.common.liveResources != nil
+        if context.common.requestCancellation == .none {
+            // Nothing comes back before the request ends by itself: end it (its late reply), and
+            // then everything it allocated must come back.
+            context.releaseHangs()
+            guard counts else {
+                return .passWithNote(
+                    "whether the request's resources came back with its late reply is not checked: the fixture counts no liveResources"
+                )
+            }
+            return await context.resourcesBack(
+                after:
+                    "\(how), and then the hanging request's late reply (the fixture declares an SDK without a per-request cancel, so what the request allocated must come back with that reply)"
+            )
+        }
         let baseline = context.liveBaseline ?? 0
         _ = await eventually {
             counts ? (context.live ?? baseline) <= baseline : recorder.snapshot.cancels > 0
@@ -546,6 +560,10 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             guard let hanging = fixture.hanging else {
                 return .notChecked("the fixture gives no hanging call, which the cancel must stop")
             }
+            guard fixture.requestCancellation == .perRequest else {
+                return .notChecked(
+                    "the fixture declares an SDK without a per-request cancel: nothing can call back inside one")
+            }
             let (result, recorder, _, problem) = await cancelInFlight(
                 hanging, context, CallHostility(insideCancel: ProbeInjectedError()))
             if let problem { return problem }
@@ -627,7 +645,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                 later.allSatisfy { $0.recorder.snapshot.startsEnded > 0 }
             }
             for call in later { cancelFromForeignThread(call.task) }
-            if usesProbe,
+            // An SDK without a per-request cancel has no cancel to drop.
+            if usesProbe, fixture.requestCancellation == .perRequest,
                 let dropped = await droppedCancels(
                     of: cancelled.map { launched[$0] }, evidence: later, within: context.patience / 4)
             {
@@ -768,7 +787,11 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                 let (result, recorder, _, problem) = await cancelInFlight(hanging, context)
                 if let problem { return problem }
                 if let result, case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
-                _ = await eventually { recorder.snapshot.cancels > 0 || recorder.snapshot.startsBegun == 0 }
+                if fixture.requestCancellation == .perRequest {
+                    // A cancel posted to the SDK's thread runs after the jobs already there.
+                    await drainSDKThread(fixture.threading)
+                    _ = await eventually { recorder.snapshot.cancels > 0 || recorder.snapshot.startsBegun == 0 }
+                }
                 recorders.append(recorder)
             }
             guard !recorders.isEmpty else {

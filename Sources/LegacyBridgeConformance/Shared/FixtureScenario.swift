@@ -13,6 +13,8 @@ struct FixtureCommon: Sendable {
     let threading: AdapterThreading
     let liveResources: (@Sendable () -> Int)?
     let offThreadCalls: (@Sendable () -> Int)?
+    /// What a one-shot fixture declares; every other kind has a cancel per request or subscription.
+    var requestCancellation: SDKRequestCancellation = .perRequest
 }
 
 /// One call or subscription a scenario watched through its probe, with a verdict of its own once

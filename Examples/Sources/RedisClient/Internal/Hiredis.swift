@@ -26,6 +26,7 @@
 
 import CHiredis
 import LegacyBridge
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -189,7 +190,12 @@ final class HiredisDriver: @unchecked Sendable {
         let probe: CallProbe<RedisReply>
     }
     /// The written commands, by request id.
-    private var inFlight: [UInt64: Command] = [:]
+    private var inFlight: [UInt64: Command] = [:] {
+        didSet { awaitingReply.store(inFlight.count, ordering: .relaxed) }
+    }
+    /// Commands written and not answered yet, callers gone or not (their entries go with the
+    /// reply): read from any thread.
+    let awaitingReply = Atomic<Int>(0)
     private var subscriptions: [String: Subscription] = [:]
     /// Channels with an UNSUBSCRIBE on the wire: a new SUBSCRIBE waits for its reply (hiredis
     /// deletes the channel's callback when that reply comes, also a newer one).
