@@ -96,9 +96,15 @@ struct DescriptorLoopTests {
         let loop = try SDKLoop(name: "fd-interest")
         let pipe = TestPipe()  // the write end is writable at once
         let log = CallLog()
+        // Once called, the handler drops its interest itself: a level-triggered writable end would
+        // otherwise call it on every wait until the test cancels it, a loop thread spinning beside
+        // the other tests (under ThreadSanitizer it starved them for minutes).
+        let own = LockedBox<DescriptorWatch?>(nil)
         let watch = try loop.watch(pipe.writeEnd, for: []) { events in
             log.record(events, on: loop)
+            own.withLock { $0 }?.update(interest: [])
         }
+        own.withLock { $0 = watch }
         _ = try await loop.run { 0 }  // a wait that saw the writable end has passed
         #expect(log.count == 0)
         #expect(watch.interest == [])
@@ -125,6 +131,7 @@ struct DescriptorLoopTests {
         watch.cancel()
         secondWatch.cancel()
         inner.withLock { $0 = nil }
+        own.withLock { $0 = nil }
         await loop.shutdown()
         pipe.closeAll()
         second.closeAll()
@@ -222,12 +229,20 @@ struct DescriptorLoopTests {
         var pair: [Int32] = [-1, -1]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
         let log = CallLog()
-        let watch = try loop.watch(pair[0], for: []) { events in log.record(events, on: loop) }
+        // The handler ends its watch at the hang-up, as an SDK closes its connection: a hang-up is
+        // reported on every wait, and a watch left on it spins the loop thread until cancelled.
+        let own = LockedBox<DescriptorWatch?>(nil)
+        let watch = try loop.watch(pair[0], for: []) { events in
+            log.record(events, on: loop)
+            if events.contains(.hangUp) { own.withLock { $0 }?.cancel() }
+        }
+        own.withLock { $0 = watch }
         _ = close(pair[1])
         #expect(await eventually { log.count >= 1 })
         #expect(log.all.first?.contains(.hangUp) == true)
         #expect(log.all.allSatisfy { !$0.contains(.readable) }, "readable was not asked for")
-        watch.cancel()
+        #expect(!watch.isActive, "the handler ended it")
+        own.withLock { $0 = nil }
         _ = close(pair[0])
         await loop.shutdown()
     }
