@@ -174,6 +174,9 @@ struct PendingRequestsTests {
         let call = OneShotCall { try await pending.request(id: 4, timeout: .zero) { _ in } }
         #expect(await call.callsOutcome() == .timedOut)
         #expect(await eventually { discarded.values == [77] })
+        // The reply is counted just after the gate hands its value to onDiscard: wait for it (a
+        // run under ThreadSanitizer read the counters between the two).
+        #expect(await eventually { pending.statistics.lateReplies == 1 })
         let statistics = pending.statistics
         #expect(statistics.lateReplies == 1 && statistics.unknownReplies == 0 && statistics.pending == 0)
         holder.clear()
