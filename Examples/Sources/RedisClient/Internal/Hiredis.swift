@@ -384,7 +384,12 @@ final class HiredisDriver: @unchecked Sendable {
     /// SUBSCRIBE for a new run of a channel's shared subscription.
     func subscribe(channel: String, run: UInt64, sink: EventSink<RedisMessage>) {
         if !started, let loop {
-            do { try connect(on: loop) } catch { sink.finish(throwing: error) }
+            do {
+                try connect(on: loop)
+            } catch {
+                sink.finish(throwing: error)
+                return
+            }
         }
         guard context != nil else {
             sink.finish(throwing: endError ?? .notConnected)
