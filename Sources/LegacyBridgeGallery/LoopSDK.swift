@@ -320,16 +320,30 @@ public final class LoopSDK: Sendable {
             }
             subscription.onEvent(subscription.context, sequence, Int64(sequence) * 10)
         }
-        let more = state.withLock { state -> Bool in
-            guard let subscription = state.subscriptions[handle] else { return false }
+        let next = state.withLock { state -> (more: Bool, breather: Bool) in
+            guard let subscription = state.subscriptions[handle] else { return (false, false) }
             if subscription.paused {
                 state.subscriptions[handle]?.emitting = false
-                return false
+                return (false, false)
             }
-            return true
+            guard case .endless = subscription.plan else { return (true, false) }
+            return (true, subscription.sent % Self.endlessBurst == 0)
         }
-        if more { later { [self] in self.emit(handle) } }
+        guard next.more else { return }
+        if next.breather {
+            // An endless subscription nobody stops (an adapter that never unsubscribes, a consumer
+            // that never reads) would otherwise hold a core for as long as the test waits. Still
+            // far faster than any stalled consumer takes events.
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) { [self] in
+                later { [self] in self.emit(handle) }
+            }
+        } else {
+            later { [self] in self.emit(handle) }
+        }
     }
+
+    /// Events an endless subscription delivers between two 1 ms pauses.
+    private static let endlessBurst: UInt64 = 16
 
     private func isFinite(_ plan: LoopSDKStreamPlan) -> Bool {
         if case .finite = plan { return true }

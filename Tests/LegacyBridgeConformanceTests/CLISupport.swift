@@ -111,13 +111,14 @@ enum CLI {
 /// past its 3 s watchdog and was reported as hung. Slots queue in arrival order; the child's own
 /// bound starts when it starts, not while it waits for a slot.
 ///
-/// The gallery's flagging runs have slots of their own, three per core: they mostly wait (a
-/// flagging run of one seed of the whole gallery measured 54 s of wall time for 9.5 s of CPU:
-/// watchdogs of hung scenarios, and the patience a leak check gives resources to come back), so
-/// sharing two slots per core with the CPU-heavy children made them the run's long pole.
+/// The gallery's flagging runs have slots of their own, four per core: they mostly wait (the
+/// 4-seed proof of the whole gallery alone: 40 s of wall time, the machine 72% idle: watchdogs of
+/// hung scenarios, and the patience a leak check gives resources to come back), so sharing two
+/// slots per core with the CPU-heavy children made them the run's long pole, and three per core
+/// still left it ending last.
 actor ChildSlots {
     static let shared = ChildSlots(count: 2 * ProcessInfo.processInfo.activeProcessorCount)
-    static let flagging = ChildSlots(count: 3 * ProcessInfo.processInfo.activeProcessorCount)
+    static let flagging = ChildSlots(count: 4 * ProcessInfo.processInfo.activeProcessorCount)
 
     private var free: Int
     private var waiting: [CheckedContinuation<Void, Never>] = []
