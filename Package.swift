@@ -59,7 +59,10 @@ let package = Package(
         // The README's real-adapter example (an adapter with the probe, over its SDK), compiled and run by a test.
         .executableTarget(name: "MyRealAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
         // What the test targets share: the hang bound, polling, a seeded generator.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["TSanDefaults"], path: "Tests/TestSupport"),
+        // The test process's own ThreadSanitizer suppressions, so that `swift test --sanitize=thread`
+        // runs as typed (the list and its reason: .ci/tsan-suppressions.txt).
+        .target(name: "TSanDefaults", path: "Tests/TSanDefaults"),
         .testTarget(name: "CLegacySDKTests", dependencies: ["CLegacySDK", "TestSupport"]),
         .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge", "TestSupport", "ToolSupport"]),
         .testTarget(
