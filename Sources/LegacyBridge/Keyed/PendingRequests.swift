@@ -34,6 +34,12 @@
 /// - That cancel may run after the caller is back. It is made only if the id still belongs to
 ///   its request or to no one: if a newer request took the id first, it is skipped, so it never
 ///   stops the newer request. While the SDK's `cancel` runs, the id counts as in use.
+/// - Without a `cancel` (an SDK that cannot withdraw a request, such as hiredis or an MQTT
+///   publish), the request goes on in the SDK after its caller left, and its reply will come: the
+///   id stays reserved until that late reply, a newer SDK-assigned request with the id, or
+///   ``failAll(_:)``. A caller-assigned request for it meanwhile is refused with
+///   ``RequestIDError/Reason/inUse``, so the late reply never completes a newer request that
+///   reused the id. ``Statistics/awaitingLateReply`` counts such ids.
 /// - Otherwise an id is free again as soon as a reply or ``failAll(_:)`` takes its request from
 ///   the table, or its caller returns or throws. Nothing of a request stays in the table after
 ///   its caller is back and its cancel, if any, has returned.
@@ -56,7 +62,8 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     ///     scheduler refuses is not made.
     ///   - cancel: Asks the SDK to stop the request with this id. Called at most once per request,
     ///     only when its timeout or its caller's cancellation decided its outcome. Nil if the SDK
-    ///     cannot cancel a request.
+    ///     cannot cancel a request: the id of a request whose caller left then stays reserved
+    ///     until its late reply comes (see the contract above).
     ///   - onDiscard: Receives each success value that reached no caller, exactly once: a reply
     ///     that lost against a timeout, a cancellation or ``failAll(_:)``, and a reply that found no
     ///     request. Never receives a value a caller returned.

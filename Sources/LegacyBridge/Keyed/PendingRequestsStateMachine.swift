@@ -30,6 +30,10 @@
 /// - A cancel by id is made only for the request it was handed out for: if a newer registration
 ///   holds the id when the cancel is due, it is skipped. While it runs, the id stays taken: a
 ///   caller-assigned registration of it is refused, so the cancel cannot reach a newer request.
+/// - With ``reservesAbandonedIDs`` (an SDK that cannot withdraw a request), an id whose caller
+///   ended before its reply stays reserved until that late reply comes, a takeover by the SDK or
+///   `failAll`: a caller-assigned registration of it is refused meanwhile, so the late reply
+///   cannot complete a newer request that reused the id.
 @usableFromInline
 struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     @usableFromInline typealias Reply = Result<Value, any Error>
@@ -189,10 +193,18 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     @usableFromInline var counters = Counters()
     /// Ids whose SDK cancel is running, with the token of the request it cancels.
     @usableFromInline var cancelling: [ID: UInt64] = [:]
+    /// Whether an abandoned id stays reserved until its late reply (the SDK cannot withdraw a
+    /// request, so its reply will come).
+    @usableFromInline let reservesAbandonedIDs: Bool
+    /// Ids whose caller ended before their reply, reserved until it comes (only with
+    /// ``reservesAbandonedIDs``).
+    @usableFromInline var awaitingLateReply: Set<ID> = []
 
-    /// A table that remembers how the last `rememberedEndings` ids ended.
-    init(rememberedEndings: Int) {
+    /// A table that remembers how the last `rememberedEndings` ids ended; with
+    /// `reservesAbandonedIDs`, an abandoned id stays reserved until its late reply.
+    init(rememberedEndings: Int, reservesAbandonedIDs: Bool = false) {
         self.endings = RecentEndings(capacity: rememberedEndings)
+        self.reservesAbandonedIDs = reservesAbandonedIDs
     }
 
     // MARK: Events
@@ -200,7 +212,9 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     /// A caller-assigned request registers `id` before its SDK call.
     @inlinable
     mutating func register(_ id: ID, entry: Entry) -> RegisterAction {
-        if pending[id] != nil || (!cancelling.isEmpty && cancelling[id] != nil) {
+        if pending[id] != nil || (!cancelling.isEmpty && cancelling[id] != nil)
+            || (!awaitingLateReply.isEmpty && awaitingLateReply.contains(id))
+        {
             counters.refused += 1
             return .refused
         }
@@ -220,6 +234,8 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     /// The start `token` returned `id`.
     @inlinable
     mutating func startReturned(_ token: UInt64, id: ID, entry: Entry) -> StartReturnedAction {
+        // The SDK gave the id to a new request: it is done with the abandoned one.
+        if !awaitingLateReply.isEmpty { awaitingLateReply.remove(id) }
         let failure = removeStarting(token)
         var action = StartReturnedAction(outcome: .registered, takenOver: nil, discarded: [])
         let parkedReply = takeParked(id)
@@ -263,6 +279,11 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         if let registration = pending.removeValue(forKey: id) {
             endings.record(id, .replied)
             return .deliver(registration.entry)
+        }
+        if !awaitingLateReply.isEmpty, awaitingLateReply.remove(id) != nil {
+            counters.lateReplies += 1
+            endings.record(id, .replied)
+            return .dropped(.late, discard: Self.value(of: reply))
         }
         if !starting.isEmpty {
             if parked[id] != nil {
@@ -318,6 +339,8 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         }
         let taken = pending
         pending.removeAll()
+        // The connection is gone: no late reply will come for what it abandoned.
+        awaitingLateReply.removeAll()
         var entries: [Entry] = []
         entries.reserveCapacity(taken.count)
         for (id, registration) in taken {
@@ -344,6 +367,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         }
         pending[registration.id] = nil
         endings.record(registration.id, .abandoned)
+        if reservesAbandonedIDs { awaitingLateReply.insert(registration.id) }
         return current.entry
     }
 
@@ -436,6 +460,8 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
 
     /// Requests waiting for a reply.
     var pendingCount: Int { pending.count }
+    /// Abandoned ids reserved until their late reply.
+    var awaitingLateReplyCount: Int { awaitingLateReply.count }
     /// SDK-assigned starts running.
     var startingCount: Int { starting.count }
     /// Replies parked for running starts.

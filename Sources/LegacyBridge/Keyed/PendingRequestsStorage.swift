@@ -20,7 +20,9 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
     @usableFromInline let onDiscard: (@Sendable (Value) -> Void)?
 
     init(scheduler: SDKScheduler?, onDiscard: (@Sendable (Value) -> Void)?, cancel: (@Sendable (ID) -> Void)?) {
-        self.box = LockedBox(Machine(rememberedEndings: Self.rememberedEndings))
+        // An SDK that cannot withdraw a request will still reply to it: its id stays reserved
+        // until then, so that the late reply cannot complete a newer request that reused it.
+        self.box = LockedBox(Machine(rememberedEndings: Self.rememberedEndings, reservesAbandonedIDs: cancel == nil))
         self.scheduler = scheduler
         self.cancel = cancel
         self.onDiscard = onDiscard
@@ -139,7 +141,8 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
                 unknownReplies: counters.unknownReplies,
                 duplicateReplies: counters.duplicateReplies,
                 lateReplies: counters.lateReplies,
-                skippedCancels: counters.skippedCancels
+                skippedCancels: counters.skippedCancels,
+                awaitingLateReply: machine.awaitingLateReplyCount
             )
         }
     }

@@ -47,7 +47,8 @@ public struct RequestIDError: Error, Sendable, Hashable, CustomStringConvertible
     /// "request id 7 is in use by a pending request".
     public var description: String {
         if reason == .inUse {
-            return "request id \(id) is in use by a pending request; the request was not started"
+            return
+                "request id \(id) is in use by a pending request, or reserved until the late reply of a request whose caller left; the request was not started"
         }
         return "request id \(id) was reassigned by the SDK to a newer request"
     }
@@ -84,5 +85,9 @@ extension PendingRequests {
         /// Cancels not made because a newer request had taken the id before the cancel could
         /// run: calling the SDK would have stopped that newer request.
         public var skippedCancels: Int
+        /// Ids whose caller left before their reply, kept reserved until that late reply comes
+        /// (only in a table without an SDK `cancel`: the SDK cannot withdraw the request, so its
+        /// reply will come). ``PendingRequests/failAll(_:)`` frees them.
+        public var awaitingLateReply: Int
     }
 }

@@ -111,9 +111,15 @@ private struct World {
     /// SDK cancels running, by id: the request each one cancels.
     var cancelsRunning: [Int: Int] = [:]
 
-    init(rememberedEndings: Int = 128) {
-        self.machine = Machine(rememberedEndings: rememberedEndings)
+    /// A table without an SDK cancel: an abandoned id stays reserved until its late reply.
+    let reserves: Bool
+    /// Ids abandoned by their caller, reserved until their late reply (only with `reserves`).
+    var reserved: Set<Int> = []
+
+    init(rememberedEndings: Int = 128, reserves: Bool = false) {
+        self.machine = Machine(rememberedEndings: rememberedEndings, reservesAbandonedIDs: reserves)
         self.checkClassification = rememberedEndings >= 64
+        self.reserves = reserves
     }
 
     // MARK: The simulated gate
@@ -163,7 +169,8 @@ private struct World {
                     requests[$0].registered && requests[$0].outcome == nil && !requests[$0].exited
                 })
             else { return nil }
-            if decide(request, .timedOut) { cancelsDue.append(request) }
+            // Without an SDK cancel (reserves), a timeout calls no cancel.
+            if decide(request, .timedOut) && !reserves { cancelsDue.append(request) }
         case .cancelBegins:
             guard !cancelsDue.isEmpty else { return nil }
             return cancelBegins(cancelsDue.removeFirst())
@@ -207,7 +214,7 @@ private struct World {
     mutating func register(_ id: Int) -> String? {
         let request = requests.count
         requests.append(Request(id: id))
-        let inUse = owner[id] != nil || cancelsRunning[id] != nil
+        let inUse = owner[id] != nil || cancelsRunning[id] != nil || reserved.contains(id)
         switch machine.register(id, entry: Ticket(request: request)) {
         case .refused:
             if !inUse { return "register(\(id)) refused a free id" }
@@ -225,6 +232,8 @@ private struct World {
 
     mutating func startReturned(_ token: UInt64, _ id: Int) -> String? {
         let request = running[token]!
+        // The SDK gave the id to a new request: it is done with the abandoned one.
+        reserved.remove(id)
         let parkedReply = parked.removeValue(forKey: id)
         let failure = failedAt[token]
         let claims =
@@ -335,6 +344,14 @@ private struct World {
                 lostAtGate += 1
                 machine.deliveredReplyLost()
             }
+        } else if reserved.contains(id) {
+            guard case .dropped(.late, let dropped) = action else {
+                return "reply(\(id)) for a reserved abandoned id should be dropped as late, got \(action)"
+            }
+            reserved.remove(id)
+            expected.lateReplies += 1
+            lastEnding[id] = .replied
+            if let dropped { discarded.append(dropped) }
         } else if !running.isEmpty {
             if parked[id] != nil {
                 guard case .dropped(.duplicate, let dropped) = action else {
@@ -371,6 +388,7 @@ private struct World {
             _ = decide(request, .failed)
         }
         owner = [:]
+        reserved = []
         return check()
     }
 
@@ -396,6 +414,7 @@ private struct World {
         if ownsID, let id {
             owner[id] = nil
             lastEnding[id] = .abandoned
+            if reserves { reserved.insert(id) }
         }
         return check()
     }
@@ -418,6 +437,9 @@ private struct World {
             }
         }
         if machine.startingCount != running.count { return "starting \(machine.startingCount) != \(running.count)" }
+        if machine.awaitingLateReply != reserved {
+            return "reserved ids \(machine.awaitingLateReply.sorted()), expected \(reserved.sorted())"
+        }
         if running.isEmpty && machine.parkedCount != 0 { return "a reply stays parked while no start runs" }
         if machine.parkedOrderBacklog > 16 { return "the parked queue grows: \(machine.parkedOrderBacklog)" }
         if let twice = requests.firstIndex(where: { $0.handedOut > 1 }) { return "request \(twice) handed out twice" }
@@ -453,6 +475,11 @@ private struct World {
             if let problem = cancelReturns(id) { return problem }
         }
         if !machine.cancelling.isEmpty { return "ids stay taken after every cancel returned: \(machine.cancelling)" }
+        // The late replies of abandoned ids come: each frees its id.
+        for id in reserved.sorted() {
+            if let problem = reply(id, success: true) { return problem }
+        }
+        if machine.awaitingLateReplyCount != 0 { return "ids stay reserved after their late replies" }
         if machine.pendingCount != 0 || machine.startingCount != 0 || machine.parkedCount != 0 {
             return
                 "left in the table: \(machine.pendingCount) pending, \(machine.startingCount) starting, \(machine.parkedCount) parked"
@@ -468,7 +495,9 @@ private struct World {
 private struct TestFailure: Error {}
 
 /// Every sequence of `Event.allCases` up to `length`, depth first; checks each prefix run to rest.
-private func exploreAll(length: Int) -> (checked: Int, problems: [String]) {
+private func exploreAll(length: Int, reserves: Bool = false) -> (checked: Int, problems: [String]) {
+    // Without an SDK cancel there is no cancel event.
+    let events = Event.allCases.filter { !reserves || ($0 != .cancelBegins && $0 != .cancelReturns) }
     var checked = 0
     var problems: [String] = []
     func explore(_ world: World, _ prefix: [Event]) {
@@ -479,7 +508,7 @@ private func exploreAll(length: Int) -> (checked: Int, problems: [String]) {
             return
         }
         guard prefix.count < length, problems.count < 8 else { return }
-        for event in Event.allCases {
+        for event in events {
             var next = world
             if let problem = next.apply(event) {
                 problems.append("\(prefix + [event]): \(problem)")
@@ -488,7 +517,7 @@ private func exploreAll(length: Int) -> (checked: Int, problems: [String]) {
             explore(next, prefix + [event])
         }
     }
-    explore(World(), [])
+    explore(World(reserves: reserves), [])
     return (checked, problems)
 }
 
@@ -517,6 +546,43 @@ struct PendingRequestsStateMachineTests {
         }
     }
 
+    @Test(
+        "without an SDK cancel, every sequence up to length 4 keeps the contract, and an abandoned id stays reserved until its late reply"
+    )
+    func everyOrderingReservingAbandonedIDs() async {
+        await onOwnThread {
+            let (checked, problems) = exploreAll(length: 4, reserves: true)
+            #expect(problems.isEmpty, "\(problems.prefix(8).joined(separator: "\n"))")
+            #expect(checked == 1 + 12 + 144 + 1_728 + 20_736)
+        }
+    }
+
+    @Test(
+        "without an SDK cancel, a caller-assigned id whose caller left is refused until its late reply, which is counted late and frees it"
+    )
+    func abandonedIDStaysReserved() {
+        var machine = Machine(rememberedEndings: 8, reservesAbandonedIDs: true)
+        guard case .registered(let token) = machine.register(idA, entry: Ticket(request: 0)) else {
+            Issue.record("a free id was refused")
+            return
+        }
+        #expect(machine.requestEnded((idA, token), outcome: .cancelled) == Ticket(request: 0))
+        #expect(machine.awaitingLateReplyCount == 1)
+        guard case .refused = machine.register(idA, entry: Ticket(request: 1)) else {
+            Issue.record("the id of a request whose reply is still to come was given to a newer request")
+            return
+        }
+        guard case .dropped(.late, discard: 42?) = machine.complete(idA, with: .success(42)) else {
+            Issue.record("the late reply was not dropped as late")
+            return
+        }
+        #expect(machine.awaitingLateReplyCount == 0 && machine.counters.lateReplies == 1)
+        guard case .registered = machine.register(idA, entry: Ticket(request: 2)) else {
+            Issue.record("the id stayed reserved after its late reply")
+            return
+        }
+    }
+
     @Test("random sequences of 40 events, with a memory of 2 ids so that old ids are forgotten (supplement)")
     func randomLongSequences() {
         let seed = UInt64.random(in: 0...UInt64.max)
@@ -524,7 +590,7 @@ struct PendingRequestsStateMachineTests {
         var problems: [String] = []
         for _ in 0..<2_000 where problems.isEmpty {
             let small = Bool.random(using: &generator)
-            var world = World(rememberedEndings: small ? 2 : 128)
+            var world = World(rememberedEndings: small ? 2 : 128, reserves: Bool.random(using: &generator))
             var sequence: [Event] = []
             for _ in 0..<40 {
                 let event = Event.allCases.randomElement(using: &generator)!

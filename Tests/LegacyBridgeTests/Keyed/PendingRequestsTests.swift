@@ -111,6 +111,44 @@ struct PendingRequestsTests {
         #expect(pending.statistics.cancelled == 1 && pending.statistics.pending == 0)
     }
 
+    @Test(
+        "without an SDK cancel, the id of a cancelled caller stays reserved until its late reply: a newer request for it is refused, never given that reply"
+    )
+    func abandonedIDWaitsForItsLateReply() async {
+        let discarded = LockedValue<[Int]>([])
+        let pending = PendingRequests<Int, Int>(onDiscard: { value in discarded.withLock { $0.append(value) } })
+        let first = OneShotCall { try await pending.request(id: 7) { _ in } }
+        #expect(await eventually { pending.statistics.pending == 1 })
+        first.cancel()
+        #expect(await first.callsOutcome() == .cancelled)
+        #expect(pending.statistics.awaitingLateReply == 1)
+        // The SDK still runs the first request: its reply is due under id 7.
+        let starts = OneShotCounter()
+        let second = OneShotCall { try await pending.request(id: 7) { _ in starts.increment() } }
+        #expect(await second.callsOutcome() == .idInUse)
+        #expect(starts.value == 0)
+        #expect(!pending.complete(7, with: .success(70)))
+        #expect(discarded.withLock { $0 } == [70])
+        let statistics = pending.statistics
+        #expect(statistics.lateReplies == 1 && statistics.awaitingLateReply == 0 && statistics.refused == 1)
+        let third = OneShotCall { try await pending.request(id: 7) { id in _ = pending.complete(id, with: .success(71)) } }
+        #expect(await third.callsOutcome() == .value(71))
+    }
+
+    @Test("without an SDK cancel, failAll frees the reserved ids of callers that left: no late reply will come")
+    func failAllFreesReservedIDs() async {
+        let pending = PendingRequests<Int, Int>()
+        let first = OneShotCall { try await pending.request(id: 3) { _ in } }
+        #expect(await eventually { pending.statistics.pending == 1 })
+        first.cancel()
+        #expect(await first.callsOutcome() == .cancelled)
+        #expect(pending.statistics.awaitingLateReply == 1)
+        _ = pending.failAll(DisconnectedForTest())
+        #expect(pending.statistics.awaitingLateReply == 0)
+        let again = OneShotCall { try await pending.request(id: 3) { id in _ = pending.complete(id, with: .success(31)) } }
+        #expect(await again.callsOutcome() == .value(31))
+    }
+
     @Test("a cancel that runs after a newer request took the same id is not made: the newer request gets its reply")
     func lateCancelSkipsNewerHolder() async {
         let loop = CallsManualScheduler()
@@ -272,3 +310,5 @@ struct PendingRequestsTests {
         #expect(RequestIDError.Reason.inUse != .reassigned)
     }
 }
+
+private struct DisconnectedForTest: Error {}
