@@ -30,6 +30,19 @@ public enum AdapterCatalog {
                     summary:
                         "LoopSDKClient.events: CallbackStream over a C-like SDK on its own loop (real-adapter path)"))
         }
+        entries.append(
+            Entry(
+                KeyedDoubleFixtures.pendingRequests(canCancel: true), gallery: false,
+                summary: "PendingRequests over a request/reply SDK double that can withdraw a request (real-adapter path)"))
+        entries.append(
+            Entry(
+                KeyedDoubleFixtures.pendingRequests(canCancel: false), gallery: false,
+                summary:
+                    "PendingRequests over a request/reply SDK double that cannot withdraw a request (real-adapter path)"))
+        for mistake in KeyedDoubleMistake.allCases {
+            entries.append(
+                Entry(mistake.fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
+        }
         for (mistake, fixture) in LoopSDKGallery.fixtures() {
             entries.append(Entry(fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
         }

@@ -167,7 +167,8 @@ struct ConformanceSuiteTests {
         }
         #expect(
             AdapterCatalog.library.map(\.name).sorted() == [
-                "callback-stream", "coalesced-calls", "latest-wins", "loop-sdk-client", "loop-sdk-client-events",
+                "callback-stream", "coalesced-calls", "keyed-double-pending-requests",
+                "keyed-double-pending-requests-no-cancel", "latest-wins", "loop-sdk-client", "loop-sdk-client-events",
                 "loop-sdk-client-query", "offload-pool", "pending-requests", "sdk-thread-executor",
                 "shared-subscription", "with-callback", "with-callback-context",
             ])

@@ -91,6 +91,10 @@ struct GalleryProofTests {
         "loop-sdk-query-on-pool": Evidence(
             verdicts: ["failed"], detail: "the caller's thread ran nothing else", "was not resumed within"),
         "loop-sdk-query-abandoned": Evidence(verdicts: ["failed"], detail: "the probe saw it begin and never end"),
+        "keyed-double-frees-id-early": Evidence(
+            verdicts: ["failed"], detail: "the late reply of the request whose caller left completed the newer request"),
+        "keyed-double-late-cancel": Evidence(
+            verdicts: ["failed"], detail: "the SDK's cancel for the request whose caller left reached the newer request"),
     ]
 
     @Test(

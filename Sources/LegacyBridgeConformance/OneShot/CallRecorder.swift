@@ -1,3 +1,4 @@
+import Dispatch
 import LegacyBridge
 
 // What the suite puts behind a `CallProbe`: it records where and when the adapter started the SDK
@@ -22,6 +23,33 @@ struct CallHostility<Value: Sendable>: Sendable {
     var insideCancel: (any Error)?
     /// The call was given a timeout that should expire: its error ends it the way a cancel does.
     var timesOut = false
+    /// The adapter's SDK cancel waits here (on the adapter's thread, before the SDK's cancel runs)
+    /// until the scenario opens it: a cancel forced to come after what the scenario does next.
+    var holdCancel: CancelHold?
+}
+
+/// A gate the adapter's SDK cancel waits at, bounded, until the scenario opens it.
+final class CancelHold: Sendable {
+    private let opened = DispatchSemaphore(value: 0)
+    private let bound: Duration
+
+    /// - Parameter bound: The longest a cancel waits, should the scenario never open the gate.
+    init(bound: Duration) {
+        self.bound = bound
+    }
+
+    /// Lets every waiting and later cancel go.
+    func open() {
+        // Enough for every cancel that may wait (each takes one and gives it back).
+        opened.signal()
+    }
+
+    /// Waits until ``open()`` or the bound.
+    func wait() {
+        if opened.wait(timeout: .now() + .nanoseconds(Int(bound.nanosecondsClamped))) == .success {
+            opened.signal()
+        }
+    }
 }
 
 /// How a call ended, as the scenario classifies it.
@@ -42,6 +70,8 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
         /// Outcomes the SDK's callback reported (each once, whatever the probe then did with it).
         var sdkOutcomes: [Result<Value, any Error>] = []
         var cancels = 0
+        /// SDK cancels that returned.
+        var cancelsEnded = 0
         var cancelSpots: [ThreadSpot] = []
         /// SDK cancels made before the SDK call was started.
         var cancelsBeforeStart = 0
@@ -154,6 +184,7 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
     }
 
     func cancelBegins() {
+        hostility.holdCancel?.wait()
         let spot = threading.spot()
         state.withLock { state in
             state.snapshot.cancels += 1
@@ -165,6 +196,7 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
     }
 
     func cancelEnded() {
+        state.withLock { $0.snapshot.cancelsEnded += 1 }
         // Inside the adapter's cancel, right after the SDK's: as an SDK whose cancel calls back.
         guard let error = hostility.insideCancel else { return }
         for deliver in state.withLock({ $0.delivers }) { deliver(.failure(error)) }

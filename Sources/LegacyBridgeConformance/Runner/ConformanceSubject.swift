@@ -4,9 +4,11 @@ import LegacySimulator
 /// One adapter for the conformance suite to check, of any kind, with what is expected of it.
 ///
 /// Make one of your real adapters over its SDK with ``oneShot(_:)-(OneShotFixture<Value>)``,
-/// ``stream(_:)-(StreamFixture<Element>)`` or ``blocking(_:)-(BlockingFixture<Value>)``, or
-/// one of your patterns over the simulated SDK with ``oneShot(_:)-(Adapter)``,
-/// ``stream(_:)-(Adapter)``, ``blocking(_:)-(Adapter)``, ``threadAffine(_:)``, ``keyed(_:)``, ``shared(_:)``, ``latestWins(_:)`` or ``coalesced(_:)``, and hand a list
+/// ``stream(_:)-(StreamFixture<Element>)``, ``blocking(_:)-(BlockingFixture<Value>)`` or
+/// ``keyed(_:)-(KeyedFixture<Value>)``, or one of your patterns over the simulated SDK with
+/// ``oneShot(_:)-(Adapter)``, ``stream(_:)-(Adapter)``, ``blocking(_:)-(Adapter)``,
+/// ``threadAffine(_:)``, ``keyed(_:)-(Adapter)``, ``shared(_:)``, ``latestWins(_:)`` or
+/// ``coalesced(_:)``, and hand a list
 /// of them to ``ConformanceRunner/main(_:)``: each is expected to pass every scenario it can run.
 /// (The package's own bad-adapter gallery uses the same type, expecting each of its adapters to be
 /// flagged.)
@@ -105,6 +107,14 @@ public struct ConformanceSubject: Sendable {
         ConformanceSubject(fixture, gallery: false)
     }
 
+    /// Your keyed-request adapter over its SDK, through a fixture; expected to pass every scenario
+    /// the fixture makes possible.
+    /// - Parameter fixture: Requests of your adapter by id, how to make its SDK answer them.
+    /// - Returns: The subject.
+    public static func keyed<Value: Sendable>(_ fixture: KeyedFixture<Value>) -> ConformanceSubject {
+        ConformanceSubject(fixture, gallery: false)
+    }
+
     /// Your blocking-call adapter over its SDK, through a fixture; expected to pass every scenario
     /// the fixture makes possible.
     /// - Parameter fixture: Calls of your adapter, what it declares, what its SDK counts.
@@ -163,6 +173,17 @@ public struct ConformanceSubject: Sendable {
             name: fixture.name, summary: summary ?? "a one-shot adapter over its SDK (fixture)", kind: .oneShot,
             gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
             scenarios: ConformanceSuite.fixtureScenarios(for: .oneShot),
+            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
+    }
+
+    package init<Value: Sendable>(
+        _ fixture: KeyedFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
+        onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            name: fixture.name, summary: summary ?? "a keyed-request adapter over its SDK (fixture)", kind: .keyed,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
+            scenarios: ConformanceSuite.fixtureScenarios(for: .keyed),
             runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
     }
 

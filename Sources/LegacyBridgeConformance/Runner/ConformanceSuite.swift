@@ -253,11 +253,38 @@ public enum ConformanceSuite {
         return ConformanceReport(adapter: fixture.name, kind: .blocking, results: results)
     }
 
+    /// Runs every keyed-request scenario against your adapter over your SDK, as `fixture` makes it
+    /// possible.
+    ///
+    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
+    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
+    /// - Parameters:
+    ///   - fixture: Requests of your adapter by id, how to make the SDK answer them, what it counts.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Value: Sendable>(
+        _ fixture: KeyedFixture<Value>, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(fixture, options: options, onResult: nil)
+    }
+
+    /// ``run(_:options:)-(KeyedFixture<Value>,_)``, calling `onResult` as each scenario ends.
+    package static func run<Value: Sendable>(
+        _ fixture: KeyedFixture<Value>, options: ConformanceOptions,
+        onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runFixtureScenarios(
+            KeyedFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
+            onResult: onResult)
+        return ConformanceReport(adapter: fixture.name, kind: .keyed, results: results)
+    }
+
     /// The scenarios of the real-adapter path for one kind of adapter (``OneShotFixture``,
-    /// ``StreamFixture``, ``BlockingFixture``): names and one-line summaries, in run order.
+    /// ``StreamFixture``, ``BlockingFixture``, ``KeyedFixture``): names and one-line summaries, in
+    /// run order.
     /// - Parameter kind: The kind of adapter; thread-affine adapters have no fixture (declare
-    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead), and the keyed,
-    ///   shared, latest-wins and coalesced kinds none yet.
+    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead), and the shared,
+    ///   latest-wins and coalesced kinds none yet.
     /// - Returns: `(name, summary)` pairs.
     public static func fixtureScenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
         switch kind {
@@ -268,7 +295,9 @@ public enum ConformanceSuite {
             return StreamFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
         case .blocking:
             return BlockingFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
-        case .threadAffine, .keyed, .shared, .latestWins, .coalesced:
+        case .keyed:
+            return KeyedFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
+        case .threadAffine, .shared, .latestWins, .coalesced:
             return []
         }
     }

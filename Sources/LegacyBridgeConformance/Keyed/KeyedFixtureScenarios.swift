@@ -1,0 +1,313 @@
+import LegacyBridge
+
+// The keyed-request scenarios of the real-adapter path: the suite names each request by an id,
+// makes the SDK answer it when it chooses (out of order, after a failure, late for a caller that
+// left while a newer request reuses the id, with strays in between), and checks by the token in
+// each value that every caller got the reply meant for it. Every order is forced: a reply is made
+// only once the probe saw its request reach the SDK, and a cancel that could race a newer request
+// is held until that request has been made.
+
+enum KeyedFixtureScenarios<Value: Sendable> {
+    typealias Fixture = KeyedFixture<Value>
+
+    static var all: [FixtureScenario<Fixture>] {
+        [ownReply, strayReplies, failureThenNext, cancelThenReuse, manyOutstanding]
+    }
+
+    // MARK: - Helpers
+
+    /// `count` ids for the scenario numbered `scenario`: unique in a run, so that no reply of one
+    /// scenario can answer a request of another.
+    static func ids(_ scenario: UInt64, count: Int) -> [UInt64] {
+        (1...UInt64(count)).map { scenario << 20 | $0 }
+    }
+
+    /// A token for the `attempt`-th reply made for `id`: unique in a run.
+    static func token(_ id: UInt64, _ attempt: UInt64 = 1) -> UInt64 { id << 8 | attempt }
+
+    /// Launches the fixture's request under `id` with a fresh recorder, watched to the end.
+    static func launch(
+        _ fixture: Fixture, id: UInt64, _ context: FixtureContext, _ hostility: CallHostility<Value> = .init()
+    ) -> LaunchedCall<Value> {
+        let recorder = CallRecorder(hostility, threading: context.threading)
+        context.watch(recorder)
+        let request = fixture.request
+        return launchCall({ probe in try await request(id, probe) }, recorder)
+    }
+
+    /// Waits until each call's SDK request was made (the probe's start returned) or the call
+    /// ended. `nil` when all were made; otherwise the reason the scenario cannot go on.
+    static func madeAll(_ calls: [LaunchedCall<Value>], _ context: FixtureContext) async -> Check? {
+        _ = await eventually {
+            calls.allSatisfy { $0.recorder.snapshot.startsEnded > 0 || $0.recorder.snapshot.end != nil }
+        }
+        if calls.contains(where: { $0.recorder.snapshot.startsBegun == 0 && $0.recorder.snapshot.end == nil }) {
+            return .notChecked(
+                "the adapter does not pass its SDK call through probe.start, so the suite cannot tell when a request reached the SDK, and a reply made before that would answer nothing"
+            )
+        }
+        for call in calls where call.recorder.snapshot.end != nil {
+            let result = await call.result
+            return .usageError(
+                "a request returned \(describeOutcome(result)) before the suite made its reply: the fixture's request must wait for the reply the suite asks for (a list nobody pushes to, a test double that holds it)"
+            )
+        }
+        return nil
+    }
+
+    /// Whether `result` is the value of the reply that carried `token` for request `id`; the
+    /// problem otherwise. `others` names tokens of other replies, to say whose the caller got.
+    static func expect(
+        _ result: Result<Value, any Error>?, id: UInt64, token: UInt64, _ fixture: Fixture, _ context: FixtureContext,
+        others: [UInt64: String] = [:]
+    ) -> Check? {
+        guard let result else {
+            return .fail(
+                "the caller of request \(id) was not resumed within \(context.patience) of its reply: the adapter lost the reply, or matched it to another request"
+            )
+        }
+        switch result {
+        case .success(let value):
+            guard let got = fixture.token(value) else {
+                return .fail(
+                    "the caller of request \(id) got a value that carries no token, though its reply carried \(token): the adapter must return the value of the request's own reply"
+                )
+            }
+            guard got == token else {
+                let whose = others[got].map { " (\($0))" } ?? ""
+                return .fail(
+                    "the caller of request \(id) got the reply carrying \(got)\(whose), but its own reply carried \(token): the adapter matched a reply to the wrong request"
+                )
+            }
+            return nil
+        case .failure(let error):
+            return .fail(
+                "the caller of request \(id) threw \(type(of: error)) (\(error)), though the SDK answered it with a value carrying \(token): the adapter must deliver each request's own reply"
+            )
+        }
+    }
+
+    // MARK: - Scenarios
+
+    static var ownReply: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "keyed-own-reply",
+            summary: "six requests answered in reverse order: each caller gets the reply to its own id"
+        ) { fixture, context in
+            let ids = ids(1, count: 6)
+            let calls = ids.map { launch(fixture, id: $0, context) }
+            if let problem = await madeAll(calls, context) { return problem }
+            for id in ids.reversed() { await fixture.reply(id, token(id)) }
+            for (id, call) in zip(ids, calls) {
+                let result = await outcome(of: call, within: context.patience)
+                if let problem = expect(result, id: id, token: token(id), fixture, context) { return problem }
+            }
+            return await context.finalCheck()
+        }
+    }
+
+    static var strayReplies: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "keyed-stray-replies",
+            summary:
+                "a reply for an id nobody sent, then a request's reply and its duplicate: the caller gets its own once, and the next request its own"
+        ) { fixture, context in
+            guard let stray = fixture.strayReply else {
+                return .notChecked("the fixture gives no strayReply: only a test double of the SDK can make one")
+            }
+            let ids = ids(2, count: 3)
+            let (first, stranger, next) = (ids[0], ids[1], ids[2])
+            let call = launch(fixture, id: first, context)
+            if let problem = await madeAll([call], context) { return problem }
+            await stray(stranger, token(stranger))
+            await fixture.reply(first, token(first))
+            let result = await outcome(of: call, within: context.patience)
+            if let problem = expect(
+                result, id: first, token: token(first), fixture, context,
+                others: [token(stranger): "a reply for an id nobody sent"])
+            {
+                return problem
+            }
+            await stray(first, token(first, 2))
+            let following = launch(fixture, id: next, context)
+            if let problem = await madeAll([following], context) { return problem }
+            await fixture.reply(next, token(next))
+            let after = await outcome(of: following, within: context.patience)
+            if let problem = expect(
+                after, id: next, token: token(next), fixture, context,
+                others: [token(first, 2): "a duplicate of an earlier request's reply"])
+            {
+                return problem
+            }
+            return await context.finalCheck()
+        }
+    }
+
+    static var failureThenNext: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "keyed-failure-then-next",
+            summary:
+                "the SDK fails a request: its caller throws, and the next request still gets its reply (nothing stays blocked)"
+        ) { fixture, context in
+            guard let failing = fixture.failing else {
+                return .notChecked("the fixture gives no failing: the SDK cannot be made to fail a request")
+            }
+            let ids = ids(3, count: 2)
+            let call = launch(fixture, id: ids[0], context)
+            if let problem = await madeAll([call], context) { return problem }
+            await failing(ids[0])
+            switch await outcome(of: call, within: context.patience) {
+            case nil:
+                return .fail(
+                    "the caller of request \(ids[0]) was not resumed within \(context.patience) of the SDK failing it: the adapter loses failure replies"
+                )
+            case .success?:
+                return .fail(
+                    "the SDK failed request \(ids[0]), yet its caller got a value: a failure must reach the caller as a thrown error"
+                )
+            case .failure?:
+                break
+            }
+            let next = launch(fixture, id: ids[1], context)
+            if let problem = await madeAll([next], context) {
+                if case .notChecked = problem {
+                    return .fail(
+                        "after the SDK failed a request, the next request was not made within \(context.patience): the adapter (or the SDK's thread it holds) stays blocked after a failure"
+                    )
+                }
+                return problem
+            }
+            await fixture.reply(ids[1], token(ids[1]))
+            let result = await outcome(of: next, within: context.patience)
+            if let problem = expect(result, id: ids[1], token: token(ids[1]), fixture, context) {
+                return problem
+            }
+            return await context.finalCheck()
+        }
+    }
+
+    static var cancelThenReuse: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "keyed-cancel-then-reuse",
+            summary:
+                "a caller leaves, and a newer request reuses its id before the SDK is done with the old one (its reply came while its cancel was held back, or its late reply is still to come): the newer caller gets its own reply"
+        ) { fixture, context in
+            let id = ids(4, count: 1)[0]
+            let late = fixture.requestCancellation == .none
+            let hold = CancelHold(bound: context.patience / 4)
+            let first = launch(fixture, id: id, context, CallHostility(holdCancel: late ? nil : hold))
+            if let problem = await madeAll([first], context) {
+                hold.open()
+                return problem
+            }
+            first.task.cancel()
+            switch await outcome(of: first, within: context.patience) {
+            case nil:
+                hold.open()
+                return .fail(
+                    "the caller of request \(id) was not resumed within \(context.patience) of its task being cancelled: the adapter waits for the SDK instead of letting a cancelled caller go"
+                )
+            case .success?:
+                hold.open()
+                return .usageError(
+                    "request \(id) returned a value though the suite never answered it: the fixture's request must wait for the reply the suite asks for"
+                )
+            case .failure?:
+                break
+            }
+            if !late {
+                // The SDK answers the old request while its cancel is held: the reply loses against
+                // the cancel, and the SDK is done with it. A cancel by id made after this reaches
+                // whatever request holds the id then.
+                await fixture.reply(id, token(id, 1))
+            }
+            // The newer request, while the old one's SDK cancel is held (or its late reply due).
+            var reuse = launch(fixture, id: id, context)
+            let newer = reuse.recorder
+            _ = await eventually(within: context.patience / 4) {
+                let snapshot = newer.snapshot
+                return snapshot.startsEnded > 0 || snapshot.end != nil
+            }
+            hold.open()
+            if !late {
+                // Whatever SDK cancel the adapter still makes for the old request, through its
+                // probe, lands now, before the newer request's reply: wait for it to return, or
+                // for the adapter to drop the old probe (no cancel can come any more).
+                let old = first.recorder
+                _ = await eventually(within: context.patience / 4) {
+                    let snapshot = old.snapshot
+                    return (snapshot.cancels > 0 && snapshot.cancelsEnded == snapshot.cancels) || old.adapterLetGo
+                }
+            }
+            var lateSent = !late
+            if reuse.recorder.snapshot.end != nil {
+                // Refused: the adapter keeps the id while the SDK may still answer or cancel the
+                // old request. Then it must free it once the SDK is done: retry until accepted.
+                if !lateSent {
+                    await fixture.reply(id, token(id, 1))
+                    lateSent = true
+                }
+                let clock = ContinuousClock()
+                let deadline = clock.now + context.patience
+                var accepted = false
+                while clock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(10))
+                    reuse = launch(fixture, id: id, context)
+                    let retried = reuse.recorder
+                    _ = await eventually {
+                        let snapshot = retried.snapshot
+                        return snapshot.startsEnded > 0 || snapshot.end != nil
+                    }
+                    if reuse.recorder.snapshot.end == nil {
+                        accepted = true
+                        break
+                    }
+                }
+                guard accepted else {
+                    return .fail(
+                        "a request under id \(id) was refused for \(context.patience) after the earlier request with that id ended\(late ? " and its late reply came" : ""): the adapter never frees the id"
+                    )
+                }
+            }
+            if let problem = await madeAll([reuse], context) { return problem }
+            if !lateSent { await fixture.reply(id, token(id, 1)) }
+            await fixture.reply(id, token(id, 2))
+            let result = await outcome(of: reuse, within: context.patience)
+            let why =
+                late
+                ? "the late reply of the request whose caller left completed the newer request that reused its id: keep the id reserved until that reply comes (PendingRequests without a cancel does)"
+                : "the SDK's cancel for the request whose caller left reached the newer request that reused its id: cancel by id only while the id still belongs to the request the cancel was made for (PendingRequests does), or keep the id until the cancel returned"
+            if case .success(let value)? = result, fixture.token(value) == token(id, 1) {
+                return .fail("the caller of the newer request \(id) got the reply carrying \(token(id, 1)): \(why)")
+            }
+            if let problem = expect(result, id: id, token: token(id, 2), fixture, context) {
+                guard case .fail(let observed) = problem else { return problem }
+                return .fail("\(observed). Likely: \(why)")
+            }
+            return await context.finalCheck()
+        }
+    }
+
+    static var manyOutstanding: FixtureScenario<Fixture> {
+        FixtureScenario(
+            name: "keyed-many-outstanding",
+            summary: "32 requests outstanding at once, answered in a seeded random order: each gets its own reply"
+        ) { fixture, context in
+            let ids = ids(5, count: 32)
+            let calls = ids.map { launch(fixture, id: $0, context) }
+            if let problem = await madeAll(calls, context) { return problem }
+            var random = SplitMix64(seed: context.options.seed ^ 0x1D5)
+            for id in ids.shuffled(using: &random) { await fixture.reply(id, token(id)) }
+            for (id, call) in zip(ids, calls) {
+                let result = await outcome(of: call, within: context.patience)
+                if let problem = expect(result, id: id, token: token(id), fixture, context) { return problem }
+            }
+            return await context.finalCheck()
+        }
+    }
+
+    /// The caller's outcome, or `nil` when it did not come within `bound`.
+    static func outcome(of call: LaunchedCall<Value>, within bound: Duration) async -> Result<Value, any Error>? {
+        await value(of: call.task, within: bound)
+    }
+}
