@@ -33,12 +33,14 @@ public enum AdapterCatalog {
         entries.append(
             Entry(
                 KeyedDoubleFixtures.pendingRequests(canCancel: true), gallery: false,
-                summary: "PendingRequests over a request/reply SDK double that can withdraw a request (real-adapter path)"))
+                summary:
+                    "PendingRequests over a request/reply SDK double that can withdraw a request (real-adapter path)"))
         entries.append(
             Entry(
                 KeyedDoubleFixtures.pendingRequests(canCancel: false), gallery: false,
                 summary:
-                    "PendingRequests over a request/reply SDK double that cannot withdraw a request (real-adapter path)"))
+                    "PendingRequests over a request/reply SDK double that cannot withdraw a request (real-adapter path)"
+            ))
         for mistake in KeyedDoubleMistake.allCases {
             entries.append(
                 Entry(mistake.fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))

@@ -94,7 +94,8 @@ struct GalleryProofTests {
         "keyed-double-frees-id-early": Evidence(
             verdicts: ["failed"], detail: "the late reply of the request whose caller left completed the newer request"),
         "keyed-double-late-cancel": Evidence(
-            verdicts: ["failed"], detail: "the SDK's cancel for the request whose caller left reached the newer request"),
+            verdicts: ["failed"], detail: "the SDK's cancel for the request whose caller left reached the newer request"
+        ),
     ]
 
     @Test(

@@ -131,7 +131,9 @@ struct PendingRequestsTests {
         #expect(discarded.withLock { $0 } == [70])
         let statistics = pending.statistics
         #expect(statistics.lateReplies == 1 && statistics.awaitingLateReply == 0 && statistics.refused == 1)
-        let third = OneShotCall { try await pending.request(id: 7) { id in _ = pending.complete(id, with: .success(71)) } }
+        let third = OneShotCall {
+            try await pending.request(id: 7) { id in _ = pending.complete(id, with: .success(71)) }
+        }
         #expect(await third.callsOutcome() == .value(71))
     }
 
@@ -145,7 +147,9 @@ struct PendingRequestsTests {
         #expect(pending.statistics.awaitingLateReply == 1)
         _ = pending.failAll(DisconnectedForTest())
         #expect(pending.statistics.awaitingLateReply == 0)
-        let again = OneShotCall { try await pending.request(id: 3) { id in _ = pending.complete(id, with: .success(31)) } }
+        let again = OneShotCall {
+            try await pending.request(id: 3) { id in _ = pending.complete(id, with: .success(31)) }
+        }
         #expect(await again.callsOutcome() == .value(31))
     }
 
