@@ -58,7 +58,9 @@ struct RedisConformanceTests {
         }
     }
 
-    @Test("the shipped send(_:timeout:probe:) passes every one-shot scenario it can be given, judged as an SDK without a per-request cancel")
+    @Test(
+        "the shipped send(_:timeout:probe:) passes every one-shot scenario it can be given, judged as an SDK without a per-request cancel"
+    )
     func shippedAdapterPasses() async throws {
         let servers = try await Servers()
         let fixture = OneShotFixture<RedisReply>(
@@ -66,7 +68,9 @@ struct RedisConformanceTests {
             threading: servers.threading,
             succeeding: { probe in try await servers.healthy.send(["ECHO", "ok"], probe: probe) },
             // An error reply: HINCRBY by something that is not a number.
-            failing: { probe in try await servers.healthy.send(["HINCRBY", "hash", "field", "not-a-number"], probe: probe) },
+            failing: { probe in
+                try await servers.healthy.send(["HINCRBY", "hash", "field", "not-a-number"], probe: probe)
+            },
             hanging: .init(
                 start: { probe in try await servers.hold(probe) },
                 release: { servers.frozen.resume() }),
@@ -80,5 +84,53 @@ struct RedisConformanceTests {
         #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
         #expect(report.notChecked.map(\.name) == ["callback-inside-cancel"], "\(report.rendered)")
         await servers.stop()
+    }
+
+    @Test(
+        "the shipped send passes every keyed scenario a real server allows: BLPOPs answered out of order by LPUSH, a late reply for a caller that left while a newer request waits on its key, 32 outstanding"
+    )
+    func keyedScenariosPass() async throws {
+        let server = try await ServerProcess.startRedis()
+        let blocking = try await RedisConnection.connect(port: server.port)
+        let pusher = try await RedisConnection.connect(port: server.port)
+        guard case .integer(let clientID) = try await blocking.send("CLIENT", "ID") else {
+            Issue.record("CLIENT ID gave no integer")
+            return
+        }
+        let fixture = KeyedFixture<RedisReply>(
+            name: "redis-blpop",
+            threading: .sdkThread(blocking.scheduler),
+            // A request waits on its own list; pipelined on one connection, the server runs each
+            // BLPOP after the one before it was answered.
+            request: { id, probe in try await blocking.send(["BLPOP", "key:\(id)", "0"], probe: probe) },
+            reply: { id, token in _ = try? await pusher.send("LPUSH", "key:\(id)", "\(token)") },
+            token: { reply in
+                guard case .array(let items) = reply, items.count == 2, case .string(let bytes) = items[1] else {
+                    return nil
+                }
+                return UInt64(String(decoding: bytes, as: UTF8.self))
+            },
+            // The blocked BLPOP ends with an error: CLIENT UNBLOCK ... ERROR, repeated until the
+            // server has it blocked (the command may still be on its way).
+            failing: { _ in
+                for _ in 0..<2_000 {
+                    if case .integer(1)? = try? await pusher.send("CLIENT", "UNBLOCK", "\(clientID)", "ERROR") {
+                        return
+                    }
+                    try? await Task.sleep(for: .milliseconds(2))
+                }
+            },
+            liveResources: { blocking.statistics.pendingCommands + blocking.commandsAwaitingReply },
+            offThreadCalls: { blocking.statistics.callsOffLoopThread },
+            // hiredis cannot withdraw a command: a caller that left gets its reply late.
+            requestCancellation: .none)
+        let report = await ConformanceSuite.run(fixture, options: .init(watchdog: .seconds(60)))
+        #expect(report.results.count == ConformanceSuite.fixtureScenarios(for: .keyed).count)
+        #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
+        // A real server answers only what was asked: no stray reply can be made.
+        #expect(report.notChecked.map(\.name) == ["keyed-stray-replies"], "\(report.rendered)")
+        await blocking.shutdown()
+        await pusher.shutdown()
+        await server.stop()
     }
 }
