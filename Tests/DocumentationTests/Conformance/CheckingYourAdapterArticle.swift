@@ -82,3 +82,62 @@ func resolve(
     #expect(report.failures.isEmpty, "\(report.rendered)")
 }
 // end snippet
+
+/// Scaffolding: the keyed section's RPC wire, a stand-in for an SDK with one reply handler for
+/// every request and ids the caller chooses. It answers a request only when told, and only one it
+/// still holds; it cannot withdraw a request.
+nonisolated final class RPCWire: Sendable {
+    struct Failed: Error {}
+    private let handler = LockedValue<(@Sendable (UInt64, Result<String, any Error>) -> Void)?>(nil)
+    private let held = LockedValue<[UInt64: Int]>([:])
+
+    var pending: Int { held.withLock { $0.values.reduce(0, +) } }
+
+    func onReply(_ handler: @escaping @Sendable (UInt64, Result<String, any Error>) -> Void) {
+        self.handler.withLock { $0 = handler }
+    }
+
+    func send(id: UInt64, method: String) {
+        held.withLock { $0[id, default: 0] += 1 }
+    }
+
+    func answer(id: UInt64, with text: String) { deliver(id, .success(text)) }
+
+    func fail(id: UInt64) { deliver(id, .failure(Failed())) }
+
+    private func deliver(_ id: UInt64, _ result: Result<String, any Error>) {
+        let found = held.withLock { held -> Bool in
+            guard let count = held[id] else { return false }
+            held[id] = count > 1 ? count - 1 : nil
+            return true
+        }
+        if found, let handler = handler.withLock({ $0 }) { handler(id, result) }
+    }
+}
+
+// snippet: Sources/LegacyBridgeConformance/LegacyBridgeConformance.docc/CheckingYourAdapter.md
+func call(
+    _ method: String, id: UInt64, over wire: RPCWire, calls: PendingRequests<UInt64, String>,
+    probe: CallProbe<String> = .off, isolation: isolated (any Actor)? = #isolation
+) async throws -> String {
+    try await calls.request(id: id, isolation: isolation) { id in
+        probe.start { wire.send(id: id, method: method) }
+    }
+}
+
+@Test func rpcCallConforms() async throws {
+    let wire = RPCWire()
+    let calls = PendingRequests<UInt64, String>()  // no cancel: the wire cannot withdraw a request
+    wire.onReply { id, result in _ = calls.complete(id, with: result) }
+    let fixture = KeyedFixture<String>(
+        name: "rpc-call",
+        request: { id, probe in try await call("status", id: id, over: wire, calls: calls, probe: probe) },
+        reply: { id, token in wire.answer(id: id, with: "ok \(token)") },
+        token: { value in UInt64(value.dropFirst(3)) },
+        failing: { id in wire.fail(id: id) },
+        liveResources: { wire.pending + calls.statistics.pending },
+        requestCancellation: .none)
+    let report = await ConformanceSuite.run(fixture)
+    #expect(report.failures.isEmpty, "\(report.rendered)")
+}
+// end snippet
