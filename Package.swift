@@ -64,7 +64,15 @@ let package = Package(
         // runs as typed (the list and its reason: .ci/tsan-suppressions.txt).
         .target(name: "TSanDefaults", path: "Tests/TSanDefaults"),
         .testTarget(name: "CLegacySDKTests", dependencies: ["CLegacySDK", "TestSupport"]),
-        .testTarget(name: "LegacyBridgeTests", dependencies: ["LegacyBridge", "TestSupport", "ToolSupport"]),
+        // Optimized even in debug builds: its exhaustive orderings and million-step property tests
+        // run a model and a generator per step, and the state machines they drive are mostly
+        // @inlinable, so -O specializes them here. 46 s less CPU in a 200 s `swift test`, the
+        // same sequences checked. (Flags of a test target never reach a package that depends on
+        // this one.)
+        .testTarget(
+            name: "LegacyBridgeTests", dependencies: ["LegacyBridge", "TestSupport", "ToolSupport"],
+            swiftSettings: [.unsafeFlags(["-O"])]
+        ),
         .testTarget(
             name: "LegacySimulatorTests",
             dependencies: ["LegacySimulator", "LegacyBridge", "CLegacySDK", "TestSupport", "ToolSupport"]

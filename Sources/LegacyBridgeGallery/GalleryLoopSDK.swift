@@ -54,6 +54,10 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
     /// it is there: a cancel that comes before the posted start has run finds no handle and is
     /// dropped, and the request, started a moment later, runs on.
     case cancelRacesStart = "loop-sdk-cancel-races-start"
+    /// After the SDK fails a call, backs off on the SDK's loop thread (a blocking sleep before a
+    /// retry or a reconnect) from inside its callback: the failing caller gets its error at once,
+    /// and every later call waits behind the sleep.
+    case backoffOnLoop = "loop-sdk-backoff-on-loop"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
@@ -67,6 +71,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
         case .leaksContext: return ["success"]
         case .handleAsValue: return ["success"]
         case .cancelRacesStart: return ["burst-random-cancels"]
+        case .backoffOnLoop: return ["failure-throws"]
         }
     }
 
@@ -92,6 +97,8 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
             return "WRONG ON PURPOSE: over LoopSDK, returns the request's handle in place of the value delivered"
         case .cancelRacesStart:
             return "WRONG ON PURPOSE: over LoopSDK, drops a cancel that comes before its posted start has run"
+        case .backoffOnLoop:
+            return "WRONG ON PURPOSE: over LoopSDK, sleeps on the SDK's loop thread after a failure (a backoff)"
         }
     }
 
@@ -121,7 +128,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
             }
 
         case .noSDKCancel, .cancelAfterValue, .retryCancel, .offThreadStart, .leaksContext, .handleAsValue,
-            .cancelRacesStart:
+            .cancelRacesStart, .backoffOnLoop:
             return try await withCallback(isolation: isolation, timeout: timeout) { completion in
                 let handle = LoopHandle()
                 let deliver = probe.callback { result in
@@ -131,6 +138,10 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                         return
                     }
                     completion(result)
+                    if self == .backoffOnLoop, case .failure = result {
+                        // WRONG: a backoff on the SDK's loop thread, inside its callback.
+                        _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .seconds(600))
+                    }
                     if self == .cancelAfterValue, case .success = result {
                         // "Close" the finished request.
                         post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }

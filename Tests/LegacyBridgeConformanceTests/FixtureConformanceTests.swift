@@ -130,6 +130,7 @@ struct FixtureConformanceTests {
         .leaksContext: "the SDK still held 1 resource(s) more",
         .handleAsValue: "but the SDK delivered 7",
         .cancelRacesStart: "never reached the SDK's cancel",
+        .backoffOnLoop: "after the SDK failed a call, the next call did not return",
     ]
 
     @Test(

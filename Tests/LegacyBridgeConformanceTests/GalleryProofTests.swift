@@ -90,6 +90,8 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "called the SDK's cancel 2 times for one subscription"),
         "loop-sdk-query-on-pool": Evidence(
             verdicts: ["failed"], detail: "the caller's thread ran nothing else", "was not resumed within"),
+        "loop-sdk-backoff-on-loop": Evidence(
+            verdicts: ["failed"], detail: "after the SDK failed a call, the next call did not return"),
         "loop-sdk-query-abandoned": Evidence(verdicts: ["failed"], detail: "the probe saw it begin and never end"),
         "keyed-double-frees-id-early": Evidence(
             verdicts: ["failed"], detail: "the late reply of the request whose caller left completed the newer request"),

@@ -7,9 +7,6 @@ import Testing
 /// that resumes twice traps, so only GalleryProofTests runs it, in a child process).
 @Suite("Conformance: keyed requests over one global reply callback")
 struct KeyedConformanceTests {
-    /// Short enough that a gallery adapter's wait in vain ends soon, long enough for a loaded runner:
-    /// its verdict does not depend on the bound, only on how soon it comes.
-    static let flaggingWatchdog: Duration = threadSanitizerIsActive ? .seconds(30) : .seconds(10)
 
     @Test("the PendingRequests adapter passes every keyed scenario, and the lab forced every hostile order")
     func pendingRequestsAdapterPasses() async {
@@ -26,7 +23,7 @@ struct KeyedConformanceTests {
             let report = await ConformanceSuite.run(
                 LeakingTableAdapter(),
                 options: .init(
-                    watchdog: Self.flaggingWatchdog, seed: seed, only: ["keyed-timeout-and-cancel-leave-nothing"]))
+                    watchdog: flaggingWatchdog, seed: seed, only: ["keyed-timeout-and-cancel-leave-nothing"]))
             #expect(report.failures.map(\.name) == ["keyed-timeout-and-cancel-leave-nothing"], "\(report.rendered)")
             #expect(
                 report.failures.first?.detail.contains("still tracks 1 request(s)") == true, "\(report.rendered)")
@@ -38,7 +35,7 @@ struct KeyedConformanceTests {
         for seed in UInt64(1)...3 {
             let report = await ConformanceSuite.run(
                 RegisterAfterSendAdapter(),
-                options: .init(watchdog: Self.flaggingWatchdog, seed: seed, only: ["keyed-synchronous-reply"]))
+                options: .init(watchdog: flaggingWatchdog, seed: seed, only: ["keyed-synchronous-reply"]))
             #expect(report.failures.map(\.name) == ["keyed-synchronous-reply"], "\(report.rendered)")
             #expect(
                 report.failures.first?.detail.contains("registered the id after sending") == true,

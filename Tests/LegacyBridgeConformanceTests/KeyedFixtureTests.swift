@@ -29,7 +29,7 @@ struct KeyedFixtureTests {
             let report = await ConformanceSuite.run(
                 mistake.fixture,
                 options: .init(
-                    watchdog: threadSanitizerIsActive ? .seconds(20) : .seconds(8), seed: seed,
+                    watchdog: flaggingWatchdog, seed: seed,
                     only: ["keyed-cancel-then-reuse"]))
             #expect(report.failures.map(\.name) == ["keyed-cancel-then-reuse"], "seed \(seed): \(report.rendered)")
             let expected =

@@ -8,9 +8,6 @@ import Testing
 /// process).
 @Suite("Conformance: one SDK listener shared by many consumers")
 struct SharedSubscriptionConformanceTests {
-    /// Short enough that a gallery adapter's wait in vain ends soon, long enough for a loaded runner:
-    /// its verdict does not depend on the bound, only on how soon it comes.
-    static let flaggingWatchdog: Duration = threadSanitizerIsActive ? .seconds(30) : .seconds(10)
 
     @Test("the SharedSubscription adapter passes every shared-subscription scenario")
     func sharedSubscriptionAdapterPasses() async {
@@ -25,7 +22,7 @@ struct SharedSubscriptionConformanceTests {
         for seed in UInt64(1)...3 {
             let report = await ConformanceSuite.run(
                 ListenerPerConsumerAdapter(),
-                options: .init(watchdog: Self.flaggingWatchdog, seed: seed, only: ["shared-one-sdk-listener"]))
+                options: .init(watchdog: flaggingWatchdog, seed: seed, only: ["shared-one-sdk-listener"]))
             #expect(report.failures.map(\.name) == ["shared-one-sdk-listener"], "\(report.rendered)")
             #expect(
                 report.failures.first?.detail.contains("to start 4 listeners for 4 consumers") == true,
@@ -39,7 +36,7 @@ struct SharedSubscriptionConformanceTests {
             let report = await ConformanceSuite.run(
                 NeverStopsListenerAdapter(),
                 options: .init(
-                    watchdog: Self.flaggingWatchdog, seed: seed, only: ["shared-last-consumer-stops-listener"]))
+                    watchdog: flaggingWatchdog, seed: seed, only: ["shared-last-consumer-stops-listener"]))
             #expect(report.failures.map(\.name) == ["shared-last-consumer-stops-listener"], "\(report.rendered)")
             #expect(
                 report.failures.first?.detail.contains("after the last consumer left, the SDK listener still runs")

@@ -6,9 +6,6 @@ import Testing
 /// The latest-wins and coalesced scenarios against the library's adapters and the gallery's.
 @Suite("Conformance: latest-wins and coalesced calls")
 struct SupersedingConformanceTests {
-    /// Short enough that a gallery adapter's wait in vain ends soon, long enough for a loaded runner:
-    /// its verdict does not depend on the bound, only on how soon it comes.
-    static let flaggingWatchdog: Duration = threadSanitizerIsActive ? .seconds(30) : .seconds(10)
 
     @Test("the LatestWins adapter passes every latest-wins scenario")
     func latestWinsAdapterPasses() async {
@@ -35,7 +32,7 @@ struct SupersedingConformanceTests {
     func mistakeIsFlagged(adapter name: String, scenario: String, reason: String) async throws {
         let entry = try #require(AdapterCatalog.entry(named: name))
         for seed in UInt64(1)...3 {
-            let report = await entry.run(options: .init(watchdog: Self.flaggingWatchdog, seed: seed, only: [scenario]))
+            let report = await entry.run(options: .init(watchdog: flaggingWatchdog, seed: seed, only: [scenario]))
             #expect(report.failures.map(\.name) == [scenario], "\(report.rendered)")
             #expect(report.failures.first?.detail.contains(reason) == true, "\(report.rendered)")
         }

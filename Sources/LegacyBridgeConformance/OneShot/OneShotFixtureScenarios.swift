@@ -119,6 +119,25 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
+    /// After a failure or a cancel: one more succeeding call must return, with its value, within
+    /// the patience. An adapter that leaves something blocked behind (its callback sleeping or
+    /// retrying on the SDK's thread, a lock kept) passes the scenario's own checks, and only the
+    /// next call shows it. `nil` when it returned (or the fixture gives no succeeding call).
+    static func nextCallAnswers(_ fixture: Fixture, _ context: FixtureContext, after what: String) async -> Check? {
+        guard let succeeding = fixture.succeeding else { return nil }
+        let recorder = recorder(context)
+        let call = launchCall(succeeding, recorder)
+        guard let result = await outcome(of: call, within: context.patience) else {
+            call.task.cancel()
+            return .fail(
+                "after \(what), the next call did not return within \(context.patience): the adapter left something blocked behind (its callback sleeping, retrying or waiting on the SDK's thread, a lock it kept), and every later call waits behind it"
+            )
+        }
+        if case .fail(let why) = expectValue(result, recorder, fixture) { return .fail("after \(what), \(why)") }
+        if case .usageError(let why) = expectValue(result, recorder, fixture) { return .usageError(why) }
+        return nil
+    }
+
     /// Whether the adapter passed this call's callback through the probe; the reason to skip otherwise.
     static func wrapsCallback(_ recorder: CallRecorder<Value>, for what: String) -> Check? {
         guard recorder.snapshot.callbacksWrapped == 0 else { return nil }
@@ -312,7 +331,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                 return .fail(
                     "the SDK reported a failure, but the caller got CancellationError: throw the SDK's error")
             case .failure:
-                return .pass
+                return await nextCallAnswers(fixture, context, after: "the SDK failed a call") ?? .pass
             case .success where recorder.snapshot.sdkReportedFailure:
                 return .fail(
                     "the SDK reported a failure, but the caller got a value: a failure must reach the caller as a thrown error, never as an empty or default value"
@@ -340,6 +359,9 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             guard let result else { return .fail("the caller was not resumed") }
             if case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
             let stopped = await sdkStopped(recorder, context, how: "after the caller was cancelled")
+            if let stuck = await nextCallAnswers(fixture, context, after: "a caller was cancelled") {
+                return all(stopped, stuck)
+            }
             if started == .unknown {
                 return all(
                     stopped,
