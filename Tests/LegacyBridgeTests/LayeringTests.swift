@@ -198,6 +198,23 @@ struct LayeringTests {
         }
     }
 
+    @Test("this target is optimized (-O), so its checks are #expect or precondition, never assert, which -O removes")
+    func noAssertInOptimizedTests() throws {
+        let files = try Self.swiftFiles(under: Self.root.appendingPathComponent("Tests/LegacyBridgeTests"))
+        #expect(files.count > 10)
+        // Spelled in two pieces, so that this file does not match itself.
+        let calls = ["assert" + "(", "assertionFailure" + "("]
+        for file in files {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.split(separator: "//", maxSplits: 1).first.map(String.init) ?? ""
+                #expect(
+                    !calls.contains { code.contains($0) },
+                    "\(file.lastPathComponent):\(number + 1): an assert vanishes in this -O target; use #expect")
+            }
+        }
+    }
+
     static func swiftFiles(under directory: URL) throws -> [URL] {
         guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil) else {
             return []
