@@ -41,6 +41,16 @@ public enum AdapterCatalog {
                 summary:
                     "PendingRequests over a request/reply SDK double that cannot withdraw a request (real-adapter path)"
             ))
+        if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) {
+            entries.append(
+                Entry(
+                    ListenerDoubleFixtures.sharedSubscription(), gallery: false,
+                    summary: "SharedSubscription over an SDK double with listeners (real-adapter path)"))
+            for mistake in ListenerDoubleMistake.allCases {
+                entries.append(
+                    Entry(mistake.fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
+            }
+        }
         for mistake in KeyedDoubleMistake.allCases {
             entries.append(
                 Entry(mistake.fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))

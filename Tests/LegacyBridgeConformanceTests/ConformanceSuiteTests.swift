@@ -170,7 +170,7 @@ struct ConformanceSuiteTests {
                 "callback-stream", "coalesced-calls", "keyed-double-pending-requests",
                 "keyed-double-pending-requests-no-cancel", "latest-wins", "loop-sdk-client", "loop-sdk-client-events",
                 "loop-sdk-client-query", "offload-pool", "pending-requests", "sdk-thread-executor",
-                "shared-subscription", "with-callback", "with-callback-context",
+                "shared-double-shared-subscription", "shared-subscription", "with-callback", "with-callback-context",
             ])
     }
 }

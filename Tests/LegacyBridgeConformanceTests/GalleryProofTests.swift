@@ -93,6 +93,12 @@ struct GalleryProofTests {
         "loop-sdk-backoff-on-loop": Evidence(
             verdicts: ["failed"], detail: "after the SDK failed a call, the next call did not return"),
         "loop-sdk-query-abandoned": Evidence(verdicts: ["failed"], detail: "the probe saw it begin and never end"),
+        "shared-double-listener-per-consumer": Evidence(
+            verdicts: ["failed"], detail: "share one listener among the consumers"),
+        "shared-double-never-stops": Evidence(
+            verdicts: ["failed"], detail: "stop the SDK's listener when the last consumer leaves"),
+        "shared-double-removes-ended-listener": Evidence(
+            verdicts: ["failed"], detail: "after the SDK itself had ended it"),
         "keyed-double-frees-id-early": Evidence(
             verdicts: ["failed"], detail: "the late reply of the request whose caller left completed the newer request"),
         "keyed-double-late-cancel": Evidence(

@@ -4,10 +4,11 @@ import LegacySimulator
 /// One adapter for the conformance suite to check, of any kind, with what is expected of it.
 ///
 /// Make one of your real adapters over its SDK with ``oneShot(_:)-(OneShotFixture<Value>)``,
-/// ``stream(_:)-(StreamFixture<Element>)``, ``blocking(_:)-(BlockingFixture<Value>)`` or
-/// ``keyed(_:)-(KeyedFixture<Value>)``, or one of your patterns over the simulated SDK with
-/// ``oneShot(_:)-(Adapter)``, ``stream(_:)-(Adapter)``, ``blocking(_:)-(Adapter)``,
-/// ``threadAffine(_:)``, ``keyed(_:)-(Adapter)``, ``shared(_:)``, ``latestWins(_:)`` or
+/// ``stream(_:)-(StreamFixture<Element>)``, ``blocking(_:)-(BlockingFixture<Value>)``,
+/// ``keyed(_:)-(KeyedFixture<Value>)`` or ``shared(_:)-(SharedSubscriptionFixture<Element>)``, or
+/// one of your patterns over the simulated SDK with ``oneShot(_:)-(Adapter)``,
+/// ``stream(_:)-(Adapter)``, ``blocking(_:)-(Adapter)``, ``threadAffine(_:)``,
+/// ``keyed(_:)-(Adapter)``, ``shared(_:)-(Adapter)``, ``latestWins(_:)`` or
 /// ``coalesced(_:)``, and hand a list
 /// of them to ``ConformanceRunner/main(_:)``: each is expected to pass every scenario it can run.
 /// (The package's own bad-adapter gallery uses the same type, expecting each of its adapters to be
@@ -115,6 +116,15 @@ public struct ConformanceSubject: Sendable {
         ConformanceSubject(fixture, gallery: false)
     }
 
+    /// Your shared-subscription adapter over its SDK, through a fixture; expected to pass every
+    /// scenario the fixture makes possible.
+    /// - Parameter fixture: Consumers of your adapter, how to make its SDK deliver, its listeners.
+    /// - Returns: The subject.
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    public static func shared<Element: Sendable>(_ fixture: SharedSubscriptionFixture<Element>) -> ConformanceSubject {
+        ConformanceSubject(fixture, gallery: false)
+    }
+
     /// Your blocking-call adapter over its SDK, through a fixture; expected to pass every scenario
     /// the fixture makes possible.
     /// - Parameter fixture: Calls of your adapter, what it declares, what its SDK counts.
@@ -184,6 +194,18 @@ public struct ConformanceSubject: Sendable {
             name: fixture.name, summary: summary ?? "a keyed-request adapter over its SDK (fixture)", kind: .keyed,
             gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
             scenarios: ConformanceSuite.fixtureScenarios(for: .keyed),
+            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
+    }
+
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    package init<Element: Sendable>(
+        _ fixture: SharedSubscriptionFixture<Element>, gallery: Bool, summary: String? = nil,
+        flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            name: fixture.name, summary: summary ?? "a shared-subscription adapter over its SDK (fixture)",
+            kind: .shared, gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
+            scenarios: ConformanceSuite.fixtureScenarios(for: .shared),
             runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
     }
 

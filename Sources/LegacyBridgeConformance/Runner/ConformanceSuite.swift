@@ -279,11 +279,39 @@ public enum ConformanceSuite {
         return ConformanceReport(adapter: fixture.name, kind: .keyed, results: results)
     }
 
+    /// Runs every shared-subscription scenario against your adapter over your SDK, as `fixture`
+    /// makes it possible.
+    ///
+    /// Scenarios the fixture does not make possible are reported as not checked, with the reason.
+    /// - Parameters:
+    ///   - fixture: Consumers of your adapter, how to make the SDK deliver, how to count listeners.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    public static func run<Element: Sendable>(
+        _ fixture: SharedSubscriptionFixture<Element>, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(fixture, options: options, onResult: nil)
+    }
+
+    /// ``run(_:options:)-(SharedSubscriptionFixture<Element>,_)``, calling `onResult` as each
+    /// scenario ends.
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    package static func run<Element: Sendable>(
+        _ fixture: SharedSubscriptionFixture<Element>, options: ConformanceOptions,
+        onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runFixtureScenarios(
+            SharedSubscriptionFixtureScenarios<Element>.all, on: fixture, common: fixture.common, options: options,
+            onResult: onResult)
+        return ConformanceReport(adapter: fixture.name, kind: .shared, results: results)
+    }
+
     /// The scenarios of the real-adapter path for one kind of adapter (``OneShotFixture``,
-    /// ``StreamFixture``, ``BlockingFixture``, ``KeyedFixture``): names and one-line summaries, in
-    /// run order.
+    /// ``StreamFixture``, ``BlockingFixture``, ``KeyedFixture``, ``SharedSubscriptionFixture``):
+    /// names and one-line summaries, in run order.
     /// - Parameter kind: The kind of adapter; thread-affine adapters have no fixture (declare
-    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead), and the shared,
+    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead), and the
     ///   latest-wins and coalesced kinds none yet.
     /// - Returns: `(name, summary)` pairs.
     public static func fixtureScenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
@@ -297,7 +325,10 @@ public enum ConformanceSuite {
             return BlockingFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
         case .keyed:
             return KeyedFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
-        case .threadAffine, .shared, .latestWins, .coalesced:
+        case .shared:
+            guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else { return [] }
+            return SharedSubscriptionFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
+        case .threadAffine, .latestWins, .coalesced:
             return []
         }
     }
