@@ -133,4 +133,34 @@ struct RedisConformanceTests {
         await pusher.shutdown()
         await server.stop()
     }
+
+    @Test(
+        "the shipped messages(channel:) passes every shared-subscription scenario: one SUBSCRIBE for every consumer (PUBSUB NUMSUB), events in order, UNSUBSCRIBE after the last, a killed subscriber connection ends every consumer"
+    )
+    func sharedScenariosPass() async throws {
+        let server = try await ServerProcess.startRedis()
+        let redis = try await RedisConnection.connect(port: server.port)
+        let other = try await RedisConnection.connect(port: server.port)
+        let fixture = SharedSubscriptionFixture<RedisMessage>(
+            name: "redis-messages",
+            subscribe: { redis.messages(channel: "news") },
+            publish: { token in _ = try? await other.send("PUBLISH", "news", "\(token)") },
+            token: { message in UInt64(String(decoding: message.payload, as: UTF8.self)) },
+            // Clients subscribed to the channel, as the server counts them.
+            listeners: {
+                guard case .array(let items)? = try? await other.send("PUBSUB", "NUMSUB", "news"), items.count == 2,
+                    case .integer(let count) = items[1]
+                else { return -1 }
+                return Int(count)
+            },
+            // The server drops every subscriber connection: the listener ends without a cancel.
+            endListener: { _ = try? await other.send("CLIENT", "KILL", "TYPE", "pubsub") })
+        let report = await ConformanceSuite.run(fixture, options: .init(watchdog: .seconds(60)))
+        #expect(report.results.count == ConformanceSuite.fixtureScenarios(for: .shared).count)
+        #expect(
+            report.failures.isEmpty && report.usageErrors.isEmpty && report.notChecked.isEmpty, "\(report.rendered)")
+        await redis.shutdown()
+        await other.shutdown()
+        await server.stop()
+    }
 }
