@@ -141,3 +141,42 @@ func call(
     #expect(report.failures.isEmpty, "\(report.rendered)")
 }
 // end snippet
+
+/// Scaffolding: the shared section's news feed, a stand-in for an SDK with observers that get
+/// every item posted while they are registered.
+nonisolated final class NewsFeed: Sendable {
+    private let observers = LockedValue<[Int: @Sendable (String) -> Void]>([:])
+    private let next = LockedValue(0)
+
+    var observerCount: Int { observers.withLock { $0.count } }
+
+    func addObserver(_ observer: @escaping @Sendable (String) -> Void) -> Int {
+        let id = next.withLock { $0 += 1; return $0 }
+        observers.withLock { $0[id] = observer }
+        return id
+    }
+
+    func removeObserver(_ id: Int) { observers.withLock { $0[id] = nil } }
+
+    func post(_ item: String) {
+        for observer in observers.withLock({ Array($0.values) }) { observer(item) }
+    }
+}
+
+// snippet: Sources/LegacyBridgeConformance/LegacyBridgeConformance.docc/CheckingYourAdapter.md
+@Test func newsConforms() async throws {
+    let feed = NewsFeed()
+    let news = SharedSubscription(of: String.self, restart: .automatic) { sink in
+        let observer = feed.addObserver { item in sink.yield(item) }
+        return StreamControl(cancel: CancelHandle { feed.removeObserver(observer) })
+    }
+    let fixture = SharedSubscriptionFixture<String>(
+        name: "news",
+        subscribe: { news.subscribe() },
+        publish: { token in feed.post("item \(token)") },
+        token: { item in UInt64(item.dropFirst(5)) },
+        listeners: { feed.observerCount })
+    let report = await ConformanceSuite.run(fixture)
+    #expect(report.failures.isEmpty, "\(report.rendered)")
+}
+// end snippet
