@@ -28,7 +28,8 @@ import LegacyBridge
 /// - `reply(id, token)` makes your SDK answer its request `id` with a value that carries `token`.
 ///   For an SDK that cannot withdraw a request (`requestCancellation: .none`), that is also how
 ///   the late reply of a request whose caller left comes. It may return before the reply reached
-///   the adapter.
+///   the adapter. A request the SDK no longer holds (its cancel withdrew it) must get nothing from
+///   it, as from a real SDK: a reply left waiting in a queue would answer the next request.
 /// - `token(value)` reads the token back from what the caller got.
 /// - The suite uses each id for one request only, except where a scenario reuses one on purpose,
 ///   and chooses tokens unique in the run.
