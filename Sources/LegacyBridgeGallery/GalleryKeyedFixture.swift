@@ -114,6 +114,8 @@ public enum KeyedDoubleFixtures {
     /// with the double's cancel when it has one. Expected to pass every scenario.
     public static func pendingRequests(canCancel: Bool) -> KeyedFixture<UInt64> {
         let sdk = KeyedDoubleSDK(canCancel: canCancel)
+        // Each request's probe by id, for the table-wide cancel: a cancel that runs after its caller
+        // returned finds none and is made without one (the suite then does not count it).
         let probes = LockedValue<[UInt64: CallProbe<UInt64>]>([:])
         let withdraw: @Sendable (UInt64) -> Void = { id in
             let probe: CallProbe<UInt64> = probes.withLock { $0[id] } ?? .off
