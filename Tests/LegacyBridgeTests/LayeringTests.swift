@@ -198,7 +198,9 @@ struct LayeringTests {
         }
     }
 
-    @Test("LegacyBridgeMachineTests is optimized (-O), so its checks are #expect or precondition, never assert, which -O removes")
+    @Test(
+        "LegacyBridgeMachineTests is optimized (-O), so its checks are #expect or precondition, never assert, which -O removes"
+    )
     func noAssertInOptimizedTests() throws {
         let files = try Self.swiftFiles(under: Self.root.appendingPathComponent("Tests/LegacyBridgeMachineTests"))
         #expect(files.count >= 5)
