@@ -414,7 +414,7 @@ private struct World {
         if ownsID, let id {
             owner[id] = nil
             lastEnding[id] = .abandoned
-            if reserves { reserved.insert(id) }
+            if reserves && (outcome == .cancelled || outcome == .timedOut) { reserved.insert(id) }
         }
         return check()
     }

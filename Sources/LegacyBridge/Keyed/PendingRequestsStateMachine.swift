@@ -31,9 +31,10 @@
 ///   holds the id when the cancel is due, it is skipped. While it runs, the id stays taken: a
 ///   caller-assigned registration of it is refused, so the cancel cannot reach a newer request.
 /// - With ``reservesAbandonedIDs`` (an SDK that cannot withdraw a request), an id whose caller
-///   ended before its reply stays reserved until that late reply comes, a takeover by the SDK or
-///   `failAll`: a caller-assigned registration of it is refused meanwhile, so the late reply
-///   cannot complete a newer request that reused the id.
+///   left before its reply (a timeout or a cancellation) stays reserved until that late reply
+///   comes, a takeover by the SDK or `failAll`: a caller-assigned registration of it is refused
+///   meanwhile, so the late reply cannot complete a newer request that reused the id. A request
+///   whose start threw made no SDK call and reserves nothing.
 @usableFromInline
 struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     @usableFromInline typealias Reply = Result<Value, any Error>
@@ -367,7 +368,11 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         }
         pending[registration.id] = nil
         endings.record(registration.id, .abandoned)
-        if reservesAbandonedIDs { awaitingLateReply.insert(registration.id) }
+        // Only a caller that left (timeout, cancellation) leaves a request running in the SDK; a
+        // start that threw made none, and no reply will come for it.
+        if reservesAbandonedIDs && (outcome == .cancelled || outcome == .timedOut) {
+            awaitingLateReply.insert(registration.id)
+        }
         return current.entry
     }
 

@@ -137,6 +137,18 @@ struct PendingRequestsTests {
         #expect(await third.callsOutcome() == .value(71))
     }
 
+    @Test("without an SDK cancel, a start that throws reserves nothing: it made no SDK call, so no reply will come")
+    func throwingStartReservesNothing() async {
+        let pending = PendingRequests<Int, Int>()
+        let refused = OneShotCall { try await pending.request(id: 4) { _ in throw DisconnectedForTest() } }
+        #expect(await refused.callsOutcome() != .cancelled)
+        #expect(pending.statistics.awaitingLateReply == 0)
+        let again = OneShotCall {
+            try await pending.request(id: 4) { id in _ = pending.complete(id, with: .success(41)) }
+        }
+        #expect(await again.callsOutcome() == .value(41))
+    }
+
     @Test("without an SDK cancel, failAll frees the reserved ids of callers that left: no late reply will come")
     func failAllFreesReservedIDs() async {
         let pending = PendingRequests<Int, Int>()
