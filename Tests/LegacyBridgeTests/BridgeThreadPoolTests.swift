@@ -131,13 +131,13 @@ struct BridgeThreadPoolTests {
             order.withLock { $0.append(1) }
             latch.wait()
         }
-        #expect(await eventually { order.withLock { $0 } == [1] })
+        #expect(await eventually { order.withLock { $0 == [1] } })
         starter.refusing.store(true, ordering: .releasing)
         pool.run { order.withLock { $0.append(2) } }
         #expect(starter.refused.load(ordering: .relaxed) == 1)
         #expect(pool.snapshot.threads == 1 && pool.snapshot.queuedJobs == 1)
         latch.open()
-        #expect(await eventually { order.withLock { $0 } == [1, 2] })
+        #expect(await eventually { order.withLock { $0 == [1, 2] } })
     }
 
     @Test("a refused thread start with no thread at all: the job is kept and runs once a later job starts a thread")
@@ -152,7 +152,7 @@ struct BridgeThreadPoolTests {
         #expect(pool.snapshot.threads == 0 && pool.snapshot.queuedJobs == 2)
         starter.refusing.store(false, ordering: .releasing)
         pool.run { order.withLock { $0.append(3) } }
-        #expect(await eventually { order.withLock { $0 } == [1, 2, 3] })
+        #expect(await eventually { order.withLock { $0 == [1, 2, 3] } })
     }
 
     @Test("a refused thread start with no thread and no later job: the pool tries again by itself")

@@ -48,7 +48,8 @@ final class OneShotCounter: Sendable {
 final class OneShotRecorder<Element: Sendable>: Sendable {
     private let box = LockedBox<[Element]>([])
     func append(_ element: Element) { self.box.withLock { $0.append(element) } }
-    var values: [Element] { self.box.withLock { $0 } }
+    /// A copy made inside the lock: the reader never shares a buffer a writer may still grow.
+    var values: [Element] { self.box.withLock { $0.map { $0 } } }
 }
 
 /// Where a fake SDK keeps the completion it was given, until the test drops it.

@@ -25,7 +25,8 @@ final class StreamCallLog: Sendable {
     private let entries = LockedBox<[String]>([])
 
     func append(_ entry: String) { entries.withLock { $0.append(entry) } }
-    var all: [String] { entries.withLock { $0 } }
+    /// A copy made inside the lock: the reader never shares a buffer a writer may still grow.
+    var all: [String] { entries.withLock { $0.map { $0 } } }
     func count(of entry: String) -> Int { entries.withLock { $0.filter { $0 == entry }.count } }
 }
 

@@ -52,7 +52,8 @@ private final class CallLog: Sendable {
         if !loop.isCurrent { offLoop.add(1, ordering: .relaxed) }
         entries.withLock { $0.append(events) }
     }
-    var all: [DescriptorEvents] { entries.withLock { $0 } }
+    /// A copy made inside the lock: the reader never shares a buffer a writer may still grow.
+    var all: [DescriptorEvents] { entries.withLock { $0.map { $0 } } }
     var count: Int { entries.withLock { $0.count } }
 }
 

@@ -109,7 +109,8 @@ private final class JobLog: Sendable {
         entries.withLock { $0.append(value) }
         if !onLoop { offLoop.add(1, ordering: .relaxed) }
     }
-    var all: [Int] { entries.withLock { $0 } }
+    /// A copy made inside the lock: the reader never shares a buffer a writer may still grow.
+    var all: [Int] { entries.withLock { $0.map { $0 } } }
     var ranOffLoop: Int { offLoop.load(ordering: .relaxed) }
 }
 
