@@ -306,8 +306,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    /// The caller's outcome, or `nil` when it did not come within `bound`.
+    /// The caller's outcome, or `nil` when it did not come within `bound` (the one-shot helper).
     static func outcome(of call: LaunchedCall<Value>, within bound: Duration) async -> Result<Value, any Error>? {
-        await value(of: call.task, within: bound)
+        await OneShotFixtureScenarios<Value>.outcome(of: call, within: bound)
     }
 }
