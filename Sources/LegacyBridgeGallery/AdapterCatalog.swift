@@ -51,6 +51,28 @@ public enum AdapterCatalog {
                     Entry(mistake.fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
             }
         }
+        for canCancel in [true, false] {
+            entries.append(
+                Entry(
+                    CallDoubleFixtures.latestWins(canCancel: canCancel), gallery: false,
+                    summary:
+                        "LatestWins over a one-shot SDK call double that \(canCancel ? "can" : "cannot") withdraw a request (real-adapter path)"
+                ))
+            entries.append(
+                Entry(
+                    CallDoubleFixtures.coalescedCalls(canCancel: canCancel), gallery: false,
+                    summary:
+                        "CoalescedCalls over a one-shot SDK call double that \(canCancel ? "can" : "cannot") withdraw a request (real-adapter path)"
+                ))
+        }
+        for mistake in LatestWinsDoubleMistake.allCases {
+            entries.append(
+                Entry(mistake.fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
+        }
+        for mistake in CoalescedDoubleMistake.allCases {
+            entries.append(
+                Entry(mistake.fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
+        }
         for mistake in KeyedDoubleMistake.allCases {
             entries.append(
                 Entry(mistake.fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))

@@ -167,8 +167,10 @@ struct ConformanceSuiteTests {
         }
         #expect(
             AdapterCatalog.library.map(\.name).sorted() == [
-                "callback-stream", "coalesced-calls", "keyed-double-pending-requests",
-                "keyed-double-pending-requests-no-cancel", "latest-wins", "loop-sdk-client", "loop-sdk-client-events",
+                "callback-stream", "coalesced-calls", "coalesced-double-coalesced-calls",
+                "coalesced-double-coalesced-calls-no-cancel", "keyed-double-pending-requests",
+                "keyed-double-pending-requests-no-cancel", "latest-double-latest-wins",
+                "latest-double-latest-wins-no-cancel", "latest-wins", "loop-sdk-client", "loop-sdk-client-events",
                 "loop-sdk-client-query", "offload-pool", "pending-requests", "sdk-thread-executor",
                 "shared-double-shared-subscription", "shared-subscription", "with-callback", "with-callback-context",
             ])

@@ -99,6 +99,19 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "stop the SDK's listener when the last consumer leaves"),
         "shared-double-removes-ended-listener": Evidence(
             verdicts: ["failed"], detail: "after the SDK itself had ended it"),
+        "latest-double-delivers-to-newest": Evidence(
+            verdicts: ["failed"], detail: "got the answer of the call it superseded"),
+        "latest-double-never-cancels": Evidence(verdicts: ["failed"], detail: "still held call 1's resources"),
+        "latest-double-superseded-waits": Evidence(
+            verdicts: ["failed"], detail: "caller of the superseded call (key 2097153) was not resumed"),
+        "coalesced-double-call-per-caller": Evidence(verdicts: ["failed"], detail: "made 3 SDK calls, expected 1"),
+        "coalesced-double-first-leaver-cancels": Evidence(
+            verdicts: ["failed"],
+            detail: "one of 2 callers sharing an SDK call left, and the adapter called the SDK's cancel"),
+        "coalesced-double-never-cancels": Evidence(
+            verdicts: ["failed"], detail: "after both callers left, the SDK still held"),
+        "coalesced-double-keeps-failure": Evidence(
+            verdicts: ["failed"], detail: "the adapter kept the ended call's outcome for the key"),
         "keyed-double-frees-id-early": Evidence(
             verdicts: ["failed"], detail: "the late reply of the request whose caller left completed the newer request"),
         "keyed-double-late-cancel": Evidence(

@@ -35,24 +35,9 @@ enum KeyedFixtureScenarios<Value: Sendable> {
         return launchCall({ probe in try await request(id, probe) }, recorder)
     }
 
-    /// Waits until each call's SDK request was made (the probe's start returned) or the call
-    /// ended. `nil` when all were made; otherwise the reason the scenario cannot go on.
+    /// Waits until each call's SDK request was made; the reason the scenario cannot go on if not.
     static func madeAll(_ calls: [LaunchedCall<Value>], _ context: FixtureContext) async -> Check? {
-        _ = await eventually {
-            calls.allSatisfy { $0.recorder.snapshot.startsEnded > 0 || $0.recorder.snapshot.end != nil }
-        }
-        if calls.contains(where: { $0.recorder.snapshot.startsBegun == 0 && $0.recorder.snapshot.end == nil }) {
-            return .notChecked(
-                "the adapter does not pass its SDK call through probe.start, so the suite cannot tell when a request reached the SDK, and a reply made before that would answer nothing"
-            )
-        }
-        for call in calls where call.recorder.snapshot.end != nil {
-            let result = await call.result
-            return .usageError(
-                "a request returned \(describeOutcome(result)) before the suite made its reply: the fixture's request must wait for the reply the suite asks for (a list nobody pushes to, a test double that holds it)"
-            )
-        }
-        return nil
+        await TokenedCalls<Value>.madeAll(calls)
     }
 
     /// Whether `result` is the value of the reply that carried `token` for request `id`; the
@@ -61,30 +46,9 @@ enum KeyedFixtureScenarios<Value: Sendable> {
         _ result: Result<Value, any Error>?, id: UInt64, token: UInt64, _ fixture: Fixture, _ context: FixtureContext,
         others: [UInt64: String] = [:]
     ) -> Check? {
-        guard let result else {
-            return .fail(
-                "the caller of request \(id) was not resumed within \(context.patience) of its reply: the adapter lost the reply, or matched it to another request"
-            )
-        }
-        switch result {
-        case .success(let value):
-            guard let got = fixture.token(value) else {
-                return .fail(
-                    "the caller of request \(id) got a value that carries no token, though its reply carried \(token): the adapter must return the value of the request's own reply"
-                )
-            }
-            guard got == token else {
-                let whose = others[got].map { " (\($0))" } ?? ""
-                return .fail(
-                    "the caller of request \(id) got the reply carrying \(got)\(whose), but its own reply carried \(token): the adapter matched a reply to the wrong request"
-                )
-            }
-            return nil
-        case .failure(let error):
-            return .fail(
-                "the caller of request \(id) threw \(type(of: error)) (\(error)), though the SDK answered it with a value carrying \(token): the adapter must deliver each request's own reply"
-            )
-        }
+        TokenedCalls<Value>.expect(
+            result, subject: "request \(id)", token: token, tokenOf: fixture.token, patience: context.patience,
+            others: others)
     }
 
     // MARK: - Scenarios
@@ -306,8 +270,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    /// The caller's outcome, or `nil` when it did not come within `bound` (the one-shot helper).
+    /// The caller's outcome, or `nil` when it did not come within `bound`.
     static func outcome(of call: LaunchedCall<Value>, within bound: Duration) async -> Result<Value, any Error>? {
-        await OneShotFixtureScenarios<Value>.outcome(of: call, within: bound)
+        await TokenedCalls<Value>.outcome(of: call, within: bound)
     }
 }

@@ -23,6 +23,9 @@ struct CallHostility<Value: Sendable>: Sendable {
     var insideCancel: (any Error)?
     /// The call was given a timeout that should expire: its error ends it the way a cancel does.
     var timesOut = false
+    /// The call is superseded by a newer one (latest-wins): the adapter's error for that ends it
+    /// the way a cancel does.
+    var superseded = false
     /// The adapter's SDK cancel waits here (on the adapter's thread, before the SDK's cancel runs)
     /// until the scenario opens it: a cancel forced to come after what the scenario does next.
     var holdCancel: CancelHold?
@@ -32,6 +35,7 @@ struct CallHostility<Value: Sendable>: Sendable {
 final class CancelHold: Sendable {
     private let opened = DispatchSemaphore(value: 0)
     private let bound: Duration
+    private let arrivals = LockedBox(0)
 
     /// - Parameter bound: The longest a cancel waits, should the scenario never open the gate.
     init(bound: Duration) {
@@ -44,8 +48,12 @@ final class CancelHold: Sendable {
         opened.signal()
     }
 
+    /// How many cancels reached the gate so far (held or let through).
+    var arrived: Int { arrivals.withLock { $0 } }
+
     /// Waits until ``open()`` or the bound.
     func wait() {
+        arrivals.withLock { $0 += 1 }
         if opened.wait(timeout: .now() + .nanoseconds(Int(bound.nanosecondsClamped))) == .success {
             opened.signal()
         }
@@ -136,7 +144,7 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
         switch result {
         case .success: end = .sdkOutcome
         case .failure(let error) where error is CancellationError: end = .cancelled
-        case .failure: end = hostility.timesOut ? .cancelled : .sdkOutcome
+        case .failure: end = hostility.timesOut || hostility.superseded ? .cancelled : .sdkOutcome
         }
         state.withLock { $0.snapshot.end = end }
     }

@@ -5,11 +5,12 @@ import LegacySimulator
 ///
 /// Make one of your real adapters over its SDK with ``oneShot(_:)-(OneShotFixture<Value>)``,
 /// ``stream(_:)-(StreamFixture<Element>)``, ``blocking(_:)-(BlockingFixture<Value>)``,
-/// ``keyed(_:)-(KeyedFixture<Value>)`` or ``shared(_:)-(SharedSubscriptionFixture<Element>)``, or
+/// ``keyed(_:)-(KeyedFixture<Value>)``, ``shared(_:)-(SharedSubscriptionFixture<Element>)``,
+/// ``latestWins(_:)-(LatestWinsFixture<Value>)`` or ``coalesced(_:)-(CoalescedFixture<Value>)``, or
 /// one of your patterns over the simulated SDK with ``oneShot(_:)-(Adapter)``,
 /// ``stream(_:)-(Adapter)``, ``blocking(_:)-(Adapter)``, ``threadAffine(_:)``,
-/// ``keyed(_:)-(Adapter)``, ``shared(_:)-(Adapter)``, ``latestWins(_:)`` or
-/// ``coalesced(_:)``, and hand a list
+/// ``keyed(_:)-(Adapter)``, ``shared(_:)-(Adapter)``, ``latestWins(_:)-(Adapter)`` or
+/// ``coalesced(_:)-(Adapter)``, and hand a list
 /// of them to ``ConformanceRunner/main(_:)``: each is expected to pass every scenario it can run.
 /// (The package's own bad-adapter gallery uses the same type, expecting each of its adapters to be
 /// flagged.)
@@ -125,6 +126,22 @@ public struct ConformanceSubject: Sendable {
         ConformanceSubject(fixture, gallery: false)
     }
 
+    /// Your latest-wins adapter over its SDK, through a fixture; expected to pass every scenario
+    /// the fixture makes possible.
+    /// - Parameter fixture: Calls of your adapter by key, how to make its SDK answer them.
+    /// - Returns: The subject.
+    public static func latestWins<Value: Sendable>(_ fixture: LatestWinsFixture<Value>) -> ConformanceSubject {
+        ConformanceSubject(fixture, gallery: false)
+    }
+
+    /// Your coalesced-call adapter over its SDK, through a fixture; expected to pass every scenario
+    /// the fixture makes possible.
+    /// - Parameter fixture: Calls of your adapter by key, how to make its SDK answer them.
+    /// - Returns: The subject.
+    public static func coalesced<Value: Sendable>(_ fixture: CoalescedFixture<Value>) -> ConformanceSubject {
+        ConformanceSubject(fixture, gallery: false)
+    }
+
     /// Your blocking-call adapter over its SDK, through a fixture; expected to pass every scenario
     /// the fixture makes possible.
     /// - Parameter fixture: Calls of your adapter, what it declares, what its SDK counts.
@@ -194,6 +211,28 @@ public struct ConformanceSubject: Sendable {
             name: fixture.name, summary: summary ?? "a keyed-request adapter over its SDK (fixture)", kind: .keyed,
             gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
             scenarios: ConformanceSuite.fixtureScenarios(for: .keyed),
+            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
+    }
+
+    package init<Value: Sendable>(
+        _ fixture: LatestWinsFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
+        onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            name: fixture.name, summary: summary ?? "a latest-wins adapter over its SDK (fixture)", kind: .latestWins,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
+            scenarios: ConformanceSuite.fixtureScenarios(for: .latestWins),
+            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
+    }
+
+    package init<Value: Sendable>(
+        _ fixture: CoalescedFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
+        onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            name: fixture.name, summary: summary ?? "a coalesced-call adapter over its SDK (fixture)", kind: .coalesced,
+            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
+            scenarios: ConformanceSuite.fixtureScenarios(for: .coalesced),
             runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
     }
 

@@ -307,12 +307,63 @@ public enum ConformanceSuite {
         return ConformanceReport(adapter: fixture.name, kind: .shared, results: results)
     }
 
+    /// Runs every latest-wins scenario against your adapter over your SDK, as `fixture` makes it
+    /// possible.
+    ///
+    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
+    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
+    /// - Parameters:
+    ///   - fixture: Calls of your adapter by key, how to make the SDK answer them, what it counts.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Value: Sendable>(
+        _ fixture: LatestWinsFixture<Value>, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(fixture, options: options, onResult: nil)
+    }
+
+    /// ``run(_:options:)-(LatestWinsFixture<Value>,_)``, calling `onResult` as each scenario ends.
+    package static func run<Value: Sendable>(
+        _ fixture: LatestWinsFixture<Value>, options: ConformanceOptions,
+        onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runFixtureScenarios(
+            LatestWinsFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
+            onResult: onResult)
+        return ConformanceReport(adapter: fixture.name, kind: .latestWins, results: results)
+    }
+
+    /// Runs every coalesced-call scenario against your adapter over your SDK, as `fixture` makes it
+    /// possible.
+    ///
+    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
+    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
+    /// - Parameters:
+    ///   - fixture: Calls of your adapter by key, how to make the SDK answer them, what it counts.
+    ///   - options: Watchdog bound, seed, scenario filter.
+    /// - Returns: One result per scenario.
+    public static func run<Value: Sendable>(
+        _ fixture: CoalescedFixture<Value>, options: ConformanceOptions = .init()
+    ) async -> ConformanceReport {
+        await run(fixture, options: options, onResult: nil)
+    }
+
+    /// ``run(_:options:)-(CoalescedFixture<Value>,_)``, calling `onResult` as each scenario ends.
+    package static func run<Value: Sendable>(
+        _ fixture: CoalescedFixture<Value>, options: ConformanceOptions,
+        onResult: (@Sendable (ScenarioResult) -> Void)?
+    ) async -> ConformanceReport {
+        let results = await runFixtureScenarios(
+            CoalescedFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
+            onResult: onResult)
+        return ConformanceReport(adapter: fixture.name, kind: .coalesced, results: results)
+    }
+
     /// The scenarios of the real-adapter path for one kind of adapter (``OneShotFixture``,
-    /// ``StreamFixture``, ``BlockingFixture``, ``KeyedFixture``, ``SharedSubscriptionFixture``):
-    /// names and one-line summaries, in run order.
+    /// ``StreamFixture``, ``BlockingFixture``, ``KeyedFixture``, ``SharedSubscriptionFixture``,
+    /// ``LatestWinsFixture``, ``CoalescedFixture``): names and one-line summaries, in run order.
     /// - Parameter kind: The kind of adapter; thread-affine adapters have no fixture (declare
-    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead), and the
-    ///   latest-wins and coalesced kinds none yet.
+    ///   ``AdapterThreading/sdkThread(_:)`` on the fixture of their kind instead).
     /// - Returns: `(name, summary)` pairs.
     public static func fixtureScenarios(for kind: AdapterKind) -> [(name: String, summary: String)] {
         switch kind {
@@ -328,7 +379,11 @@ public enum ConformanceSuite {
         case .shared:
             guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else { return [] }
             return SharedSubscriptionFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
-        case .threadAffine, .latestWins, .coalesced:
+        case .latestWins:
+            return LatestWinsFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
+        case .coalesced:
+            return CoalescedFixtureScenarios<Int>.all.map { ($0.name, $0.summary) }
+        case .threadAffine:
             return []
         }
     }
