@@ -134,9 +134,10 @@ public enum CallDoubleFixtures {
     public static func coalescedCalls(canCancel: Bool) -> CoalescedFixture<UInt64> {
         let sdk = CallDoubleSDK(canCancel: canCancel)
         let calls = CoalescedCalls<UInt64, UInt64>()
+        let tracked: @Sendable () -> Int = { calls.statistics.inFlight }
         return coalesced(
             name: canCancel ? "coalesced-double-coalesced-calls" : "coalesced-double-coalesced-calls-no-cancel",
-            sdk: sdk, tracked: { calls.statistics.inFlight }
+            sdk: sdk, tracked: tracked
         ) { key, probe in
             try await calls.value(for: key) { completion in
                 let cancel = start(sdk, key: key, probe: probe) { _ = completion($0) }
@@ -285,8 +286,9 @@ public enum CoalescedDoubleMistake: String, CaseIterable, Sendable {
                 var cancel: (@Sendable () -> Void)?
             }
             let table = LockedValue<(calls: [UInt64: Shared], next: UInt64)>(([:], 0))
+            let tracked: @Sendable () -> Int = { table.withLock { $0.calls.count } }
             return CallDoubleFixtures.coalesced(
-                name: rawValue, sdk: sdk, tracked: { table.withLock { $0.calls.count } }
+                name: rawValue, sdk: sdk, tracked: tracked
             ) { key, probe in
                 let waiter = table.withLock { table in
                     table.next += 1
@@ -316,8 +318,9 @@ public enum CoalescedDoubleMistake: String, CaseIterable, Sendable {
             }
         case .neverCancels:
             let calls = CoalescedCalls<UInt64, UInt64>()
+            let tracked: @Sendable () -> Int = { calls.statistics.inFlight }
             return CallDoubleFixtures.coalesced(
-                name: rawValue, sdk: sdk, tracked: { calls.statistics.inFlight }
+                name: rawValue, sdk: sdk, tracked: tracked
             ) { key, probe in
                 try await calls.value(for: key) { completion in
                     _ = CallDoubleFixtures.start(sdk, key: key, probe: probe) { _ = completion($0) }
@@ -327,8 +330,9 @@ public enum CoalescedDoubleMistake: String, CaseIterable, Sendable {
         case .keepsFailure:
             let calls = CoalescedCalls<UInt64, UInt64>()
             let failures = LockedValue<[UInt64: any Error]>([:])
+            let tracked: @Sendable () -> Int = { calls.statistics.inFlight }
             return CallDoubleFixtures.coalesced(
-                name: rawValue, sdk: sdk, tracked: { calls.statistics.inFlight }
+                name: rawValue, sdk: sdk, tracked: tracked
             ) { key, probe in
                 // WRONG: a failure answers every later caller for its key, forever.
                 if let failure = failures.withLock({ $0[key] }) { throw failure }
