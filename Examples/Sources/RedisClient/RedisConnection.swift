@@ -161,6 +161,44 @@ public final class RedisConnection: Sendable {
         }
     }
 
+    /// Sends a command and reports its reply to `completion`, on the connection's loop thread: the
+    /// one-shot SDK call to build the library's other patterns on (`LatestWins`, `CoalescedCalls`).
+    ///
+    /// hiredis cannot withdraw a written command, so there is nothing to cancel: give those patterns
+    /// no cancel handle. The reply of a caller that left still comes, and the pattern discards it.
+    ///
+    /// ```swift
+    /// let search = LatestWins<RedisReply>()
+    /// let hits = try await search.run { completion in
+    ///     redis.send(bytes: [Array("GET".utf8), Array("hits:\(text)".utf8)]) { _ = completion($0) }
+    ///     return nil
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - arguments: The command and its arguments, as bytes; at least one.
+    ///   - probe: The conformance suite's probe; leave the default, `.off`, which changes nothing.
+    ///   - completion: Gets the reply, or ``RedisError/server(_:)``, ``RedisError/connectionLost(_:)``
+    ///     or ``RedisError/notConnected``; exactly once.
+    /// - Precondition: `arguments` is not empty.
+    public func send(
+        bytes arguments: [[UInt8]], probe: CallProbe<RedisReply> = .off,
+        completion: @escaping @Sendable (Result<RedisReply, any Error>) -> Void
+    ) {
+        precondition(!arguments.isEmpty, "RedisConnection.send: a command needs at least its name")
+        let commands = self.commands
+        let id = nextID.add(1, ordering: .relaxed).newValue
+        do {
+            try loop.post {
+                probe.start {
+                    commands.command(arguments, id: id, probe: probe, deliver: probe.callback(completion))
+                }
+            }
+        } catch {
+            completion(.failure(RedisError.notConnected))
+        }
+    }
+
     /// The messages published to `channel` from now on, for every iterator of the returned stream.
     ///
     /// All streams of one channel share one SUBSCRIBE, on the connection's subscriber context

@@ -134,6 +134,80 @@ struct RedisConformanceTests {
         await server.stop()
     }
 
+    /// A BLPOP on `connection` for the list `key`, through the callback-style `send`: the one-shot
+    /// call that `LatestWins` and `CoalescedCalls` are built on.
+    static func blpop(
+        _ connection: RedisConnection, _ list: String, probe: CallProbe<RedisReply>, completion: Completion<RedisReply>
+    ) -> CancelHandle? {
+        connection.send(bytes: [Array("BLPOP".utf8), Array(list.utf8), Array("0".utf8)], probe: probe) {
+            _ = completion($0)
+        }
+        return nil  // hiredis cannot withdraw a written command
+    }
+
+    /// The token in a BLPOP's reply (the popped element).
+    static func poppedToken(_ reply: RedisReply) -> UInt64? {
+        guard case .array(let items) = reply, items.count == 2, case .string(let bytes) = items[1] else { return nil }
+        return UInt64(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// Fails the BLPOP the server has blocked on `clientID`'s connection (CLIENT UNBLOCK ... ERROR),
+    /// repeated until one was blocked (the command may still be on its way).
+    static func unblock(_ clientID: Int, through pusher: RedisConnection) async {
+        for _ in 0..<2_000 {
+            if case .integer(1)? = try? await pusher.send("CLIENT", "UNBLOCK", "\(clientID)", "ERROR") { return }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    @Test(
+        "LatestWins and CoalescedCalls over the shipped callback send pass every latest-wins and coalesced scenario: BLPOPs answered by LPUSH, a superseded BLPOP answered late, callers sharing one BLPOP"
+    )
+    func latestWinsAndCoalescedScenariosPass() async throws {
+        let server = try await ServerProcess.startRedis()
+        let blocking = try await RedisConnection.connect(port: server.port)
+        let pusher = try await RedisConnection.connect(port: server.port)
+        guard case .integer(let clientID) = try await blocking.send("CLIENT", "ID") else {
+            Issue.record("CLIENT ID gave no integer")
+            return
+        }
+        let search = LatestWins<RedisReply>()
+        let lookups = CoalescedCalls<UInt64, RedisReply>()
+        let latest = LatestWinsFixture<RedisReply>(
+            name: "redis-latest-blpop",
+            threading: .sdkThread(blocking.scheduler),
+            call: { key, probe in
+                try await search.run { Self.blpop(blocking, "latest:\(key)", probe: probe, completion: $0) }
+            },
+            answer: { key, token in _ = try? await pusher.send("LPUSH", "latest:\(key)", "\(token)") },
+            token: Self.poppedToken,
+            failing: { _ in await Self.unblock(Int(clientID), through: pusher) },
+            liveResources: { blocking.commandsAwaitingReply },
+            offThreadCalls: { blocking.statistics.callsOffLoopThread },
+            requestCancellation: .none)
+        let coalesced = CoalescedFixture<RedisReply>(
+            name: "redis-coalesced-blpop",
+            threading: .sdkThread(blocking.scheduler),
+            call: { key, probe in
+                try await lookups.value(for: key) { Self.blpop(blocking, "shared:\(key)", probe: probe, completion: $0) }
+            },
+            answer: { key, token in _ = try? await pusher.send("LPUSH", "shared:\(key)", "\(token)") },
+            token: Self.poppedToken,
+            failing: { _ in await Self.unblock(Int(clientID), through: pusher) },
+            liveResources: { blocking.commandsAwaitingReply + lookups.statistics.inFlight },
+            offThreadCalls: { blocking.statistics.callsOffLoopThread },
+            requestCancellation: .none)
+        let options = ConformanceOptions(watchdog: .seconds(60))
+        for report in [await ConformanceSuite.run(latest, options: options), await ConformanceSuite.run(coalesced, options: options)] {
+            #expect(report.results.count == 5, "\(report.rendered)")
+            #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
+            #expect(report.notChecked.isEmpty, "\(report.rendered)")
+        }
+        await blocking.shutdown()
+        await pusher.shutdown()
+        await server.stop()
+    }
+
     @Test(
         "the shipped messages(channel:) passes every shared-subscription scenario: one SUBSCRIBE for every consumer (PUBSUB NUMSUB), events in order, UNSUBSCRIBE after the last, a killed subscriber connection ends every consumer"
     )

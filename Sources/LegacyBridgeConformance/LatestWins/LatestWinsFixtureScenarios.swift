@@ -180,14 +180,16 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
                     )
                 }
             }
+            // An SDK without a cancel answers call 1 at last (first: an SDK that serves requests in
+            // order, like commands pipelined on one connection, answers call 2 only after it).
+            if fixture.requestCancellation == .none { await fixture.answer(older, token(older)) }
             await fixture.answer(newer, token(newer))
             if let problem = expectOwn(
-                await Calls.outcome(of: second, within: context.patience), key: newer, fixture, context)
+                await Calls.outcome(of: second, within: context.patience), key: newer, fixture, context,
+                others: [token(older): "the answer of superseded call \(older)"])
             {
                 return problem
             }
-            // An SDK without a cancel answers call 1 at last: nobody is left to get it.
-            if fixture.requestCancellation == .none { await fixture.answer(older, token(older)) }
             let final = await context.finalCheck()
             guard case .pass = final, let note else { return final }
             return note

@@ -180,3 +180,67 @@ nonisolated final class NewsFeed: Sendable {
     #expect(report.failures.isEmpty, "\(report.rendered)")
 }
 // end snippet
+
+/// Scaffolding: the superseding and sharing section's place index, a stand-in for an SDK whose
+/// lookups each have a callback and a handle to cancel them.
+nonisolated final class PlaceIndex: Sendable {
+    struct Failed: Error {}
+    private let lookups = LockedValue<[Int: (key: UInt64, reply: @Sendable (Result<String, any Error>) -> Void)]>([:])
+    private let next = LockedValue(0)
+
+    var pending: Int { lookups.withLock { $0.count } }
+
+    func lookup(_ key: UInt64, reply: @escaping @Sendable (Result<String, any Error>) -> Void) -> Int {
+        let handle = next.withLock { $0 += 1; return $0 }
+        lookups.withLock { $0[handle] = (key, reply) }
+        return handle
+    }
+
+    func cancel(_ handle: Int) { lookups.withLock { $0[handle] = nil } }
+
+    func answer(_ key: UInt64, with text: String) { deliver(key, .success(text)) }
+
+    func fail(_ key: UInt64) { deliver(key, .failure(Failed())) }
+
+    private func deliver(_ key: UInt64, _ result: Result<String, any Error>) {
+        let replies = lookups.withLock { lookups in
+            let handles = lookups.filter { $0.value.key == key }.map(\.key)
+            return handles.compactMap { lookups.removeValue(forKey: $0)?.reply }
+        }
+        for reply in replies { reply(result) }
+    }
+}
+
+// snippet: Sources/LegacyBridgeConformance/LegacyBridgeConformance.docc/CheckingYourAdapter.md
+nonisolated func lookup(
+    _ key: UInt64, in index: PlaceIndex, probe: CallProbe<String> = .off, completion: Completion<String>
+) -> CancelHandle {
+    let reply = probe.callback { result in _ = completion(result) }
+    let handle = probe.start { index.lookup(key, reply: reply) }
+    return CancelHandle { probe.cancel { index.cancel(handle) } }
+}
+
+@Test func searchAndPlacesConform() async throws {
+    let index = PlaceIndex()
+    let search = LatestWins<String>()  // each search supersedes the one before
+    let places = CoalescedCalls<UInt64, String>()  // callers for one place share its lookup
+    let latest = LatestWinsFixture<String>(
+        name: "search",
+        call: { key, probe in try await search.run { lookup(key, in: index, probe: probe, completion: $0) } },
+        answer: { key, token in index.answer(key, with: "place \(token)") },
+        token: { text in UInt64(text.dropFirst(6)) },
+        failing: { key in index.fail(key) },
+        liveResources: { index.pending })
+    let shared = CoalescedFixture<String>(
+        name: "places",
+        call: { key, probe in
+            try await places.value(for: key) { lookup(key, in: index, probe: probe, completion: $0) }
+        },
+        answer: { key, token in index.answer(key, with: "place \(token)") },
+        token: { text in UInt64(text.dropFirst(6)) },
+        failing: { key in index.fail(key) },
+        liveResources: { index.pending })
+    let reports = [await ConformanceSuite.run(latest), await ConformanceSuite.run(shared)]
+    #expect(reports.allSatisfy { $0.failures.isEmpty }, "\(reports.map(\.rendered))")
+}
+// end snippet
