@@ -213,10 +213,14 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
     /// Unsubscribes, then posts a second unsubscribe "in case the first was lost". The retry runs
     /// after the stream is done with its control: it reaches an SDK that may have reused the handle.
     case retryCancel = "loop-sdk-stream-retry-cancel"
+    /// Sleeps on the SDK's loop thread when the subscription failed, inside its end callback (a
+    /// backoff before resubscribing): the consumer got its error, and the loop runs nothing more.
+    case backoffOnLoop = "loop-sdk-stream-backoff-on-loop"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
         switch self {
+        case .backoffOnLoop: return ["stream-failure"]
         case .unbounded: return ["stream-stalled-consumer"]
         case .noUnsubscribe: return ["stream-break", "stream-consumer-cancel"]
         case .retryCancel: return ["stream-break", "stream-consumer-cancel"]
@@ -233,6 +237,8 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
             return "WRONG ON PURPOSE: over LoopSDK, never unsubscribes when the consumer leaves"
         case .retryCancel:
             return "WRONG ON PURPOSE: over LoopSDK, unsubscribes twice (a retry posted after the first)"
+        case .backoffOnLoop:
+            return "WRONG ON PURPOSE: over LoopSDK, sleeps on the SDK's loop thread after the subscription failed"
         }
     }
 
@@ -262,8 +268,13 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
         let buffering: StreamBuffering = self == .unbounded ? .unbounded : .backpressure(low: 8, high: 32)
         return CallbackStream(buffering: buffering) { sink in
             let yield = probe.event { event in sink.yield(event) }
+            let backoff = self == .backoffOnLoop
             let end = probe.end { error in
                 if let error { sink.finish(throwing: error) } else { sink.finish() }
+                if backoff, error != nil {
+                    // WRONG: a backoff on the SDK's loop thread, inside its end callback.
+                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .seconds(600))
+                }
             }
             let handle = LoopHandle()
             try sdk.loop.post {
@@ -282,6 +293,12 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
                 return StreamControl(
                     scheduler: sdk.loop.scheduler,
                     cancel: CancelHandle { probe.cancel { handle.value.map(sdk.unsubscribe) } })
+            case .backoffOnLoop:
+                return StreamControl(
+                    scheduler: sdk.loop.scheduler,
+                    cancel: CancelHandle { probe.cancel { handle.value.map(sdk.unsubscribe) } },
+                    pause: { probe.pause { handle.value.map(sdk.pause) } },
+                    resume: { probe.resume { handle.value.map(sdk.resume) } })
             case .noUnsubscribe:
                 return StreamControl(
                     scheduler: sdk.loop.scheduler, cancel: CancelHandle {},

@@ -7,7 +7,11 @@ import LegacyBridge
 ///   start on the main actor: the adapter passes the caller's isolation on and hops nowhere.
 /// - ``sdkThread(_:)``: the SDK must only be called from its own thread. The SDK calls the probe
 ///   wraps (start, cancel, and for streams pause and resume) must run where the scheduler's
-///   `isCurrent` is true, whoever the caller is.
+///   `isCurrent` is true, whoever the caller is. Every scenario ends by posting a job to that
+///   thread, which must run within the patience: an adapter that leaves the SDK's thread blocked
+///   (a callback sleeping, retrying or waiting there) is failed by the first scenario that makes
+///   it block, whatever the kind of fixture.
+/// - ``sdkLoop(_:)``: the same, for an SDK hosted on an `SDKLoop`.
 public struct AdapterThreading: Sendable {
     enum Kind: Sendable {
         case anyThread
@@ -26,6 +30,15 @@ public struct AdapterThreading: Sendable {
     /// - Returns: The declaration.
     public static func sdkThread(_ scheduler: SDKScheduler) -> AdapterThreading {
         AdapterThreading(kind: .sdkThread(scheduler))
+    }
+
+    /// The SDK is hosted on `loop` and must only be called from its thread: the loop-driven SDKs
+    /// (libcurl multi, c-ares, hiredis, libpq) and thread-affine ones alike.
+    ///
+    /// - Parameter loop: The loop the SDK runs on.
+    /// - Returns: The declaration, as ``sdkThread(_:)`` with the loop's scheduler.
+    public static func sdkLoop(_ loop: SDKLoop) -> AdapterThreading {
+        sdkThread(loop.scheduler)
     }
 
     /// The SDK's thread, for ``sdkThread(_:)``.

@@ -161,16 +161,39 @@ final class FixtureContext: Sendable {
         }
     }
 
+    /// For an SDK with a thread of its own: a job posted there now must run within the patience.
+    /// The problem when it did not; `nil` when it ran, or the thread takes no more jobs (the SDK
+    /// was shut down) or there is none.
+    func sdkThreadBlocked() async -> Check? {
+        guard let scheduler = common.threading.scheduler else { return nil }
+        let ran = LockedBox(false)
+        do {
+            try scheduler.post { ran.withLock { $0 = true } }
+        } catch {
+            return nil
+        }
+        guard await eventually(within: patience / 2, { ran.withLock { $0 } }) else {
+            return .fail(
+                "a job posted to the SDK's thread at the end of the scenario did not run within \(patience / 2): something the adapter runs there (a callback sleeping, retrying or waiting, a lock it kept) blocks that thread, and every later SDK call and callback waits behind it"
+            )
+        }
+        return nil
+    }
+
     /// SDK calls made off the SDK's thread since the scenario started.
     var offThreadGrowth: Int {
         guard let offThreadBaseline, let now = common.offThreadCalls?() else { return 0 }
         return now - offThreadBaseline
     }
 
-    /// The checks every scenario ends with, after it released its hanging calls: each watched
-    /// call's verdict, the SDK's resources back to their baseline, no SDK call off its thread.
+    /// The checks every scenario ends with, after it released its hanging calls: the SDK's thread
+    /// (if it has one) still runs jobs, each watched call's verdict, the SDK's resources back to
+    /// their baseline, no SDK call off its thread.
     func finalCheck() async -> Check {
         releaseHangs()
+        // First: a blocked SDK thread also keeps the SDK from freeing what the calls held, and
+        // is the cause to report.
+        if let blocked = await sdkThreadBlocked() { return blocked }
         let resources = await resourcesBack(after: "after every call of the scenario ended")
         if let usage = baselineProblem() { return usage }
         // A mistake the adapter makes late (a retried cancel posted behind the first, on a thread
