@@ -91,7 +91,9 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
             let keys = keys(1, count: 2)
             let (older, newer) = (keys[0], keys[1])
             let late = fixture.requestCancellation == .none
-            let hold = CancelHold(bound: context.patience / 4)
+            // Opened right after call 1's answer; the bound only matters to an adapter that never
+            // lets the newer call go on while its cancel waits.
+            let hold = CancelHold(bound: context.patience)
             let first = launch(
                 fixture, key: older, context, CallHostility(superseded: true, holdCancel: late ? nil : hold))
             if let problem = await Calls.madeAll([first], answer: "answer") {
