@@ -52,9 +52,7 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
                 calls.append(LaunchedCall(recorder: recorder, task: task))
             }
         }
-        let joined = LockedBox(false)
-        Task(executorPreference: lane) { joined.withLock { $0 = true } }
-        guard await eventually({ joined.withLock { $0 } }) else {
+        guard await lane.ranEverythingQueued() else {
             for call in calls { call.task.cancel() }
             return nil
         }
@@ -104,6 +102,13 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
     ) async -> Check? {
         for (index, call) in calls.enumerated() {
             let result = await Calls.outcome(of: call, within: context.patience)
+            if result == nil {
+                let reported = calls.reduce(0) { $0 + $1.recorder.snapshot.sdkOutcomes.count }
+                let ended = calls.filter { $0.recorder.snapshot.end != nil }.count
+                return .fail(
+                    "caller \(index + 1) of \(calls.count) for key \(key) was not resumed within \(context.patience) of its answer (the SDK reported \(reported) outcome(s) through the probes; \(ended) of the callers had returned): \(reported == 0 ? "the answer never reached the adapter's callback" : "the adapter lost the answer on its way to this caller")"
+                )
+            }
             if let problem = Calls.expect(
                 result, subject: "key \(key) (caller \(index + 1) of \(calls.count))", answer: "answer", token: token,
                 tokenOf: fixture.token, patience: context.patience)
@@ -116,8 +121,14 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
 
     /// A caller for `key` once its earlier calls ended: it makes a new SDK call (`before` were
     /// made so far) and gets the new answer. `after` says what ended, for messages.
+    ///
+    /// `stillRunning` is the token of an earlier call's answer that may legitimately reach this
+    /// caller without a new SDK call: the answer of a call every caller left, on an SDK that cannot
+    /// withdraw it, made just before this caller came. The adapter may have handed that answer on
+    /// after this caller joined the call, which was still in flight for it.
     static func freshCall(
-        _ fixture: Fixture, key: UInt64, attempt: UInt64, _ context: FixtureContext, after what: String
+        _ fixture: Fixture, key: UInt64, attempt: UInt64, _ context: FixtureContext, after what: String,
+        stillRunning: UInt64? = nil
     ) async -> Check? {
         let recorder = CallRecorder<Value>(threading: context.threading)
         context.watch(recorder)
@@ -128,7 +139,9 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
             return snapshot.startsEnded > 0 || snapshot.end != nil
         }
         if recorder.snapshot.startsBegun == 0 {
-            let kept = await Calls.outcome(of: later, within: .zero)
+            // Ended: its task returns at once. Otherwise it still waits, and is let go below.
+            let kept = recorder.snapshot.end != nil ? await later.result : nil
+            if let stillRunning, case .success(let value)? = kept, fixture.token(value) == stillRunning { return nil }
             later.task.cancel()
             return .fail(
                 "a caller for key \(key) after \(what) made no SDK call within \(context.patience)\(kept.map { " and got \(describeOutcome($0))" } ?? ""): the adapter kept the ended call's outcome for the key. Forget a call when it ends, whatever its outcome"
@@ -267,7 +280,13 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
                 // An SDK without a cancel answers at last: nobody is left to get it.
                 await fixture.answer(key, token(key))
             }
-            if let problem = await freshCall(fixture, key: key, attempt: 2, context, after: "every caller left") {
+            // Without a cancel, the call may still be in flight when the next caller comes (the
+            // adapter hands its late answer on, and learns that every caller left, on threads of
+            // its own): joining it, and getting that answer, is sharing, not a kept outcome.
+            let late = fixture.requestCancellation == .none ? token(key) : nil
+            if let problem = await freshCall(
+                fixture, key: key, attempt: 2, context, after: "every caller left", stillRunning: late)
+            {
                 return problem
             }
             let final = await context.finalCheck()

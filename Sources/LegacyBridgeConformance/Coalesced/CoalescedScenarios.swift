@@ -29,9 +29,7 @@ enum CoalescedScenarios {
                 do { return .success(try await session.value(for: key)) } catch { return .failure(error) }
             }
         }
-        let joined = LockedBox(false)
-        Task(executorPreference: lane) { joined.withLock { $0 = true } }
-        guard await eventually({ joined.withLock { $0 } }) else {
+        guard await lane.ranEverythingQueued() else {
             for task in tasks { task.cancel() }
             return nil
         }

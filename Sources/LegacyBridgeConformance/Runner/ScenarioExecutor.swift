@@ -1,4 +1,5 @@
 import Foundation
+import LegacyBridge
 
 #if canImport(Glibc)
 import Glibc
@@ -98,6 +99,15 @@ final class ScenarioExecutor: TaskExecutor, @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return state.running == 0 && !state.hasJobs
+    }
+
+    /// Whether a task queued now runs within `bound`. On a serial executor (`maxThreads == 1`)
+    /// jobs run first come first served, so when it has run, every task queued before it has run
+    /// up to its first suspension: each caller a scenario launched there is inside the adapter.
+    func ranEverythingQueued(within bound: Duration? = nil) async -> Bool {
+        let ran = LockedBox(false)
+        Task(executorPreference: self) { ran.withLock { $0 = true } }
+        return await eventually(within: bound) { ran.withLock { $0 } }
     }
 
     private func work() {

@@ -240,7 +240,10 @@ nonisolated func lookup(
         token: { text in UInt64(text.dropFirst(6)) },
         failing: { key in index.fail(key) },
         liveResources: { index.pending })
-    let reports = [await ConformanceSuite.run(latest), await ConformanceSuite.run(shared)]
+    let options = ConformanceOptions(watchdog: .seconds(30))  // beside many tests at once
+    let reports = [
+        await ConformanceSuite.run(latest, options: options), await ConformanceSuite.run(shared, options: options),
+    ]
     #expect(reports.allSatisfy { $0.failures.isEmpty }, "\(reports.map(\.rendered))")
 }
 // end snippet
