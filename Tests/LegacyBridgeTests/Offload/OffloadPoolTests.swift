@@ -102,6 +102,7 @@ struct OffloadPoolTests {
         let interrupted = OffloadFlag()
         let interruptOnPoolThread = OffloadFlag()
         let discarded = OneShotRecorder<Int>()
+        let bodyStarted = OffloadFlag()
         let call = OneShotCall {
             try await pool.run(
                 cancel: CancelHandle {
@@ -110,11 +111,14 @@ struct OffloadPoolTests {
                 },
                 onDiscard: { discarded.append($0) }
             ) { () -> Int in
+                bodyStarted.set()
                 bodyRelease.wait()
                 return 41
             }
         }
-        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
+        // The body itself, not only its job: a cancel made after a thread took the job but before
+        // the body began skips the body, as for a queued call.
+        #expect(await eventually { bodyStarted.isSet })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         #expect(!bodyRelease.isOpen)  // resumed while the body is still blocked
@@ -133,12 +137,15 @@ struct OffloadPoolTests {
         let pool = try OffloadPool(threads: 1)
         let bodyRelease = OffloadLatch()
         let discarded = OneShotRecorder<Int>()
+        let bodyStarted = OffloadFlag()
         let call = OneShotCall {
             try await pool.run(onDiscard: { discarded.append($0) }) {
+                bodyStarted.set()
                 bodyRelease.wait(); return 9
             }
         }
-        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
+        // The body itself, not only its job (see above).
+        #expect(await eventually { bodyStarted.isSet })
         call.cancel()
         #expect(await call.outcome() == .cancelled)
         bodyRelease.open()
@@ -152,6 +159,7 @@ struct OffloadPoolTests {
         let bodyRelease = OffloadLatch()
         let interruptRelease = OffloadLatch()
         let interruptStarted = OffloadFlag()
+        let bodyStarted = OffloadFlag()
         let first = OneShotCall {
             try await pool.run(
                 cancel: CancelHandle {
@@ -159,11 +167,13 @@ struct OffloadPoolTests {
                     interruptRelease.wait()
                 }
             ) { () -> Int in
+                bodyStarted.set()
                 bodyRelease.wait()
                 return 1
             }
         }
-        #expect(await eventually { pool.offloadSnapshot.runningIDs.count == 1 })
+        // The body itself, not only its job (see above).
+        #expect(await eventually { bodyStarted.isSet })
         let firstID = try #require(pool.offloadSnapshot.runningIDs.first)
         first.cancel()
         #expect(await first.outcome() == .cancelled)
