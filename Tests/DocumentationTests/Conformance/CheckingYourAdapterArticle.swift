@@ -240,7 +240,7 @@ nonisolated func lookup(
         token: { text in UInt64(text.dropFirst(6)) },
         failing: { key in index.fail(key) },
         liveResources: { index.pending })
-    let options = ConformanceOptions(watchdog: .seconds(30))  // beside many tests at once
+    let options = ConformanceOptions(watchdog: .seconds(300))  // beside many tests, or under TSan
     let reports = [
         await ConformanceSuite.run(latest, options: options), await ConformanceSuite.run(shared, options: options),
     ]
