@@ -130,10 +130,9 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
         _ fixture: Fixture, key: UInt64, attempt: UInt64, _ context: FixtureContext, after what: String,
         stillRunning: UInt64? = nil
     ) async -> Check? {
-        let recorder = CallRecorder<Value>(threading: context.threading)
-        context.watch(recorder)
         let call = fixture.call
-        let later = launchCall({ probe in try await call(key, probe) }, recorder)
+        let later = Calls.launch(context) { probe in try await call(key, probe) }
+        let recorder = later.recorder
         _ = await eventually {
             let snapshot = recorder.snapshot
             return snapshot.startsEnded > 0 || snapshot.end != nil

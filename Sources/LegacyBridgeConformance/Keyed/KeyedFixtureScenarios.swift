@@ -29,10 +29,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
     static func launch(
         _ fixture: Fixture, id: UInt64, _ context: FixtureContext, _ hostility: CallHostility<Value> = .init()
     ) -> LaunchedCall<Value> {
-        let recorder = CallRecorder(hostility, threading: context.threading)
-        context.watch(recorder)
         let request = fixture.request
-        return launchCall({ probe in try await request(id, probe) }, recorder)
+        return TokenedCalls<Value>.launch(context, hostility) { probe in try await request(id, probe) }
     }
 
     /// Waits until each call's SDK request was made; the reason the scenario cannot go on if not.

@@ -28,10 +28,8 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
     static func launch(
         _ fixture: Fixture, key: UInt64, _ context: FixtureContext, _ hostility: CallHostility<Value> = .init()
     ) -> LaunchedCall<Value> {
-        let recorder = CallRecorder(hostility, threading: context.threading)
-        context.watch(recorder)
         let call = fixture.call
-        return launchCall({ probe in try await call(key, probe) }, recorder)
+        return Calls.launch(context, hostility) { probe in try await call(key, probe) }
     }
 
     static func expectOwn(

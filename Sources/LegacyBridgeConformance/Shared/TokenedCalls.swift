@@ -60,6 +60,16 @@ enum TokenedCalls<Value: Sendable> {
         }
     }
 
+    /// Launches `body` with a fresh recorder (with `hostility`), watched to the scenario's end.
+    static func launch(
+        _ context: FixtureContext, _ hostility: CallHostility<Value> = .init(),
+        _ body: @escaping OneShotFixture<Value>.Call
+    ) -> LaunchedCall<Value> {
+        let recorder = CallRecorder(hostility, threading: context.threading)
+        context.watch(recorder)
+        return launchCall(body, recorder)
+    }
+
     /// The caller's outcome, or `nil` when it did not come within `bound`.
     static func outcome(of call: LaunchedCall<Value>, within bound: Duration) async -> Result<Value, any Error>? {
         await OneShotFixtureScenarios<Value>.outcome(of: call, within: bound)
