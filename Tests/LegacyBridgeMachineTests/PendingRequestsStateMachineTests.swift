@@ -110,11 +110,19 @@ private struct World {
     var cancelsDue: [Int] = []
     /// SDK cancels running, by id: the request each one cancels.
     var cancelsRunning: [Int: Int] = [:]
+    /// Requests whose SDK cancel ran to its end (or began): a cancel runs at most once.
+    var cancelBegun: Set<Int> = []
+    var cancelDone: Set<Int> = []
+    /// Requests whose cancel ran while the SDK gave their id to a newer request: that is the
+    /// SDK's own race, and the table forgets the running cancel.
+    var forgottenCancels: Set<Int> = []
 
     /// A table without an SDK cancel: an abandoned id stays reserved until its late reply.
     let reserves: Bool
-    /// Ids abandoned by their caller, reserved until their late reply (only with `reserves`).
-    var reserved: Set<Int> = []
+    /// Ids whose caller left while the SDK may still act on them, by the request they belong to:
+    /// until its cancel ended or its late reply came (with an SDK cancel), or until its late
+    /// reply (without one). A takeover by the SDK and failAll end a hold.
+    var held: [Int: Int] = [:]
 
     init(rememberedEndings: Int = 128, reserves: Bool = false) {
         self.machine = Machine(rememberedEndings: rememberedEndings, reservesAbandonedIDs: reserves)
@@ -188,33 +196,43 @@ private struct World {
         return check()
     }
 
-    /// The cancel of `request` (timed out) asks the table before calling the SDK: only if the id
-    /// is its own or no one's, and no other cancel for it runs.
+    /// The cancel of `request` (timed out) asks the table before calling the SDK: only while the
+    /// id still belongs to it, waiting or held, and only once.
     mutating func cancelBegins(_ request: Int) -> String? {
         guard let id = requests[request].id, let token = requests[request].token else {
             return "a timed-out request has no id"
         }
-        let mayCancel = (owner[id] == nil || owner[id] == request) && cancelsRunning[id] == nil
+        let mayCancel = (owner[id] == request || held[id] == request) && !cancelBegun.contains(request)
         let allowed = machine.cancelBegins(id, token: token)
         if !allowed { expected.skippedCancels += 1 }
-        if allowed && !mayCancel { return "request \(request)'s cancel of id \(id) would stop request \(owner[id]!)" }
+        if allowed && !mayCancel {
+            let holder = owner[id].map { "request \($0)" } ?? "a request the SDK is done with"
+            return
+                "request \(request)'s cancel of id \(id) was made though the id is not its own: it would stop \(holder)"
+        }
         if !allowed && mayCancel {
             return "request \(request)'s cancel of id \(id) was skipped though the id is its own"
         }
-        if allowed { cancelsRunning[id] = request }
+        if allowed {
+            cancelsRunning[id] = request
+            cancelBegun.insert(request)
+        }
         return check()
     }
 
     mutating func cancelReturns(_ id: Int) -> String? {
         let request = cancelsRunning.removeValue(forKey: id)!
-        machine.cancelReturned(id, token: requests[request].token!)
+        machine.cancelEnded(id, token: requests[request].token!)
+        cancelDone.insert(request)
+        // The SDK is done with an abandoned request once its cancel returned.
+        if held[id] == request { held[id] = nil }
         return check()
     }
 
     mutating func register(_ id: Int) -> String? {
         let request = requests.count
         requests.append(Request(id: id))
-        let inUse = owner[id] != nil || cancelsRunning[id] != nil || reserved.contains(id)
+        let inUse = owner[id] != nil || held[id] != nil
         switch machine.register(id, entry: Ticket(request: request)) {
         case .refused:
             if !inUse { return "register(\(id)) refused a free id" }
@@ -233,7 +251,8 @@ private struct World {
     mutating func startReturned(_ token: UInt64, _ id: Int) -> String? {
         let request = running[token]!
         // The SDK gave the id to a new request: it is done with the abandoned one.
-        reserved.remove(id)
+        if let holder = held[id], cancelsRunning[id] == holder { forgottenCancels.insert(holder) }
+        held[id] = nil
         let parkedReply = parked.removeValue(forKey: id)
         let failure = failedAt[token]
         let claims =
@@ -276,6 +295,7 @@ private struct World {
                     "start \(token) took over \(String(describing: action.takenOver)), expected \(String(describing: formerOwner))"
             }
             if let formerOwner {
+                if cancelsRunning[id] == formerOwner { forgottenCancels.insert(formerOwner) }
                 requests[formerOwner].handedOut += 1
                 _ = decide(formerOwner, .failed)
             }
@@ -337,6 +357,8 @@ private struct World {
                 return "reply(\(id)) should go to request \(request), got \(action)"
             }
             owner[id] = nil
+            // A cancel that runs keeps the id until it returns.
+            if cancelsRunning[id] == request { held[id] = request }
             requests[request].handedOut += 1
             lastEnding[id] = .replied
             let won = decide(request, success ? .succeeded : .failed, value: success ? value : nil)
@@ -344,11 +366,12 @@ private struct World {
                 lostAtGate += 1
                 machine.deliveredReplyLost()
             }
-        } else if reserved.contains(id) {
+        } else if let holder = held[id] {
             guard case .dropped(.late, let dropped) = action else {
-                return "reply(\(id)) for a reserved abandoned id should be dropped as late, got \(action)"
+                return "reply(\(id)) for a held abandoned id should be dropped as late, got \(action)"
             }
-            reserved.remove(id)
+            // The SDK is done with the request; a cancel that runs keeps the id until it returns.
+            if cancelsRunning[id] != holder { held[id] = nil }
             expected.lateReplies += 1
             lastEnding[id] = .replied
             if let dropped { discarded.append(dropped) }
@@ -382,13 +405,15 @@ private struct World {
         if Set(entries.map(\.request)) != Set(owner.values) || entries.count != owner.count {
             return "failAll took \(entries.map(\.request)), expected \(owner.values.sorted())"
         }
+        // Holds end, except those of cancels that run now: they keep the id until they return.
+        held = held.filter { cancelsRunning[$0.key] == $0.value }
         for (id, request) in owner {
+            if cancelsRunning[id] == request { held[id] = request }
             lastEnding[id] = .abandoned
             requests[request].handedOut += 1
             _ = decide(request, .failed)
         }
         owner = [:]
-        reserved = []
         return check()
     }
 
@@ -414,7 +439,9 @@ private struct World {
         if ownsID, let id {
             owner[id] = nil
             lastEnding[id] = .abandoned
-            if reserves && (outcome == .cancelled || outcome == .timedOut) { reserved.insert(id) }
+            if outcome == .cancelled || outcome == .timedOut {
+                if reserves || !cancelDone.contains(request) { held[id] = request }
+            }
         }
         return check()
     }
@@ -423,8 +450,14 @@ private struct World {
 
     func check() -> String? {
         for id in [idA, idB] {
-            let cancelling = cancelsRunning[id].flatMap { requests[$0].token }
-            if machine.cancelling[id] != cancelling { return "id \(id): the running cancel disagrees with the model" }
+            let cancelling = cancelsRunning[id].flatMap { forgottenCancels.contains($0) ? nil : requests[$0].token }
+            if machine.cancelRunning(id) != cancelling {
+                return "id \(id): the running cancel disagrees with the model"
+            }
+            if machine.holder(of: id) != held[id].flatMap({ requests[$0].token }) {
+                return
+                    "id \(id) is held by \(String(describing: machine.holder(of: id))), expected request \(String(describing: held[id]))"
+            }
             let expectedToken = owner[id].flatMap { requests[$0].token }
             if machine.token(of: id) != expectedToken {
                 return
@@ -437,9 +470,6 @@ private struct World {
             }
         }
         if machine.startingCount != running.count { return "starting \(machine.startingCount) != \(running.count)" }
-        if machine.awaitingLateReply != reserved {
-            return "reserved ids \(machine.awaitingLateReply.sorted()), expected \(reserved.sorted())"
-        }
         if running.isEmpty && machine.parkedCount != 0 { return "a reply stays parked while no start runs" }
         if machine.parkedOrderBacklog > 16 { return "the parked queue grows: \(machine.parkedOrderBacklog)" }
         if let twice = requests.firstIndex(where: { $0.handedOut > 1 }) { return "request \(twice) handed out twice" }
@@ -474,12 +504,12 @@ private struct World {
         while let id = cancelsRunning.keys.min() {
             if let problem = cancelReturns(id) { return problem }
         }
-        if !machine.cancelling.isEmpty { return "ids stay taken after every cancel returned: \(machine.cancelling)" }
+        if !reserves && machine.heldCount != 0 { return "ids stay held after every cancel returned: \(held)" }
         // The late replies of abandoned ids come: each frees its id.
-        for id in reserved.sorted() {
+        for id in held.keys.sorted() {
             if let problem = reply(id, success: true) { return problem }
         }
-        if machine.awaitingLateReplyCount != 0 { return "ids stay reserved after their late replies" }
+        if machine.heldCount != 0 { return "ids stay reserved after their late replies" }
         if machine.pendingCount != 0 || machine.startingCount != 0 || machine.parkedCount != 0 {
             return
                 "left in the table: \(machine.pendingCount) pending, \(machine.startingCount) starting, \(machine.parkedCount) parked"
@@ -648,5 +678,166 @@ struct PendingRequestsStateMachineTests {
         endings.record(7, .replied)
         #expect(endings.ending(of: 3) == .abandoned)
         #expect(endings.count == 3)
+    }
+}
+
+/// The three events that race once a caller left (timed out) with its request's cancel queued on
+/// the SDK's thread: that cancel runs, a newer request takes the same id, the old request's late
+/// reply comes; and the old caller coming back. Every order of them, for caller-assigned and for
+/// SDK-assigned ids (whose newer start begins, and returns the id, in two steps).
+@Suite("Keyed: a stale cancel, a newer request on the same id and a late reply, in every order")
+struct PendingRequestsStaleCancelTests {
+    private enum Step: Hashable, CustomStringConvertible {
+        case cancelRuns, oldCallerBack, lateReply, newerRegisters, newerBegins, newerReturns
+
+        var description: String {
+            switch self {
+            case .cancelRuns: "cancelRuns"
+            case .oldCallerBack: "oldCallerBack"
+            case .lateReply: "lateReply"
+            case .newerRegisters: "newerRegisters"
+            case .newerBegins: "newerBegins"
+            case .newerReturns: "newerReturns"
+            }
+        }
+    }
+
+    private static func permutations(_ steps: [Step]) -> [[Step]] {
+        guard steps.count > 1 else { return [steps] }
+        return steps.indices.flatMap { index -> [[Step]] in
+            var rest = steps
+            let first = rest.remove(at: index)
+            return permutations(rest).map { [first] + $0 }
+        }
+    }
+
+    /// Runs one order; returns a problem or nil.
+    private static func run(_ order: [Step]) -> String? {
+        let id = 1
+        var machine = Machine(rememberedEndings: 16)
+        // The old request: registered (caller-assigned or returned by its start), then timed out.
+        let oldToken: UInt64
+        if order.contains(.newerRegisters) {
+            guard case .registered(let token) = machine.register(id, entry: Ticket(request: 0)) else {
+                return "the old request was refused"
+            }
+            oldToken = token
+        } else {
+            let token = machine.beginStart()
+            guard case .registered = machine.startReturned(token, id: id, entry: Ticket(request: 0)).outcome else {
+                return "the old request's start did not register"
+            }
+            oldToken = token
+        }
+        var newerToken: UInt64?
+        var newerRegistered = false
+        var newerRefused = false
+        var sdkDone = false  // the SDK is done with the old request: its cancel ran or its late reply came
+        var lateReplyCame = false
+        var cancelRan = false
+        var oldCallerBack = false
+        for step in order {
+            switch step {
+            case .cancelRuns:
+                let allowed = machine.cancelBegins(id, token: oldToken)
+                if allowed && newerRegistered {
+                    return "\(order): the old cancel was made while the newer request held the id"
+                }
+                if allowed && newerToken != nil && lateReplyCame {
+                    return
+                        "\(order): the old cancel was made while the newer start ran after the SDK was done with the old request: it may stop the newer one"
+                }
+                if !allowed && !sdkDone && !newerRegistered {
+                    return "\(order): the old cancel was skipped though the id was still the old request's"
+                }
+                if allowed {
+                    machine.cancelEnded(id, token: oldToken)
+                    sdkDone = true
+                    cancelRan = true
+                }
+            case .oldCallerBack:
+                _ = machine.requestEnded((id, oldToken), outcome: .timedOut)
+                oldCallerBack = true
+            case .lateReply:
+                // An SDK done with the old request (its cancel ran, or it gave the id out again)
+                // sends no reply for it any more: a reply now is the newer request's.
+                if sdkDone { continue }
+                lateReplyCame = true
+                switch machine.complete(id, with: .success(10)) {
+                case .deliver(let ticket):
+                    if ticket.request != 0 {
+                        return "\(order): the old request's late reply completed the newer request"
+                    }
+                    machine.deliveredReplyLost()
+                case .parked:
+                    return "\(order): the old request's late reply was parked for the newer start to claim"
+                case .dropped: break
+                }
+                sdkDone = true
+            case .newerRegisters:
+                // Free once the late reply took the old request, or once its cancel ran and its
+                // caller is back.
+                let free = lateReplyCame || (cancelRan && oldCallerBack)
+                switch machine.register(id, entry: Ticket(request: 1)) {
+                case .registered(let token):
+                    if !free { return "\(order): the id was given to a newer request before the SDK was done with it" }
+                    newerToken = token
+                    newerRegistered = true
+                case .refused:
+                    if free { return "\(order): the id was refused after the SDK was done with the old request" }
+                    newerRefused = true
+                }
+            case .newerBegins:
+                newerToken = machine.beginStart()
+            case .newerReturns:
+                let action = machine.startReturned(newerToken!, id: id, entry: Ticket(request: 1))
+                guard case .registered = action.outcome else { return "\(order): the newer start did not register" }
+                newerRegistered = true
+                // The SDK gave the id out again: it is done with the old request.
+                sdkDone = true
+            }
+        }
+        if newerRefused {
+            // Refused while the id was the old request's: once the SDK is done, it is free.
+            guard case .registered(let token) = machine.register(id, entry: Ticket(request: 1)) else {
+                return "\(order): the id stays refused after the SDK was done with the old request"
+            }
+            newerToken = token
+            newerRegistered = true
+        }
+        guard newerRegistered, let newerToken else { return "\(order): the newer request never got the id" }
+        guard case .deliver(let ticket) = machine.complete(id, with: .success(20)), ticket.request == 1 else {
+            return "\(order): the newer request's reply did not reach it"
+        }
+        _ = machine.requestEnded((id, newerToken), outcome: .succeeded)
+        if machine.heldCount != 0 || machine.pendingCount != 0 || machine.startingCount != 0 {
+            return "\(order): left in the table: \(machine.heldCount) held, \(machine.pendingCount) pending"
+        }
+        return nil
+    }
+
+    @Test(
+        "caller-assigned ids: every order of the old cancel, the newer registration, the late reply and the old caller's return"
+    )
+    func callerAssigned() {
+        let orders = Self.permutations([.cancelRuns, .oldCallerBack, .lateReply, .newerRegisters])
+        #expect(orders.count == 24)
+        let problems = orders.compactMap(Self.run)
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
+    @Test(
+        "SDK-assigned ids: every order of the old cancel, the newer start's begin and return, the late reply and the old caller's return"
+    )
+    func sdkAssigned() {
+        let withReply = Self.permutations([.cancelRuns, .oldCallerBack, .lateReply, .newerBegins, .newerReturns])
+        // And an SDK that dropped the old request: no late reply at all.
+        let withoutReply = Self.permutations([.cancelRuns, .oldCallerBack, .newerBegins, .newerReturns])
+        let orders = (withReply + withoutReply).filter {
+            $0.firstIndex(of: .newerBegins)! < $0.firstIndex(of: .newerReturns)!
+        }
+        #expect(orders.count == 60 + 12)
+        let problems = orders.compactMap(Self.run)
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 }

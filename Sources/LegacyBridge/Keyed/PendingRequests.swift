@@ -31,15 +31,22 @@
 ///   task's cancellation and ``failAll(_:)``, as with ``withCallback(isolation:timeout:onDiscard:_:)``.
 ///   A timeout or a cancellation calls the SDK's `cancel` with the request's id, outside every
 ///   lock, and on the scheduler if one is given.
-/// - That cancel may run after the caller is back. It is made only if the id still belongs to
-///   its request or to no one: if a newer request took the id first, it is skipped, so it never
-///   stops the newer request. While the SDK's `cancel` runs, the id counts as in use.
+/// - An id belongs to one request from the moment the caller or the SDK names it until the SDK
+///   is done with it: until its reply came, or, once its caller left, until its cancel returned
+///   or was refused by the scheduler, or its late reply came. Meanwhile a caller-assigned request
+///   for the id is refused with ``RequestIDError/Reason/inUse``, and a reply for it is the old
+///   request's late reply. ``Statistics/awaitingCancel`` counts the ids held this way.
+/// - The SDK's cancel runs only while its id still belongs to its request. If the late reply
+///   came first, or the SDK already gave the id to a newer request, the cancel is skipped and
+///   counted in ``Statistics/skippedCancels``: a cancel decided before a newer request took the
+///   id never stops it, however the cancel, the newer start and the late reply interleave.
 /// - Without a `cancel` (an SDK that cannot withdraw a request, such as hiredis or an MQTT
 ///   publish), the request goes on in the SDK after its caller left, and its reply will come: the
 ///   id stays reserved until that late reply, a newer SDK-assigned request with the id, or
-///   ``failAll(_:)``. A caller-assigned request for it meanwhile is refused with
-///   ``RequestIDError/Reason/inUse``, so the late reply never completes a newer request that
-///   reused the id. ``Statistics/awaitingLateReply`` counts such ids.
+///   ``failAll(_:)``. ``Statistics/awaitingLateReply`` counts such ids. At most
+///   `reservedIDLimit` stay reserved: past it the oldest reservation is released and counted in
+///   ``Statistics/releasedReservations``, so an SDK that drops requests never leaves every id
+///   refused.
 /// - Otherwise an id is free again as soon as a reply or ``failAll(_:)`` takes its request from
 ///   the table, or its caller returns or throws. Nothing of a request stays in the table after
 ///   its caller is back and its cancel, if any, has returned.
@@ -64,15 +71,25 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     ///     only when its timeout or its caller's cancellation decided its outcome. Nil if the SDK
     ///     cannot cancel a request: the id of a request whose caller left then stays reserved
     ///     until its late reply comes (see the contract above).
+    ///   - reservedIDLimit: Without a `cancel`, how many ids of callers that left may stay
+    ///     reserved for their late replies. Past it the oldest reservation is released: a reply
+    ///     that comes later still for that id would meet whichever request holds it then. Keep it
+    ///     well below the size of the SDK's id space, such as 65,535 MQTT message ids. Must be
+    ///     positive.
     ///   - onDiscard: Receives each success value that reached no caller, exactly once: a reply
     ///     that lost against a timeout, a cancellation or ``failAll(_:)``, and a reply that found no
     ///     request. Never receives a value a caller returned.
     public init(
         scheduler: SDKScheduler? = nil,
         cancel: (@Sendable (ID) -> Void)? = nil,
+        reservedIDLimit: Int = 4_096,
         onDiscard: (@Sendable (Value) -> Void)? = nil
     ) {
-        self.storage = PendingRequestsStorage(scheduler: scheduler, onDiscard: onDiscard, cancel: cancel)
+        precondition(
+            reservedIDLimit > 0,
+            "PendingRequests(reservedIDLimit:) must be positive; it bounds the ids kept for late replies")
+        self.storage = PendingRequestsStorage(
+            scheduler: scheduler, onDiscard: onDiscard, cancel: cancel, reservedIDLimit: reservedIDLimit)
     }
 
     /// Sends a request under an id the caller chose and waits for the reply with that id.
@@ -105,6 +122,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
     ) async throws -> Value {
         let storage = self.storage
         var token: UInt64?
+        var madeSDKCall = false
         let result: Result<Value, any Error>
         do {
             result = .success(
@@ -115,13 +133,14 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
                     }
                     token = registered
                     try start(id)
+                    madeSDKCall = true
                     return storage.cancelHandle(for: id, token: registered)
                 })
         } catch {
             result = .failure(error)
         }
         if let token {
-            storage.requestEnded((id, token), outcome: .init(result))
+            storage.requestEnded((id, token), outcome: .init(result), madeSDKCall: madeSDKCall)
         }
         return try result.get()
     }
@@ -178,7 +197,7 @@ public final class PendingRequests<ID: Hashable & Sendable, Value: Sendable>: Se
         } catch {
             result = .failure(error)
         }
-        storage.requestEnded(registration, outcome: .init(result))
+        storage.requestEnded(registration, outcome: .init(result), madeSDKCall: registration != nil)
         return try result.get()
     }
 

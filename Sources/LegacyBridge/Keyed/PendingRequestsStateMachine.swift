@@ -27,14 +27,18 @@
 /// - A reply that finds no request is classified by the memory of ended ids: after a reply it is
 ///   a duplicate, after any other ending it is late, otherwise unknown. Its value is dropped.
 /// - Tokens only grow, so a registration is told from a newer one with the same id.
-/// - A cancel by id is made only for the request it was handed out for: if a newer registration
-///   holds the id when the cancel is due, it is skipped. While it runs, the id stays taken: a
-///   caller-assigned registration of it is refused, so the cancel cannot reach a newer request.
-/// - With ``reservesAbandonedIDs`` (an SDK that cannot withdraw a request), an id whose caller
-///   left before its reply (a timeout or a cancellation) stays reserved until that late reply
-///   comes, a takeover by the SDK or `failAll`: a caller-assigned registration of it is refused
-///   meanwhile, so the late reply cannot complete a newer request that reused the id. A request
-///   whose start threw made no SDK call and reserves nothing.
+/// - An id belongs to one request from its registration until the SDK is done with it. When a
+///   caller leaves (a timeout or a cancellation) after its SDK call was made, its id is held:
+///   with an SDK cancel, until that cancel ended (ran, or was refused by the scheduler) or the
+///   late reply came; without one (``reservesAbandonedIDs``), until the late reply. A takeover by
+///   the SDK and `failAll` end a hold too. A caller-assigned registration of a held id is
+///   refused, and a reply for it is late, never parked for a start.
+/// - A cancel by id runs only while the id still belongs to the request it was handed out for,
+///   pending or held, and at most once: a cancel that finds a newer request on the id, or finds
+///   the SDK done with its request, is skipped. So a cancel decided before a newer request took
+///   the id never reaches it, whatever order the cancel, the newer start and the late reply take.
+/// - At most ``reservedIDLimit`` ids stay reserved for late replies; past it, the oldest
+///   reservation is released and counted.
 @usableFromInline
 struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     @usableFromInline typealias Reply = Result<Value, any Error>
@@ -66,6 +70,17 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         case late
     }
 
+    /// How far the SDK's cancel of a request has got.
+    @usableFromInline
+    enum CancelProgress: Hashable, Sendable {
+        /// Not begun: not decided, or queued on the scheduler.
+        case notBegun
+        /// The SDK's cancel runs now.
+        case running
+        /// The SDK's cancel returned, or the scheduler refused it: the SDK is done with the request.
+        case done
+    }
+
     @usableFromInline
     struct Registration {
         @usableFromInline let token: UInt64
@@ -73,12 +88,28 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         /// The memory of endings' serial when the id was registered: how the id ended before
         /// does not count while it is pending again.
         @usableFromInline let since: UInt64
+        /// How far the SDK's cancel of this request has got (it may begin before the caller is back).
+        @usableFromInline var cancel = CancelProgress.notBegun
 
         @inlinable
         init(token: UInt64, entry: Entry, since: UInt64) {
             self.token = token
             self.entry = entry
             self.since = since
+        }
+    }
+
+    /// An id whose caller left while the SDK may still act on it: its cancel is due or running,
+    /// or, for an SDK without a cancel, its late reply will come.
+    @usableFromInline
+    struct Held: Sendable {
+        @usableFromInline let token: UInt64
+        @usableFromInline var cancel: CancelProgress
+
+        @inlinable
+        init(token: UInt64, cancel: CancelProgress) {
+            self.token = token
+            self.cancel = cancel
         }
     }
 
@@ -126,6 +157,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         @usableFromInline var duplicateReplies = 0
         @usableFromInline var lateReplies = 0
         @usableFromInline var skippedCancels = 0
+        @usableFromInline var releasedReservations = 0
     }
 
     // MARK: Actions
@@ -192,20 +224,26 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     @usableFromInline var newestToken: UInt64 = 0
     @usableFromInline var clock: UInt64 = 0
     @usableFromInline var counters = Counters()
-    /// Ids whose SDK cancel is running, with the token of the request it cancels.
-    @usableFromInline var cancelling: [ID: UInt64] = [:]
+    /// Ids whose caller left while the SDK may still act on them (see ``Held``).
+    @usableFromInline var held: [ID: Held] = [:]
     /// Whether an abandoned id stays reserved until its late reply (the SDK cannot withdraw a
     /// request, so its reply will come).
     @usableFromInline let reservesAbandonedIDs: Bool
-    /// Ids whose caller ended before their reply, reserved until it comes (only with
-    /// ``reservesAbandonedIDs``).
-    @usableFromInline var awaitingLateReply: Set<ID> = []
+    /// At most this many ids stay reserved for late replies; past it the oldest is released.
+    @usableFromInline let reservedIDLimit: Int
+    /// Reserved ids in the order they were reserved, for releasing the oldest; entries whose
+    /// hold already ended are skipped by their token.
+    @usableFromInline var reservedOrder: [(id: ID, token: UInt64)] = []
+    @usableFromInline var reservedOrderHead = 0
 
     /// A table that remembers how the last `rememberedEndings` ids ended; with
-    /// `reservesAbandonedIDs`, an abandoned id stays reserved until its late reply.
-    init(rememberedEndings: Int, reservesAbandonedIDs: Bool = false) {
+    /// `reservesAbandonedIDs`, an abandoned id stays reserved until its late reply, for at most
+    /// `reservedIDLimit` ids at once.
+    init(rememberedEndings: Int, reservesAbandonedIDs: Bool = false, reservedIDLimit: Int = .max) {
+        precondition(reservedIDLimit > 0, "PendingRequests: reservedIDLimit must be positive")
         self.endings = RecentEndings(capacity: rememberedEndings)
         self.reservesAbandonedIDs = reservesAbandonedIDs
+        self.reservedIDLimit = reservedIDLimit
     }
 
     // MARK: Events
@@ -213,9 +251,7 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     /// A caller-assigned request registers `id` before its SDK call.
     @inlinable
     mutating func register(_ id: ID, entry: Entry) -> RegisterAction {
-        if pending[id] != nil || (!cancelling.isEmpty && cancelling[id] != nil)
-            || (!awaitingLateReply.isEmpty && awaitingLateReply.contains(id))
-        {
+        if pending[id] != nil || (!held.isEmpty && held[id] != nil) {
             counters.refused += 1
             return .refused
         }
@@ -235,8 +271,9 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     /// The start `token` returned `id`.
     @inlinable
     mutating func startReturned(_ token: UInt64, id: ID, entry: Entry) -> StartReturnedAction {
-        // The SDK gave the id to a new request: it is done with the abandoned one.
-        if !awaitingLateReply.isEmpty { awaitingLateReply.remove(id) }
+        // The SDK gave the id to a new request: it is done with the abandoned one, whose cancel,
+        // if still due, must now never run.
+        if !held.isEmpty { held[id] = nil }
         let failure = removeStarting(token)
         var action = StartReturnedAction(outcome: .registered, takenOver: nil, discarded: [])
         let parkedReply = takeParked(id)
@@ -279,9 +316,13 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     mutating func complete(_ id: ID, with reply: Reply) -> CompleteAction {
         if let registration = pending.removeValue(forKey: id) {
             endings.record(id, .replied)
+            keepWhileCancelRuns(id, registration)
             return .deliver(registration.entry)
         }
-        if !awaitingLateReply.isEmpty, awaitingLateReply.remove(id) != nil {
+        if !held.isEmpty, let hold = held[id] {
+            // The late reply of a request whose caller left: the SDK is done with it, so its
+            // cancel, if still due, must never run. A running cancel keeps the id until it returns.
+            if hold.cancel != .running { held[id] = nil }
             counters.lateReplies += 1
             endings.record(id, .replied)
             return .dropped(.late, discard: Self.value(of: reply))
@@ -301,27 +342,36 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     }
 
     /// The cancel handed out for request `token` with `id` is about to call the SDK. Returns
-    /// whether it may: not when a newer registration holds the id, whose request it would stop.
-    /// When it may, the id stays taken until ``cancelReturned(_:token:)``.
+    /// whether it may: only while the id still belongs to that request, pending or held. Not
+    /// when a newer request holds the id, whose request it would stop, and not when the SDK is
+    /// done with the request already (its late reply came, or the SDK gave its id to a newer
+    /// request). When it may, the id stays taken until ``cancelEnded(_:token:)``.
     @inlinable
     mutating func cancelBegins(_ id: ID, token: UInt64) -> Bool {
-        if let registration = pending[id], registration.token != token {
-            counters.skippedCancels += 1
-            return false
+        if var registration = pending[id], registration.token == token, registration.cancel == .notBegun {
+            registration.cancel = .running
+            pending[id] = registration
+            return true
         }
-        if let running = cancelling[id], running != token {
-            counters.skippedCancels += 1
-            return false
+        if !held.isEmpty, var hold = held[id], hold.token == token, hold.cancel == .notBegun {
+            hold.cancel = .running
+            held[id] = hold
+            return true
         }
-        cancelling[id] = token
-        return true
+        counters.skippedCancels += 1
+        return false
     }
 
-    /// The SDK's cancel for request `token` with `id` returned: the id is free again (if its
-    /// request ended).
+    /// The SDK's cancel for request `token` with `id` returned, or the scheduler refused to run
+    /// it: the SDK is done with that request, and its id is free once its caller is back.
     @inlinable
-    mutating func cancelReturned(_ id: ID, token: UInt64) {
-        if cancelling[id] == token { cancelling[id] = nil }
+    mutating func cancelEnded(_ id: ID, token: UInt64) {
+        if var registration = pending[id], registration.token == token {
+            registration.cancel = .done
+            pending[id] = registration
+        } else if !held.isEmpty, held[id]?.token == token {
+            held[id] = nil
+        }
     }
 
     /// A reply delivered by `complete` lost: its request's outcome had been decided already
@@ -340,11 +390,16 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         }
         let taken = pending
         pending.removeAll()
-        // The connection is gone: no late reply will come for what it abandoned.
-        awaitingLateReply.removeAll()
+        // The connection is gone: no late reply will come for what it abandoned, and a cancel
+        // still due for it finds no hold and is not made.
+        // A cancel that runs now keeps its id until it returns, so it cannot reach a newer request.
+        held = held.filter { $0.value.cancel == .running }
+        reservedOrder.removeAll()
+        reservedOrderHead = 0
         var entries: [Entry] = []
         entries.reserveCapacity(taken.count)
         for (id, registration) in taken {
+            keepWhileCancelRuns(id, registration)
             endings.record(id, .abandoned)
             entries.append(registration.entry)
         }
@@ -352,11 +407,15 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
     }
 
     /// The caller of a request returned or threw with `outcome`. `registration` is its id and
-    /// token if it was registered; if it is still pending (its outcome was decided by its
-    /// timeout, its cancellation or its start's error), it is removed and returned, to be
-    /// released outside the lock.
+    /// token if it was registered; `madeSDKCall` tells whether its start returned (a start that
+    /// threw made no SDK call). If it is still pending (its outcome was decided by its timeout,
+    /// its cancellation or its start's error), it is removed and returned, to be released outside
+    /// the lock. If its caller left while the SDK may still act on the id, the id is held: until
+    /// its cancel ended or its late reply came, or, without an SDK cancel, until its late reply.
     @inlinable
-    mutating func requestEnded(_ registration: (id: ID, token: UInt64)?, outcome: Outcome) -> Entry? {
+    mutating func requestEnded(
+        _ registration: (id: ID, token: UInt64)?, outcome: Outcome, madeSDKCall: Bool = true
+    ) -> Entry? {
         switch outcome {
         case .succeeded: counters.succeeded += 1
         case .failed: counters.failed += 1
@@ -370,13 +429,51 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
         endings.record(registration.id, .abandoned)
         // Only a caller that left (timeout, cancellation) leaves a request running in the SDK; a
         // start that threw made none, and no reply will come for it.
-        if reservesAbandonedIDs && (outcome == .cancelled || outcome == .timedOut) {
-            awaitingLateReply.insert(registration.id)
+        guard madeSDKCall && (outcome == .cancelled || outcome == .timedOut) else { return current.entry }
+        if reservesAbandonedIDs {
+            hold(registration.id, Held(token: registration.token, cancel: .notBegun))
+        } else if current.cancel != .done {
+            // Its cancel is due (the gate calls it when the timeout or the cancellation decides)
+            // or running: the id stays its request's until that cancel ended or its reply came.
+            held[registration.id] = Held(token: registration.token, cancel: current.cancel)
         }
         return current.entry
     }
 
     // MARK: Helpers
+
+    /// A registration leaves the table while its SDK cancel runs: the id stays held until that
+    /// cancel returned, so a newer request cannot take it and be stopped by it.
+    @inlinable
+    mutating func keepWhileCancelRuns(_ id: ID, _ registration: Registration) {
+        if registration.cancel == .running {
+            held[id] = Held(token: registration.token, cancel: .running)
+        }
+    }
+
+    /// Reserves `id` for a late reply; past ``reservedIDLimit`` the oldest reservation is released.
+    @inlinable
+    mutating func hold(_ id: ID, _ hold: Held) {
+        held[id] = hold
+        reservedOrder.append((id, hold.token))
+        while held.count > reservedIDLimit, reservedOrderHead < reservedOrder.count {
+            let (oldest, token) = reservedOrder[reservedOrderHead]
+            reservedOrderHead += 1
+            if held[oldest]?.token == token {
+                held[oldest] = nil
+                counters.releasedReservations += 1
+            }
+        }
+        // Entries of holds that ended are dropped once they are the older half of the queue.
+        if reservedOrderHead > 64 && reservedOrderHead * 2 > reservedOrder.count {
+            reservedOrder.removeFirst(reservedOrderHead)
+            reservedOrderHead = 0
+        }
+        if reservedOrder.count - reservedOrderHead > 2 * max(held.count, 32) {
+            reservedOrder = Array(reservedOrder[reservedOrderHead...].filter { held[$0.id]?.token == $0.token })
+            reservedOrderHead = 0
+        }
+    }
 
     @inlinable
     mutating func issueToken() -> UInt64 {
@@ -465,8 +562,21 @@ struct PendingRequestsStateMachine<ID: Hashable, Value, Entry> {
 
     /// Requests waiting for a reply.
     var pendingCount: Int { pending.count }
+    /// Ids held for a request whose caller left: reserved until a late reply (no SDK cancel), or
+    /// until its cancel ended (with one).
+    var heldCount: Int { held.count }
     /// Abandoned ids reserved until their late reply.
-    var awaitingLateReplyCount: Int { awaitingLateReply.count }
+    var awaitingLateReplyCount: Int { reservesAbandonedIDs ? held.count : 0 }
+    /// Ids held until the SDK's cancel for their abandoned request ended.
+    var awaitingCancelCount: Int { reservesAbandonedIDs ? 0 : held.count }
+    /// The token of the request whose cancel runs for `id`, if one runs.
+    func cancelRunning(_ id: ID) -> UInt64? {
+        if let registration = pending[id], registration.cancel == .running { return registration.token }
+        if let hold = held[id], hold.cancel == .running { return hold.token }
+        return nil
+    }
+    /// The token of the abandoned request holding `id`, if any.
+    func holder(of id: ID) -> UInt64? { held[id]?.token }
     /// SDK-assigned starts running.
     var startingCount: Int { starting.count }
     /// Replies parked for running starts.

@@ -19,10 +19,16 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
     @usableFromInline let cancel: (@Sendable (ID) -> Void)?
     @usableFromInline let onDiscard: (@Sendable (Value) -> Void)?
 
-    init(scheduler: SDKScheduler?, onDiscard: (@Sendable (Value) -> Void)?, cancel: (@Sendable (ID) -> Void)?) {
+    init(
+        scheduler: SDKScheduler?, onDiscard: (@Sendable (Value) -> Void)?, cancel: (@Sendable (ID) -> Void)?,
+        reservedIDLimit: Int
+    ) {
         // An SDK that cannot withdraw a request will still reply to it: its id stays reserved
         // until then, so that the late reply cannot complete a newer request that reused it.
-        self.box = LockedBox(Machine(rememberedEndings: Self.rememberedEndings, reservesAbandonedIDs: cancel == nil))
+        self.box = LockedBox(
+            Machine(
+                rememberedEndings: Self.rememberedEndings, reservesAbandonedIDs: cancel == nil,
+                reservedIDLimit: reservedIDLimit))
         self.scheduler = scheduler
         self.cancel = cancel
         self.onDiscard = onDiscard
@@ -73,23 +79,33 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
 
     /// The caller of a request ended; removes what is left of it.
     @inlinable
-    func requestEnded(_ registration: (id: ID, token: UInt64)?, outcome: Machine.Outcome) {
-        let removed = box.withLock { $0.requestEnded(registration, outcome: outcome) }
+    func requestEnded(_ registration: (id: ID, token: UInt64)?, outcome: Machine.Outcome, madeSDKCall: Bool) {
+        let removed = box.withLock { $0.requestEnded(registration, outcome: outcome, madeSDKCall: madeSDKCall) }
         _ = removed  // released here, after unlocking
     }
 
     /// The handle that cancels request `token` with `id` through the SDK, on the scheduler if
     /// there is one. When it runs it asks the table first: a newer request may have taken the id
-    /// since, and then the SDK is not called. The id stays taken while the SDK's cancel runs.
+    /// since, or the SDK may be done with the request, and then the SDK is not called. The id
+    /// stays its request's until the SDK's cancel returned, or the scheduler refused it.
     @inlinable
     func cancelHandle(for id: ID, token: UInt64) -> CancelHandle? {
         guard let cancel else { return nil }
-        return CancelHandle { [self] in
+        let run: @Sendable () -> Void = { [self] in
             guard box.withLock({ $0.cancelBegins(id, token: token) }) else { return }
             // The lock is released: the SDK's cancel may reply or post from inside.
             cancel(id)
-            box.withLock { $0.cancelReturned(id, token: token) }
-        }.posted(through: scheduler)
+            box.withLock { $0.cancelEnded(id, token: token) }
+        }
+        guard let scheduler else { return CancelHandle(run) }
+        return CancelHandle { [self] in
+            do {
+                try scheduler.post(run)
+            } catch {
+                // The SDK's loop is gone, and the cancel with it: the id is free.
+                box.withLock { $0.cancelEnded(id, token: token) }
+            }
+        }
     }
 
     // MARK: Replies
@@ -142,7 +158,9 @@ final class PendingRequestsStorage<ID: Hashable & Sendable, Value: Sendable>: Se
                 duplicateReplies: counters.duplicateReplies,
                 lateReplies: counters.lateReplies,
                 skippedCancels: counters.skippedCancels,
-                awaitingLateReply: machine.awaitingLateReplyCount
+                awaitingLateReply: machine.awaitingLateReplyCount,
+                awaitingCancel: machine.awaitingCancelCount,
+                releasedReservations: counters.releasedReservations
             )
         }
     }

@@ -89,5 +89,13 @@ extension PendingRequests {
         /// (only in a table without an SDK `cancel`: the SDK cannot withdraw the request, so its
         /// reply will come). ``PendingRequests/failAll(_:)`` frees them.
         public var awaitingLateReply: Int
+        /// Ids whose caller left before their reply, held until the SDK's cancel for them ran or
+        /// their late reply came (only in a table with an SDK `cancel`). A caller-assigned
+        /// request for such an id is refused meanwhile, so the old request's reply or cancel
+        /// never reaches it.
+        public var awaitingCancel: Int
+        /// Reservations released because ``awaitingLateReply`` reached the table's
+        /// `reservedIDLimit`: the oldest reserved id was freed for reuse before its late reply.
+        public var releasedReservations: Int
     }
 }

@@ -165,15 +165,41 @@ struct PendingRequestsTests {
         #expect(await again.callsOutcome() == .value(31))
     }
 
-    @Test("a cancel that runs after a newer request took the same id is not made: the newer request gets its reply")
-    func lateCancelSkipsNewerHolder() async {
+    @Test(
+        "caller-assigned: an id reused while the old request's cancel waits on the SDK's loop is refused, so the old reply never completes the newer request; the id is free once that cancel ran"
+    )
+    func reuseBeforeQueuedCancelIsRefused() async {
         let loop = CallsManualScheduler()
         let cancelled = OneShotRecorder<Int>()
         let pending = PendingRequests<Int, Int>(scheduler: loop.scheduler, cancel: { id in cancelled.append(id) })
         let first = OneShotCall { try await pending.request(id: 5, timeout: .zero) { _ in } }
         #expect(await first.callsOutcome() == .timedOut)
-        // The first request's cancel is due, held on the loop; its caller is back, so id 5 is free.
+        // The first request's cancel is due, held on the loop: the SDK still runs that request.
         #expect(await eventually { loop.pending == 1 })
+        #expect(pending.statistics.awaitingCancel == 1)
+        let starts = OneShotCounter()
+        let second = OneShotCall { try await pending.request(id: 5) { _ in starts.increment() } }
+        #expect(await second.callsOutcome() == .idInUse)
+        #expect(starts.value == 0, "the newer request's SDK call must not be made while the id is the old one's")
+        loop.runAll()
+        #expect(cancelled.values == [5])
+        #expect(pending.statistics.awaitingCancel == 0 && pending.statistics.skippedCancels == 0)
+        let third = OneShotCall { try await pending.request(id: 5) { id in pending.complete(id, with: .success(50)) } }
+        #expect(await third.callsOutcome() == .value(50))
+    }
+
+    @Test(
+        "caller-assigned: the old request's late reply, before its queued cancel ran, frees the id; the cancel then finds the newer request and is not made"
+    )
+    func lateReplyFreesHeldID() async {
+        let loop = CallsManualScheduler()
+        let cancelled = OneShotRecorder<Int>()
+        let pending = PendingRequests<Int, Int>(scheduler: loop.scheduler, cancel: { id in cancelled.append(id) })
+        let first = OneShotCall { try await pending.request(id: 5, timeout: .zero) { _ in } }
+        #expect(await first.callsOutcome() == .timedOut)
+        #expect(await eventually { loop.pending == 1 })
+        #expect(!pending.complete(5, with: .success(40)), "the old request's late reply completes nothing")
+        #expect(pending.statistics.lateReplies == 1 && pending.statistics.awaitingCancel == 0)
         let second = OneShotCall { try await pending.request(id: 5) { _ in } }
         #expect(await eventually { pending.statistics.pending == 1 })
         loop.runAll()
@@ -184,6 +210,70 @@ struct PendingRequestsTests {
         #expect(pending.statistics.pending == 0)
     }
 
+    @Test(
+        "SDK-assigned: after the old request's late reply, its queued cancel that runs while the newer start that got the same id is returning is not made"
+    )
+    func staleCancelDuringNewerStart() async {
+        let loop = CallsManualScheduler()
+        let cancelled = OneShotRecorder<Int>()
+        let pending = PendingRequests<Int, Int>(scheduler: loop.scheduler, cancel: { id in cancelled.append(id) })
+        let first = OneShotCall { try await pending.request(timeout: .zero) { 1 } }
+        #expect(await first.callsOutcome() == .timedOut)
+        #expect(await eventually { loop.pending == 1 })
+        // The late reply: the SDK is done with request 1 and hands its lowest free id out again.
+        #expect(!pending.complete(1, with: .success(10)))
+        let second = OneShotCall {
+            try await pending.request { () -> Int in
+                // The SDK gave id 1 to this request; before this start returns, the SDK's thread
+                // runs the old request's queued cancel.
+                loop.runAll()
+                return 1
+            }
+        }
+        #expect(await eventually { pending.statistics.pending == 1 })
+        #expect(cancelled.values.isEmpty, "the old request's cancel stopped the newer request that got its id")
+        #expect(pending.statistics.skippedCancels == 1)
+        #expect(pending.complete(1, with: .success(20)))
+        #expect(await second.callsOutcome() == .value(20))
+    }
+
+    @Test(
+        "SDK-assigned: an id the SDK gives to a newer request before the old one's late reply ends the old hold; the old cancel is not made and the newer request gets its reply"
+    )
+    func sdkReassignsHeldID() async {
+        let loop = CallsManualScheduler()
+        let cancelled = OneShotRecorder<Int>()
+        let pending = PendingRequests<Int, Int>(scheduler: loop.scheduler, cancel: { id in cancelled.append(id) })
+        let first = OneShotCall { try await pending.request(timeout: .zero) { 3 } }
+        #expect(await first.callsOutcome() == .timedOut)
+        #expect(await eventually { loop.pending == 1 })
+        #expect(pending.statistics.awaitingCancel == 1)
+        let second = OneShotCall { try await pending.request { 3 } }
+        #expect(await eventually { pending.statistics.pending == 1 })
+        #expect(pending.statistics.awaitingCancel == 0)
+        loop.runAll()
+        #expect(cancelled.values.isEmpty)
+        #expect(pending.complete(3, with: .success(30)))
+        #expect(await second.callsOutcome() == .value(30))
+    }
+
+    @Test(
+        "without an SDK cancel, at most reservedIDLimit ids stay reserved for late replies: past it the oldest is released, counted, and reusable"
+    )
+    func reservedIDsAreBounded() async {
+        let pending = PendingRequests<Int, Int>(reservedIDLimit: 2)
+        for id in 1...3 {
+            let call = OneShotCall { try await pending.request(id: id, timeout: .zero) { _ in } }
+            #expect(await call.callsOutcome() == .timedOut)
+        }
+        let statistics = pending.statistics
+        #expect(statistics.awaitingLateReply == 2 && statistics.releasedReservations == 1)
+        let reused = OneShotCall { try await pending.request(id: 1) { id in pending.complete(id, with: .success(11)) } }
+        #expect(await reused.callsOutcome() == .value(11), "the oldest reservation was released")
+        let stillReserved = OneShotCall { try await pending.request(id: 2) { _ in } }
+        #expect(await stillReserved.callsOutcome() == .idInUse)
+    }
+
     @Test("a cancel due before the id is reused is made, and while it runs the id is in use")
     func cancelHoldsTheIdWhileItRuns() async {
         let loop = CallsManualScheduler()
@@ -191,7 +281,7 @@ struct PendingRequestsTests {
         let holder = OneShotSlot<PendingRequests<Int, Int>>()
         let pending = PendingRequests<Int, Int>(scheduler: loop.scheduler) { id in
             // Inside the SDK's cancel: the table still counts the id as taken.
-            refusedInside.append(holder.value?.storage.machine.cancelling[id] != nil ? 1 : 0)
+            refusedInside.append(holder.value?.storage.machine.cancelRunning(id) != nil ? 1 : 0)
         }
         holder.store(pending)
         let first = OneShotCall { try await pending.request(id: 6, timeout: .zero) { _ in } }
@@ -213,6 +303,7 @@ struct PendingRequestsTests {
         #expect(await call.callsOutcome() == .timedOut)
         #expect(cancelled.value == 0)
         #expect(pending.statistics.pending == 0)
+        #expect(await eventually { pending.statistics.awaitingCancel == 0 }, "a refused cancel frees the id")
     }
 
     @Test("the SDK may reply from inside its cancel: the reply loses, goes to onDiscard, and nothing deadlocks")
