@@ -22,11 +22,15 @@ import Synchronization
 ///   statement at a time; a query goes to the connection with the fewest queries waiting.
 /// - A caller that is cancelled or times out is let go at once. Its query leaves the queue if it
 ///   was not sent; if it is running, the server is asked to cancel it (`PQcancel`, off the loop),
-///   and the connection goes on with the next query once the server stopped it.
+///   and the connection sends its next query only once that cancel request reached the server:
+///   a cancel stops whatever the connection runs when it arrives, so it never lands on the next
+///   caller's query.
 /// - `Configuration.statementTimeout` is the server's `statement_timeout`: a statement running
 ///   longer fails with ``PostgresError/server(sqlState:message:)``, SQLSTATE 57014.
 /// - A lost connection fails its running and queued queries, and the subscriptions, with
-///   ``PostgresError/connectionLost(_:)``; later queries on it fail too. Nothing reconnects.
+///   ``PostgresError/connectionLost(_:)``. It leaves the pick: new queries go to connections
+///   that are up (``PostgresStatistics/connectionsUp`` counts them), and fail only once none is.
+///   Nothing reconnects.
 /// - A channel has one LISTEN while it has consumers (on the pool's first connection): the first
 ///   consumer sends it, the last to leave sends UNLISTEN.
 public final class PostgresClient: Sendable {
@@ -203,16 +207,23 @@ public final class PostgresClient: Sendable {
         }
     }
 
-    /// The connection with the fewest queries waiting; ties go round-robin from the request's id,
-    /// so that queries that run one after another spread over the pool too. The pick is counted
-    /// at once, before the query reaches the loop.
+    /// The connection that is up with the fewest queries waiting; ties go round-robin from the
+    /// request's id, so that queries that run one after another spread over the pool too. A lost
+    /// connection is never picked while another is up (it has no queries waiting, and would take
+    /// every new one only to fail it). The pick is counted at once, before the query reaches the loop.
     private func pick(_ id: UInt64) -> LibpqDriver {
         let count = drivers.count
         let start = Int(id % UInt64(count))
         var best = start
+        var bestIsUp = drivers[start].isUp.load(ordering: .relaxed)
         for step in 1..<max(count, 1) {
             let index = (start + step) % count
-            if drivers[index].outstanding.load(ordering: .relaxed) < drivers[best].outstanding.load(ordering: .relaxed) {
+            let isUp = drivers[index].isUp.load(ordering: .relaxed)
+            if isUp && !bestIsUp {
+                (best, bestIsUp) = (index, true)
+            } else if isUp == bestIsUp,
+                drivers[index].outstanding.load(ordering: .relaxed) < drivers[best].outstanding.load(ordering: .relaxed)
+            {
                 best = index
             }
         }
@@ -285,6 +296,7 @@ public final class PostgresClient: Sendable {
         s.unlistens = counters.unlistens.load(ordering: .relaxed)
         s.notifications = counters.notifications.load(ordering: .relaxed)
         s.connectionsLost = counters.connectionsLost.load(ordering: .relaxed)
+        s.connectionsUp = drivers.filter { $0.isUp.load(ordering: .relaxed) }.count
         s.callsOffLoopThread = counters.callsOffLoopThread.load(ordering: .relaxed)
         return s
     }

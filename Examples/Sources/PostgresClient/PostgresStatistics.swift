@@ -26,6 +26,9 @@ public struct PostgresStatistics: Hashable, Sendable {
     public var notifications = 0
     /// Connections lost (not counting shutdown).
     public var connectionsLost = 0
+    /// Connections of the pool that are up now. A lost one is not reconnected: queries go to the
+    /// others, and once none is up every query fails with ``PostgresError/connectionLost(_:)``.
+    public var connectionsUp = 0
     /// libpq calls made off the loop thread. Always 0: every call but `PQcancel` runs on it.
     public var callsOffLoopThread = 0
 }

@@ -62,12 +62,19 @@ public final class RedisConnection: Sendable {
     ///   - host: The server's address (hiredis resolves names with getaddrinfo, blocking: give an
     ///     address).
     ///   - port: The server's port, 1 to 65535.
+    ///   - timeout: How long to wait for the connection and the PING's reply; nil waits until
+    ///     they come. A server that accepts and never answers fails the connect once it passes.
     /// - Returns: The connected client.
-    /// - Throws: ``RedisError/connectFailed(_:)`` with hiredis's reason, or
+    /// - Throws: ``RedisError/connectFailed(_:)`` with hiredis's reason or the timeout, or
     ///   ``RedisError/notConnected`` if no loop thread could be started.
-    /// - Precondition: `port` is 1 to 65535.
-    public static func connect(host: String = "127.0.0.1", port: Int = 6379) async throws -> RedisConnection {
+    /// - Precondition: `port` is 1 to 65535, a timeout is positive.
+    public static func connect(
+        host: String = "127.0.0.1", port: Int = 6379, timeout: Duration? = .seconds(10)
+    ) async throws -> RedisConnection {
         precondition((1...65535).contains(port), "RedisConnection.connect: port must be 1 to 65535, not \(port)")
+        if let timeout {
+            precondition(timeout > .zero, "RedisConnection.connect: the timeout must be positive (nil waits forever)")
+        }
         let counters = RedisCounters()
         // hiredis cannot withdraw a command (see the contract): the table's cancel only tells the
         // driver, on the loop, that the caller left.
@@ -93,9 +100,12 @@ public final class RedisConnection: Sendable {
             subscriber.attach(to: loop)
         }
         do {
-            _ = try await connection.send("PING")
+            _ = try await connection.send("PING", timeout: timeout)
         } catch RedisError.connectionLost(let reason) {
             throw RedisError.connectFailed(reason)
+        } catch let error as BridgeTimeoutError {
+            // The connection is dropped here: its deinit closes both contexts on the loop.
+            throw RedisError.connectFailed("no answer to PING within \(error.timeout)")
         }
         return connection
     }

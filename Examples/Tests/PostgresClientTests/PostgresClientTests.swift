@@ -85,6 +85,65 @@ struct PostgresClientTests {
         await server.stop()
     }
 
+    @Test(
+        "a cancel request for a query that ends by itself meanwhile never stops the next caller's query on that connection (40 rounds)"
+    )
+    func cancelNeverHitsTheNextQuery() async throws {
+        let server = try await ServerProcess.startPostgres()
+        let db = try await Self.connect(server, connections: 1)
+        var hit = 0
+        for round in 0..<40 {
+            // The caller leaves about when the statement ends by itself, so that the cancel
+            // request is often still on its way when the connection is free again.
+            let leave = Duration.milliseconds(10 + round % 20)
+            _ = try? await db.query("SELECT pg_sleep(0.02)", timeout: leave)
+            do {
+                _ = try await db.query("SELECT pg_sleep(0.05), \(round)", timeout: Self.bound)
+            } catch PostgresError.server(let state, _) where state == "57014" {
+                hit += 1
+            }
+        }
+        #expect(hit == 0, "the next caller's query was cancelled in \(hit) of 40 rounds")
+        let s = db.statistics
+        #expect(s.cancelRequests > 0, "no round raced a cancel against its statement's end: \(s)")
+        await db.shutdown()
+        await server.stop()
+    }
+
+    @Test("a lost connection leaves the pick: every later query goes to the connections that are up, and none fails")
+    func lostConnectionLeavesThePick() async throws {
+        let server = try await ServerProcess.startPostgres()
+        let db = try await Self.connect(server, connections: 4)
+        // One of the pool's backends terminated by a second client.
+        let admin = try await Self.connect(server, connections: 1)
+        let pids = try await admin.query(
+            "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+            timeout: Self.bound
+        ).rows.compactMap { $0.first ?? nil }
+        #expect(pids.count == 4, "\(pids)")
+        let victim = try #require(pids.first)
+        _ = try await admin.query("SELECT pg_terminate_backend(\(victim))", timeout: Self.bound)
+        await admin.shutdown()
+        #expect(await eventually { db.statistics.connectionsLost == 1 }, "\(db.statistics)")
+        #expect(db.statistics.connectionsUp == 3)
+        var failed = 0
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for value in 0..<180 {
+                group.addTask {
+                    do {
+                        return try await db.query("SELECT \(value)", timeout: Self.bound).rows == [["\(value)"]]
+                    } catch {
+                        return false
+                    }
+                }
+            }
+            for try await ok in group where !ok { failed += 1 }
+        }
+        #expect(failed == 0, "\(failed) of 180 queries failed after one connection of four was lost: \(db.statistics)")
+        await db.shutdown()
+        await server.stop()
+    }
+
     @Test("a queued query whose caller is cancelled leaves the queue unsent; no cancel request is made for it")
     func withdrawQueued() async throws {
         let server = try await ServerProcess.startPostgres()

@@ -4,11 +4,45 @@ import LoopbackFixtures
 import RedisClient
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Every test starts its own redis-server on 127.0.0.1 and kills it at the end: nothing leaves the
 /// machine. Commands carry a generous timeout, so a broken contract fails instead of hanging.
 @Suite("hiredis client on the descriptor loop, over PendingRequests and SharedSubscription")
 struct RedisConnectionTests {
     static let bound = Duration.seconds(60)
+
+    @Test("connect to a server that accepts and never answers fails with connectFailed once its timeout passed")
+    func connectTimesOut() async throws {
+        // A listening socket nobody accepts from: the kernel completes the handshake, hiredis
+        // connects and sends its PING, and no reply ever comes.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(bound == 0 && listen(listener, 8) == 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        await #expect {
+            _ = try await RedisConnection.connect(port: port, timeout: .milliseconds(300))
+        } throws: { error in
+            guard case RedisError.connectFailed(let reason) = error else { return false }
+            return reason.contains("PING")
+        }
+    }
 
     @Test("commands get their own replies: strings, binary values, integers, nil, arrays and error replies")
     func replies() async throws {

@@ -17,7 +17,10 @@
 //
 // Cancel: a query whose caller left is removed from the queue if it was not sent. If it is
 // running, the server is asked to cancel it (PQcancel); it then ends with SQLSTATE 57014, which
-// reaches no caller and is counted late, and the connection goes on with the next query.
+// reaches no caller and is counted late, and the connection goes on with the next query. A cancel
+// request stops whatever the connection runs when the server gets it, so the next query is not
+// sent until PQcancel has returned: a cancelled query that ended by itself meanwhile must not
+// hand its cancel on to the next caller's query.
 
 import CLibpq
 import LegacyBridge
@@ -69,6 +72,8 @@ final class LibpqDriver: @unchecked Sendable {
     let statements = Atomic<Int>(0)
     /// The server process serving this connection (`PQbackendPID`), once connected; else 0.
     let backendPID = Atomic<Int32>(0)
+    /// Whether the connection is up: connected and not lost. The pool picks only such connections.
+    let isUp = Atomic<Bool>(false)
     private let conninfo: String
     private let cancelPool: OffloadPool
     private weak var loop: SDKLoop?
@@ -81,6 +86,9 @@ final class LibpqDriver: @unchecked Sendable {
     private var watch: DescriptorWatch?
     private var listeners: [String: Listener] = [:]
     private var ownerThread: pthread_t?
+    /// A cancel request for the active query is on its way to the server: nothing else is sent
+    /// until it has arrived, since it stops whatever the connection runs then.
+    private var cancelInFlight = false
 
     init(conninfo: String, counters: PostgresCounters, cancelPool: OffloadPool) {
         self.conninfo = conninfo
@@ -164,6 +172,7 @@ final class LibpqDriver: @unchecked Sendable {
             phase = .ready
             _ = PQsetnonblocking(connection, 1)
             backendPID.store(PQbackendPID(connection), ordering: .relaxed)
+            isUp.store(true, ordering: .relaxed)
             watchSocket(.readable)
             let completion = connected
             connected = nil
@@ -195,6 +204,7 @@ final class LibpqDriver: @unchecked Sendable {
         if case .ended = phase { return }
         if case .ready = phase, error != .notConnected { counters.connectionsLost.add(1, ordering: .relaxed) }
         phase = .ended(error)
+        isUp.store(false, ordering: .relaxed)
         watch?.cancel()
         watch = nil
         if let connection { PQfinish(connection) }
@@ -256,19 +266,25 @@ final class LibpqDriver: @unchecked Sendable {
         let request = CancelRequest(pointer: cancel)
         let (counters, scheduler) = (self.counters, loop?.scheduler)
         do {
-            try cancelPool.execute {
+            try cancelPool.execute { [self] in
                 if scheduler?.isCurrent == true { counters.cancelRequestsOnLoopThread.add(1, ordering: .relaxed) }
                 var buffer = [CChar](repeating: 0, count: 256)
                 _ = PQcancel(request.pointer, &buffer, Int32(buffer.count))
                 PQfreeCancel(request.pointer)
+                // The server has the request: the next query can no longer be hit by it.
+                try? scheduler?.post { [self] in
+                    cancelInFlight = false
+                    sendNext()
+                }
             }
+            cancelInFlight = true
         } catch {
             PQfreeCancel(cancel)  // the pool is shut down: the client is closing anyway
         }
     }
 
     private func sendNext() {
-        guard case .ready = phase, active == nil, !queue.isEmpty, let connection else { return }
+        guard case .ready = phase, active == nil, !cancelInFlight, !queue.isEmpty, let connection else { return }
         checkThread()
         let query = queue.removeFirst()
         let sent = Self.withCStrings(query.parameters) { values in
