@@ -6,9 +6,9 @@
 // so none runs under the lock.
 //
 // A shared call has a one-shot gate of its own: the SDK's completion against the cancellation
-// that the last leaving caller asks for. The gate's outcome reaches the table at once when the
-// call completes inside `start`; otherwise a task waits for it and hands it on. A gate can only
-// resume a continuation, so that task is the one way to hear its outcome without the SDK's help.
+// that the last leaving caller asks for. It is a relay gate: its outcome is handed to the
+// waiters on the thread that decided it (the SDK's callback, or the last caller's leave), so no
+// task waits for it and no caller waits for a cooperative-pool thread to hear it.
 
 /// The lock, the machine and the configuration; `CoalescedCalls` is its public face.
 @usableFromInline
@@ -39,11 +39,12 @@ final class CoalescedCallsStorage<Key: Hashable & Sendable, Value: Sendable>: Se
         _ = action.removed
     }
 
-    /// The leader starts call `token` for `key`: runs `start` with the call's completion, then
-    /// hands the outcome on at once if `start` produced it, or else through a relay task.
+    /// The leader starts call `token` for `key`: runs `start` with the call's completion. The
+    /// call's gate hands its outcome to ``finish(_:token:_:)`` where it is decided, inside `start`
+    /// or later on the SDK's thread.
     @inlinable
     func startCall(_ key: Key, token: UInt64, _ start: (Completion<Value>) throws -> CancelHandle?) {
-        let gate = Gate(onDiscard: onDiscard)
+        let gate = Gate(onDiscard: onDiscard, relay: GateRelay { [self] outcome in finish(key, token: token, outcome) })
         box.withLock { $0.callCreated(key, token: token, call: gate) }
         let handle: CancelHandle?
         do {
@@ -53,23 +54,8 @@ final class CoalescedCallsStorage<Key: Hashable & Sendable, Value: Sendable>: Se
             handle = nil
         }
         var owner = gate
-        if let outcome = owner.startReturned(handle?.posted(through: scheduler)) {
-            finish(key, token: token, outcome)
-        } else {
-            Task { await self.relay(key, token: token, gate: gate) }
-        }
-    }
-
-    /// Waits for the outcome of a call that did not complete inside `start`, then hands it on.
-    @usableFromInline
-    func relay(_ key: Key, token: UInt64, gate: Gate) async {
-        let outcome: Result<Value, any Error>
-        do {
-            outcome = .success(try await withUnsafeThrowingContinuation { gate.install($0) })
-        } catch {
-            outcome = .failure(error)
-        }
-        finish(key, token: token, outcome)
+        // An outcome decided inside `start` went to the relay already.
+        _ = owner.startReturned(handle?.posted(through: scheduler))
     }
 
     /// Hands call `token`'s outcome to its waiters. A value that reaches none of them (every

@@ -14,8 +14,10 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     struct Guarded {
         @usableFromInline var machine: Machine
         @usableFromInline let onDiscard: (@Sendable (Value) -> Void)?
-        /// Counts this gate's life while diagnostics are on (`nil`, and free, otherwise).
-        @usableFromInline let diagnosticsToken: BridgeDiagnostics.GateToken?
+        /// What the gate carries besides its machine: its diagnostics token while diagnostics are
+        /// on, or the relay of a gate whose outcome goes to a function instead of a waiter; `nil`,
+        /// and free, otherwise. One word either way.
+        @usableFromInline let companion: GateCompanion<Value>?
         /// The timer `withCallback` arms once it waits: kept here, in the gate's one allocation,
         /// rather than in the caller's async frame (every suspended call pays for its frame).
         /// Two plain fields, `.seconds(0)` when no timer is planned: an optional tuple in this
@@ -26,11 +28,22 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
         /// The deadline, as its distance from `gateClockOrigin`.
         @usableFromInline var plannedDeadline: Duration
 
+        /// The relay to hand a decision to when no waiter took it.
         @inlinable
-        init(onDiscard: (@Sendable (Value) -> Void)?, startPosted: Bool) {
+        func relay(for decision: Machine.Decision) -> GateRelay<Value>? {
+            guard decision.waiter == nil, case .relay(let relay)? = companion else { return nil }
+            return relay
+        }
+
+        @inlinable
+        init(onDiscard: (@Sendable (Value) -> Void)?, startPosted: Bool, relay: GateRelay<Value>? = nil) {
             self.machine = Machine(startPosted: startPosted)
             self.onDiscard = onDiscard
-            self.diagnosticsToken = BridgeDiagnostics.isEnabled ? BridgeDiagnostics.makeGateToken() : nil
+            if let relay {
+                self.companion = .relay(relay)
+            } else {
+                self.companion = BridgeDiagnostics.isEnabled ? .diagnostics(BridgeDiagnostics.makeGateToken()) : nil
+            }
             self.plannedTimeout = .seconds(0)
             self.plannedDeadline = .seconds(0)
         }
@@ -43,6 +56,13 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     @inlinable
     init(onDiscard: (@Sendable (Value) -> Void)?) {
         self.box = GateLockedBox { Guarded(onDiscard: onDiscard, startPosted: false) }
+    }
+
+    /// A gate whose outcome goes to `relay`, on the thread that decides it, instead of to a
+    /// waiter: no task has to wait for it. Nothing may install a waiter on it.
+    @inlinable
+    init(onDiscard: (@Sendable (Value) -> Void)?, relay: GateRelay<Value>) {
+        self.box = GateLockedBox { Guarded(onDiscard: onDiscard, startPosted: false, relay: relay) }
     }
 
     /// A gate whose `start` is posted to the SDK's thread (see ``runPostedStart(_:scheduler:)``).
@@ -76,16 +96,18 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     /// Records a result from the operation; true if it decided the outcome.
     @inlinable
     func finish(_ result: Result<Value, any Error>) -> Bool {
-        let (action, onDiscard) = self.box.withLock { guarded -> (Machine.FinishAction, (@Sendable (Value) -> Void)?) in
+        let (action, onDiscard, relay) = self.box.withLock {
+            guarded -> (Machine.FinishAction, (@Sendable (Value) -> Void)?, GateRelay<Value>?) in
             let action = guarded.machine.finish(result)
             switch action {
-            case .discard: return (action, guarded.onDiscard)
-            case .decided, .none: return (action, nil)
+            case .discard: return (action, guarded.onDiscard, nil)
+            case .decided(let decision): return (action, nil, guarded.relay(for: decision))
+            case .none: return (action, nil, nil)
             }
         }
         switch action {
         case .decided(let decision):
-            Self.perform(decision)
+            Self.perform(decision, relay: relay)
             return true
         case .discard(let value):
             onDiscard?(value)
@@ -99,10 +121,14 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     @inlinable
     @discardableResult
     func cancel() -> Bool {
-        let action = self.box.withLock { $0.machine.cancel() }
+        let (action, relay) = self.box.withLock { guarded -> (Machine.CancelAction, GateRelay<Value>?) in
+            let action = guarded.machine.cancel()
+            guard case .decided(let decision) = action else { return (action, nil) }
+            return (action, guarded.relay(for: decision))
+        }
         switch action {
         case .decided(let decision):
-            Self.perform(decision)
+            Self.perform(decision, relay: relay)
             return true
         case .none:
             return false
@@ -113,10 +139,14 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     @usableFromInline
     @discardableResult
     func timeOut(_ error: BridgeTimeoutError) -> Bool {
-        let action = self.box.withLock { $0.machine.timeOut(error) }
+        let (action, relay) = self.box.withLock { guarded -> (Machine.CancelAction, GateRelay<Value>?) in
+            let action = guarded.machine.timeOut(error)
+            guard case .decided(let decision) = action else { return (action, nil) }
+            return (action, guarded.relay(for: decision))
+        }
         switch action {
         case .decided(let decision):
-            Self.perform(decision)
+            Self.perform(decision, relay: relay)
             return true
         case .none:
             return false
@@ -217,11 +247,13 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
     /// wait for an SDK. A handle that is not called is released when `decision` goes out of
     /// scope, also outside the lock.
     @inlinable
-    static func perform(_ decision: Machine.Decision) {
+    static func perform(_ decision: Machine.Decision, relay: GateRelay<Value>? = nil) {
         decision.timerToCancel?.cancel()
         if let waiter = decision.waiter {
             if BridgeDiagnostics.isEnabled { BridgeDiagnostics.noteResume() }
             waiter.resume(with: decision.outcome)
+        } else if let relay {
+            relay.deliver(decision.outcome)
         }
         decision.handleToCall?.callOnJobThread()
     }
@@ -241,3 +273,24 @@ struct CompletionGateStorage<Value: Sendable>: Sendable {
 /// The instant planned deadlines are measured from (any fixed instant would do; a generic type
 /// cannot hold a static stored property).
 let gateClockOrigin = ContinuousClock.now
+
+/// What a gate carries besides its machine, in one word.
+@usableFromInline
+enum GateCompanion<Value: Sendable>: Sendable {
+    /// Counts the gate's life while diagnostics are on.
+    case diagnostics(BridgeDiagnostics.GateToken)
+    /// Receives the gate's outcome instead of a waiter.
+    case relay(GateRelay<Value>)
+}
+
+/// Where a relay gate hands its outcome: called once, on the thread that decided it, outside
+/// the gate's lock.
+@usableFromInline
+final class GateRelay<Value: Sendable>: Sendable {
+    @usableFromInline let deliver: @Sendable (Result<Value, any Error>) -> Void
+
+    @inlinable
+    init(_ deliver: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        self.deliver = deliver
+    }
+}

@@ -41,6 +41,29 @@ struct CoalescedCallsTests {
         slot.clear()
     }
 
+    @Test(
+        "the SDK's completion hands the result to every waiting caller before it returns: no task on the cooperative pool relays it"
+    )
+    func resultHandedOnInsideCompletion() async {
+        let calls = CoalescedCalls<Int, Int>()
+        let slot = OneShotSlot<Completion<Int>>()
+        let starts = OneShotCounter()
+        let leader = caller(calls, slot: slot, starts: starts, handleCalls: OneShotCounter())
+        #expect(await eventually { slot.value != nil })
+        let other = caller(calls, slot: slot, starts: starts, handleCalls: OneShotCounter())
+        #expect(await eventually { calls.statistics.joined == 1 })
+        let completion = slot.value!
+        // From a thread of the test's own, as an SDK's callback thread would.
+        let inFlightAfter = await onOwnThread { () -> Int in
+            _ = completion.succeed(9)
+            return calls.statistics.inFlight
+        }
+        #expect(inFlightAfter == 0, "the call was still in flight once the SDK's completion returned")
+        #expect(await leader.callsOutcome() == .value(9))
+        #expect(await other.callsOutcome() == .value(9))
+        slot.clear()
+    }
+
     @Test("the call's error reaches every caller waiting for it")
     func errorReachesAll() async {
         let calls = CoalescedCalls<Int, Int>()
