@@ -38,6 +38,17 @@ struct FixtureConformanceTests {
         #expect(report.results.allSatisfy { $0.passed }, "\(report.rendered)")
     }
 
+    /// The SDK is never paused: every scenario that takes events until a count is judged on what
+    /// the buffer kept, not on what it dropped, and ends within the watchdog.
+    @Test("a correct dropping stream over a producer it never pauses passes every stream scenario, none left unchecked")
+    func correctDroppingStreamPasses() async throws {
+        let client = try Self.client()
+        let report = await ConformanceSuite.run(
+            LoopSDKFixtures.correctDroppingStream(client: { client }), options: Self.patient)
+        #expect(report.results.map(\.name) == ConformanceSuite.fixtureScenarios(for: .stream).map(\.name))
+        #expect(report.results.allSatisfy { $0.verdict == .passed }, "\(report.rendered)")
+    }
+
     @Test("the correct blocking adapter passes; thread affinity is not checked for an adapter declared .anyThread")
     func correctBlockingPasses() async throws {
         let client = try Self.client()
