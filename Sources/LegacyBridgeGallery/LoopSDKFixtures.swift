@@ -67,14 +67,18 @@ public enum LoopSDKFixtures {
     ///   - name: The fixture's name.
     ///   - client: The client whose SDK the subscriptions use; asked for when one is made.
     ///   - bound: How the adapter buffers for a slow consumer, as it declares it.
+    ///   - countsResources: Whether the fixture gives the SDK's `liveResources`.
     ///   - subscribe: The adapter's subscription.
     /// - Returns: The fixture.
     @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
     public static func stream(
         name: String, client: @escaping @Sendable () -> LoopSDKClient,
-        bound: StreamFixture<LoopSDKEvent>.Bound = .backpressure(high: 32), subscribe: @escaping Subscribe
+        bound: StreamFixture<LoopSDKEvent>.Bound = .backpressure(high: 32), countsResources: Bool = true,
+        subscribe: @escaping Subscribe
     ) -> StreamFixture<LoopSDKEvent> {
-        StreamFixture(
+        var liveResources: (@Sendable () -> Int)?
+        if countsResources { liveResources = { @Sendable in client().liveResources } }
+        return StreamFixture(
             name: name,
             threading: threading(client),
             finite: { probe in subscribe(client(), .finite(40), probe) },
@@ -84,7 +88,7 @@ public enum LoopSDKFixtures {
                 start: { probe in subscribe(client(), .endless, probe) }, release: { client().sdk.releaseHeld() }),
             ordered: { $0.sequence },
             bound: bound,
-            liveResources: { client().liveResources },
+            liveResources: liveResources,
             offThreadCalls: { client().sdk.offLoopCalls })
     }
 

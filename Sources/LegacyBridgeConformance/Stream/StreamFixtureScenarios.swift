@@ -154,9 +154,12 @@ enum StreamFixtureScenarios<Element: Sendable> {
     {
         let counts = context.common.liveResources != nil
         let baseline = context.liveBaseline ?? 0
+        let grace = context.patience / 40
         _ = await eventually {
-            counts ? (context.live ?? baseline) <= baseline : recorder.snapshot.cancels > 0
+            recorder.snapshot.keptComing(grace: grace)
+                || (counts ? (context.live ?? baseline) <= baseline : recorder.snapshot.cancels > 0)
         }
+        if let kept = await eventsAfterCancel(recorder, context) { return kept }
         let snapshot = recorder.snapshot
         if counts, let problem = await context.resourcesBack(after: how, within: .zero) {
             guard case .fail(let why) = problem else { return problem }
@@ -173,6 +176,26 @@ enum StreamFixtureScenarios<Element: Sendable> {
             )
         }
         return nil
+    }
+
+    /// Events the SDK kept delivering after the adapter's cancel returned, as a failure: that
+    /// cancel did not stop the SDK, whether or not the subscription would end by itself. An event
+    /// that begins within a fortieth of the patience of the cancel's return is in flight; one that
+    /// begins later fails. The watch lasts a tenth of the patience from the cancel's return, or
+    /// eight of the SDK's mean intervals between events when that is longer, up to half the
+    /// patience: a slow SDK has time to show that it goes on.
+    static func eventsAfterCancel(_ recorder: StreamRecorder<Element>, _ context: FixtureContext) async -> Check? {
+        let grace = context.patience / 40
+        let snapshot = recorder.snapshot
+        guard let returned = snapshot.cancelReturned else { return nil }
+        let watch = min(max(grace * 4, (snapshot.meanInterval ?? .zero) * 8), context.patience / 2)
+        let left = returned + watch - ContinuousClock.now
+        _ = await eventually(within: max(left, .zero)) { recorder.snapshot.keptComing(grace: grace) }
+        let after = recorder.snapshot
+        guard after.keptComing(grace: grace), let last = after.lastEventAfterCancel else { return nil }
+        return .fail(
+            "the SDK kept delivering events after the adapter's cancel returned (\(after.eventsAfterCancel) event(s), the last \(milliseconds(last - returned)) after it): the cancel did not stop the SDK. Call the SDK's own cancel (unsubscribe, close, an abort answer) in it, not only a flag of the adapter's"
+        )
     }
 
     /// The finite subscription did not end normally: the fixture's fault unless the SDK ended it
@@ -264,7 +287,7 @@ enum StreamFixtureScenarios<Element: Sendable> {
         FixtureScenario(
             name: "stream-consumer-cancel",
             summary:
-                "the consuming task is cancelled: its loop ends, the SDK's cancel is made once, the subscription's resources come back"
+                "the consuming task is cancelled: its loop ends, the SDK's cancel is made once and no event comes after it returned, the subscription's resources come back"
         ) { fixture, context in
             guard let endless = fixture.endless else {
                 return .notChecked("the fixture gives no endless subscription for the consumer to leave")
@@ -296,7 +319,7 @@ enum StreamFixtureScenarios<Element: Sendable> {
         FixtureScenario(
             name: "stream-break",
             summary:
-                "the consumer leaves its loop after one event: the SDK's cancel is made once, the subscription's resources come back"
+                "the consumer leaves its loop after one event: the SDK's cancel is made once and no event comes after it returned, the subscription's resources come back"
         ) { fixture, context in
             guard let endless = fixture.endless else {
                 return .notChecked("the fixture gives no endless subscription for the consumer to leave")
