@@ -115,6 +115,26 @@ struct FixtureConformanceTests {
             "\(report.rendered)")
     }
 
+    @Test("a threading message names the threading the fixture declared: .sdkLoop, not .sdkThread")
+    func threadingMessageNamesTheDeclaration() async throws {
+        let client = try Self.client()
+        let sdk = client.sdk
+        let pool = try OffloadPool(threads: 1, name: "off-loop")
+        // WRONG ON PURPOSE: the query runs on a pool thread, not on the SDK's loop.
+        let fixture = BlockingFixture<Int64>(
+            name: "off-loop-query", threading: .sdkLoop(sdk.loop),
+            succeeding: { probe in
+                let token = sdk.makeToken()
+                return try await pool.run { try probe.body { try sdk.blockingQuery(.value(7), token: token) } }
+            })
+        let report = await ConformanceSuite.run(
+            fixture, options: .init(watchdog: testWatchdog, only: ["blocking-thread-affinity"]))
+        #expect(report.failures.map(\.name) == ["blocking-thread-affinity"], "\(report.rendered)")
+        let detail = report.failures.first?.detail ?? ""
+        #expect(detail.contains("though it declares threading .sdkLoop"), "\(detail)")
+        #expect(!detail.contains(".sdkThread"), "\(detail)")
+    }
+
     @Test("a fixture with only a succeeding call: the scenarios that need more are not checked, each with its reason")
     func missingCallsAreNotChecked() async throws {
         let client = try Self.client()

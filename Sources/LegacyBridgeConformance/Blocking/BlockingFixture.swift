@@ -163,7 +163,7 @@ final class BlockingRecorder: BlockingProbeHooks, FixtureWatch, Sendable {
         }
         if snapshot.spots.contains(where: { $0.onSDKThread == false }) {
             return
-                "the adapter made the blocking SDK call off the SDK's thread, though it declares threading .sdkThread"
+                "the adapter made the blocking SDK call off the SDK's thread, though it declares threading \(threading.declared)"
         }
         return nil
     }

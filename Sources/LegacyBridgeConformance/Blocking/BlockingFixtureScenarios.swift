@@ -233,7 +233,7 @@ enum BlockingFixtureScenarios<Value: Sendable> {
             }
             guard context.threading.knowsSDKThread || fixture.offThreadCalls != nil else {
                 return .notChecked(
-                    "the scheduler given to .sdkThread was made without isCurrent and the fixture counts no offThreadCalls"
+                    "the scheduler given to \(context.threading.declared) was made without isCurrent and the fixture counts no offThreadCalls"
                 )
             }
             let recorder = recorder(context)

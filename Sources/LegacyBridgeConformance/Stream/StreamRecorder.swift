@@ -260,7 +260,7 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
         if let (control, spot) = snapshot.spots.first(where: { $0.1.onSDKThread == false }) {
             let what = control.map { "the SDK's \($0)" } ?? "the subscription's start"
             return
-                "the adapter made \(what) off the SDK's thread\(spot.onMainActor ? " (on the main actor)" : ""), though it declares threading .sdkThread: post every SDK call to the SDK's thread (StreamControl(scheduler:) does it for cancel, pause and resume)"
+                "the adapter made \(what) off the SDK's thread\(spot.onMainActor ? " (on the main actor)" : ""), though it declares threading \(threading.declared): post every SDK call to the SDK's thread (StreamControl(scheduler:) does it for cancel, pause and resume)"
         }
         return nil
     }
