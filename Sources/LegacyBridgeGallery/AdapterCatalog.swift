@@ -29,6 +29,12 @@ public enum AdapterCatalog {
                     LoopSDKFixtures.correctStream(), gallery: false,
                     summary:
                         "LoopSDKClient.events: CallbackStream over a C-like SDK on its own loop (real-adapter path)"))
+            entries.append(
+                Entry(
+                    LoopSDKFixtures.correctDroppingStream(), gallery: false,
+                    summary:
+                        "LoopSDKClient.latestEvents: a dropping CallbackStream over an SDK it never pauses (real-adapter path)"
+                ))
         }
         entries.append(
             Entry(

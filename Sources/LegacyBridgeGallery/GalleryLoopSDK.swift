@@ -216,11 +216,17 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
     /// Sleeps on the SDK's loop thread when the subscription failed, inside its end callback (a
     /// backoff before resubscribing): the consumer got its error, and the loop runs nothing more.
     case backoffOnLoop = "loop-sdk-stream-backoff-on-loop"
+    /// A dropping stream, the SDK never paused, whose cancel only sets a flag of its own that the
+    /// event callback checks to ignore later events: it never unsubscribes, so the SDK keeps
+    /// delivering after the cancel returned, until the subscription ends by itself. Its fixture
+    /// counts no `liveResources`, as many a user's does: only the events that keep coming show it.
+    case cancelDoesNothing = "loop-sdk-stream-cancel-does-nothing"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
         switch self {
         case .backoffOnLoop: return ["stream-failure"]
+        case .cancelDoesNothing: return ["stream-break", "stream-consumer-cancel"]
         case .unbounded: return ["stream-stalled-consumer"]
         case .noUnsubscribe: return ["stream-break", "stream-consumer-cancel"]
         case .retryCancel: return ["stream-break", "stream-consumer-cancel"]
@@ -239,6 +245,9 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
             return "WRONG ON PURPOSE: over LoopSDK, unsubscribes twice (a retry posted after the first)"
         case .backoffOnLoop:
             return "WRONG ON PURPOSE: over LoopSDK, sleeps on the SDK's loop thread after the subscription failed"
+        case .cancelDoesNothing:
+            return
+                "WRONG ON PURPOSE: over LoopSDK, a dropping stream whose cancel only sets a flag (never unsubscribes)"
         }
     }
 
@@ -250,7 +259,11 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
         allCases.map { mistake in
             (
                 mistake,
-                LoopSDKFixtures.stream(name: mistake.rawValue, client: client) { client, plan, probe in
+                LoopSDKFixtures.stream(
+                    name: mistake.rawValue, client: client,
+                    bound: mistake == .cancelDoesNothing ? .dropping(limit: 32) : .backpressure(high: 32),
+                    countsResources: mistake != .cancelDoesNothing
+                ) { client, plan, probe in
                     mistake.events(client, plan, probe: probe)
                 }
             )
@@ -265,9 +278,17 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
     {
         let sdk = client.sdk
         let contexts = client.contexts
-        let buffering: StreamBuffering = self == .unbounded ? .unbounded : .backpressure(low: 8, high: 32)
+        let buffering: StreamBuffering
+        switch self {
+        case .unbounded: buffering = .unbounded
+        case .cancelDoesNothing: buffering = .bufferingNewest(32)
+        case .noUnsubscribe, .retryCancel, .backoffOnLoop: buffering = .backpressure(low: 8, high: 32)
+        }
+        let ignored = LockedValue(false)
         return CallbackStream(buffering: buffering) { sink in
-            let yield = probe.event { event in sink.yield(event) }
+            let yield = probe.event { event in
+                ignored.withLock { $0 } ? YieldOutcome.terminated : sink.yield(event)
+            }
             let backoff = self == .backoffOnLoop
             let end = probe.end { error in
                 if let error { sink.finish(throwing: error) } else { sink.finish() }
@@ -289,6 +310,10 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
                 }
             }
             switch self {
+            case .cancelDoesNothing:
+                return StreamControl(
+                    scheduler: sdk.loop.scheduler,
+                    cancel: CancelHandle { probe.cancel { ignored.withLock { $0 = true } } })  // WRONG: no unsubscribe
             case .unbounded:
                 return StreamControl(
                     scheduler: sdk.loop.scheduler,

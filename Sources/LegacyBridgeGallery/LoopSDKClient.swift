@@ -123,6 +123,40 @@ public struct LoopSDKClient: Sendable {
         }
     }
 
+    /// The events of one subscription, keeping only the newest `limit` that wait: the SDK is never
+    /// paused, and older waiting events are dropped for a consumer that falls behind (a feed where
+    /// only recent events matter, such as a ZeroMQ SUB socket).
+    ///
+    /// - Parameters:
+    ///   - plan: What the subscription delivers.
+    ///   - limit: The most events that wait for the consumer.
+    ///   - probe: The conformance probe; `.off` in production.
+    /// - Returns: The events the consumer takes, in the order the SDK delivered them.
+    public func latestEvents(
+        _ plan: LoopSDKStreamPlan, keeping limit: Int, probe: StreamProbe<LoopSDKEvent> = .off
+    ) -> CallbackStream<LoopSDKEvent> {
+        let sdk = self.sdk
+        let contexts = self.contexts
+        return CallbackStream(buffering: .bufferingNewest(limit)) { sink in
+            let yield = probe.event { event in sink.yield(event) }
+            let end = probe.end { error in
+                if let error { sink.finish(throwing: error) } else { sink.finish() }
+            }
+            let handle = LoopHandle()
+            try sdk.loop.post {
+                probe.start {
+                    let context = SDKContext.retain(StreamContext(yield: yield, end: end, stop: {}, contexts: contexts))
+                    handle.value = sdk.subscribe(
+                        plan, context: context, onEvent: streamEvent, onEnd: streamEnd, release: streamRelease)
+                }
+            }
+            // The cancel runs as a job on the loop thread, after the start; nothing pauses the SDK.
+            return StreamControl(
+                scheduler: sdk.loop.scheduler,
+                cancel: CancelHandle { probe.cancel { handle.value.map(sdk.unsubscribe) } })
+        }
+    }
+
     /// Runs a blocking query on a pool thread; cancelling the caller interrupts it.
     ///
     /// - Parameters:

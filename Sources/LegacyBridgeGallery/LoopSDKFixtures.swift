@@ -61,18 +61,24 @@ public enum LoopSDKFixtures {
         >
 
     /// A stream fixture over `client`, for the adapter function `subscribe`: 40 events then an
-    /// end, 5 events then an error, and endless events; in sequence; backpressure at 32 events.
+    /// end, 5 events then an error, and endless events; in sequence; by default backpressure at 32 events.
     ///
     /// - Parameters:
     ///   - name: The fixture's name.
     ///   - client: The client whose SDK the subscriptions use; asked for when one is made.
+    ///   - bound: How the adapter buffers for a slow consumer, as it declares it.
+    ///   - countsResources: Whether the fixture gives the SDK's `liveResources`.
     ///   - subscribe: The adapter's subscription.
     /// - Returns: The fixture.
     @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
     public static func stream(
-        name: String, client: @escaping @Sendable () -> LoopSDKClient, subscribe: @escaping Subscribe
+        name: String, client: @escaping @Sendable () -> LoopSDKClient,
+        bound: StreamFixture<LoopSDKEvent>.Bound = .backpressure(high: 32), countsResources: Bool = true,
+        subscribe: @escaping Subscribe
     ) -> StreamFixture<LoopSDKEvent> {
-        StreamFixture(
+        var liveResources: (@Sendable () -> Int)?
+        if countsResources { liveResources = { @Sendable in client().liveResources } }
+        return StreamFixture(
             name: name,
             threading: threading(client),
             finite: { probe in subscribe(client(), .finite(40), probe) },
@@ -81,8 +87,8 @@ public enum LoopSDKFixtures {
             endless: .init(
                 start: { probe in subscribe(client(), .endless, probe) }, release: { client().sdk.releaseHeld() }),
             ordered: { $0.sequence },
-            bound: .backpressure(high: 32),
-            liveResources: { client().liveResources },
+            bound: bound,
+            liveResources: liveResources,
             offThreadCalls: { client().sdk.offLoopCalls })
     }
 
@@ -92,6 +98,17 @@ public enum LoopSDKFixtures {
         name: String = "loop-sdk-client-events", client: @escaping @Sendable () -> LoopSDKClient = { .shared }
     ) -> StreamFixture<LoopSDKEvent> {
         stream(name: name, client: client) { client, plan, probe in client.events(plan, probe: probe) }
+    }
+
+    /// The fixture of the correct ``LoopSDKClient/latestEvents(_:keeping:probe:)``: a dropping
+    /// stream over a producer that is never paused.
+    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+    public static func correctDroppingStream(
+        name: String = "loop-sdk-client-latest-events", client: @escaping @Sendable () -> LoopSDKClient = { .shared }
+    ) -> StreamFixture<LoopSDKEvent> {
+        stream(name: name, client: client, bound: .dropping(limit: 32)) { client, plan, probe in
+            client.latestEvents(plan, keeping: 32, probe: probe)
+        }
     }
 
     /// An adapter's blocking query: `behavior` on `client`'s SDK, through `probe`.

@@ -38,6 +38,17 @@ struct FixtureConformanceTests {
         #expect(report.results.allSatisfy { $0.passed }, "\(report.rendered)")
     }
 
+    /// The SDK is never paused: every scenario that takes events until a count is judged on what
+    /// the buffer kept, not on what it dropped, and ends within the watchdog.
+    @Test("a correct dropping stream over a producer it never pauses passes every stream scenario, none left unchecked")
+    func correctDroppingStreamPasses() async throws {
+        let client = try Self.client()
+        let report = await ConformanceSuite.run(
+            LoopSDKFixtures.correctDroppingStream(client: { client }), options: Self.patient)
+        #expect(report.results.map(\.name) == ConformanceSuite.fixtureScenarios(for: .stream).map(\.name))
+        #expect(report.results.allSatisfy { $0.verdict == .passed }, "\(report.rendered)")
+    }
+
     @Test("the correct blocking adapter passes; thread affinity is not checked for an adapter declared .anyThread")
     func correctBlockingPasses() async throws {
         let client = try Self.client()
@@ -46,6 +57,82 @@ struct FixtureConformanceTests {
         #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
         #expect(report.notChecked.map(\.name) == ["blocking-thread-affinity"], "\(report.rendered)")
         #expect(report.notChecked.first?.detail.contains("declares threading .anyThread") == true)
+    }
+
+    /// A blocking SDK call no interrupt ends (libgit2's network calls): the adapter runs it on
+    /// an `OffloadPool` with no cancel, as it must.
+    static func uninterruptible(
+        _ client: LoopSDKClient, pool: OffloadPool, holdsCaller: Bool = false
+    ) -> BlockingFixture<Int64> {
+        let sdk = client.sdk
+        let query: @Sendable (LoopSDKBehavior, BlockingProbe) async throws -> Int64 = { behavior, probe in
+            let token = sdk.makeToken()
+            guard holdsCaller else {
+                return try await pool.run { try probe.body { try sdk.blockingQuery(behavior, token: token) } }
+            }
+            // WRONG ON PURPOSE: waits for the call, cancelled or not.
+            return try await withCheckedThrowingContinuation { continuation in
+                DispatchQueue.global().async {
+                    continuation.resume(
+                        with: Result { try probe.body { try sdk.blockingQuery(behavior, token: token) } })
+                }
+            }
+        }
+        return BlockingFixture(
+            name: holdsCaller ? "uninterruptible-holds-caller" : "uninterruptible",
+            succeeding: { probe in try await query(.value(7), probe) },
+            failing: { probe in try await query(.failure(LoopSDK.failedStatus), probe) },
+            blocking: .init(start: { probe in try await query(.hang, probe) }, release: { sdk.releaseHeld() }),
+            liveResources: { client.liveResources },
+            requestCancellation: .none)
+    }
+
+    @Test(
+        "a blocking SDK call no interrupt ends: the cancelled caller let go at once passes, the interrupt is not checked, the pool is still checked"
+    )
+    func uninterruptibleBlockingCall() async throws {
+        let client = try Self.client()
+        let pool = try OffloadPool(threads: 2, name: "uninterruptible")
+        let report = await ConformanceSuite.run(Self.uninterruptible(client, pool: pool), options: Self.patient)
+        #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
+        let verdicts = Dictionary(uniqueKeysWithValues: report.results.map { ($0.name, $0.verdict) })
+        #expect(verdicts["blocking-cancel-interrupts"] == .notChecked, "\(report.rendered)")
+        #expect(verdicts["blocking-leaves-pool-free"] == .passed, "\(report.rendered)")
+        let detail = try #require(report.notChecked.first { $0.name == "blocking-cancel-interrupts" }?.detail)
+        #expect(detail.contains("because the SDK has no interrupt"), "\(detail)")
+    }
+
+    @Test("a blocking SDK call no interrupt ends: a caller held until the call returns is still failed")
+    func uninterruptibleCallerHeldIsFlagged() async throws {
+        let client = try Self.client()
+        let pool = try OffloadPool(threads: 2, name: "uninterruptible")
+        let report = await ConformanceSuite.run(
+            Self.uninterruptible(client, pool: pool, holdsCaller: true),
+            options: .init(watchdog: Self.failingWatchdog, only: ["blocking-cancel-interrupts"]))
+        #expect(report.failures.map(\.name) == ["blocking-cancel-interrupts"], "\(report.rendered)")
+        #expect(
+            report.failures.first?.detail.contains("the cancelled caller was not resumed within") == true,
+            "\(report.rendered)")
+    }
+
+    @Test("a threading message names the threading the fixture declared: .sdkLoop, not .sdkThread")
+    func threadingMessageNamesTheDeclaration() async throws {
+        let client = try Self.client()
+        let sdk = client.sdk
+        let pool = try OffloadPool(threads: 1, name: "off-loop")
+        // WRONG ON PURPOSE: the query runs on a pool thread, not on the SDK's loop.
+        let fixture = BlockingFixture<Int64>(
+            name: "off-loop-query", threading: .sdkLoop(sdk.loop),
+            succeeding: { probe in
+                let token = sdk.makeToken()
+                return try await pool.run { try probe.body { try sdk.blockingQuery(.value(7), token: token) } }
+            })
+        let report = await ConformanceSuite.run(
+            fixture, options: .init(watchdog: testWatchdog, only: ["blocking-thread-affinity"]))
+        #expect(report.failures.map(\.name) == ["blocking-thread-affinity"], "\(report.rendered)")
+        let detail = report.failures.first?.detail ?? ""
+        #expect(detail.contains("though it declares threading .sdkLoop"), "\(detail)")
+        #expect(!detail.contains(".sdkThread"), "\(detail)")
     }
 
     @Test("a fixture with only a succeeding call: the scenarios that need more are not checked, each with its reason")

@@ -99,6 +99,8 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "stop the SDK's listener when the last consumer leaves"),
         "shared-double-removes-ended-listener": Evidence(
             verdicts: ["failed"], detail: "after the SDK itself had ended it"),
+        "loop-sdk-stream-cancel-does-nothing": Evidence(
+            verdicts: ["failed"], detail: "the SDK kept delivering events after the adapter's cancel returned"),
         "loop-sdk-stream-backoff-on-loop": Evidence(
             verdicts: ["failed"], detail: "a job posted to the SDK's thread at the end of the scenario did not run"),
         "latest-double-delivers-to-newest": Evidence(

@@ -15,7 +15,7 @@ import LegacyBridge
 ///
 /// Contract for the calls:
 /// - `succeeding` succeeds and `failing` fails, each time. A blocking call blocks its thread until
-///   it is interrupted or released. The suite reports a fixture that breaks this as a usage error.
+///   it is interrupted or released; with `requestCancellation: .none`, until it is released. The suite reports a fixture that breaks this as a usage error.
 /// - `release` lets every blocking call started so far return; the suite may call it several times.
 public struct BlockingFixture<Value: Sendable>: Sendable {
     /// One call of your adapter, with the probe to pass to it.
@@ -46,6 +46,7 @@ public struct BlockingFixture<Value: Sendable>: Sendable {
     let blocking: HangingCall?
     let liveResources: (@Sendable () -> Int)?
     let offThreadCalls: (@Sendable () -> Int)?
+    let requestCancellation: SDKRequestCancellation
 
     /// Creates a fixture.
     ///
@@ -59,6 +60,10 @@ public struct BlockingFixture<Value: Sendable>: Sendable {
     ///     the cooperative pool's freedom checkable.
     ///   - liveResources: How many SDK resources are live now; it must come back to where it was.
     ///   - offThreadCalls: How many SDK calls were made off the SDK's thread so far.
+    ///   - requestCancellation: Whether the SDK can interrupt a blocking call (the default,
+    ///     ``SDKRequestCancellation/perRequest``), or cannot (``SDKRequestCancellation/none``: no
+    ///     interrupt ends it, as for libgit2's network calls). Either way the cancelled caller must be
+    ///     let go at once; with `.none` the interrupt itself is not checked.
     public init(
         name: String,
         threading: AdapterThreading = .anyThread,
@@ -66,7 +71,8 @@ public struct BlockingFixture<Value: Sendable>: Sendable {
         failing: Call? = nil,
         blocking: HangingCall? = nil,
         liveResources: (@Sendable () -> Int)? = nil,
-        offThreadCalls: (@Sendable () -> Int)? = nil
+        offThreadCalls: (@Sendable () -> Int)? = nil,
+        requestCancellation: SDKRequestCancellation = .perRequest
     ) {
         self.name = name
         self.threading = threading
@@ -75,11 +81,13 @@ public struct BlockingFixture<Value: Sendable>: Sendable {
         self.blocking = blocking
         self.liveResources = liveResources
         self.offThreadCalls = offThreadCalls
+        self.requestCancellation = requestCancellation
     }
 
     var common: FixtureCommon {
         FixtureCommon(
-            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls)
+            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls,
+            requestCancellation: requestCancellation)
     }
 }
 
@@ -155,7 +163,7 @@ final class BlockingRecorder: BlockingProbeHooks, FixtureWatch, Sendable {
         }
         if snapshot.spots.contains(where: { $0.onSDKThread == false }) {
             return
-                "the adapter made the blocking SDK call off the SDK's thread, though it declares threading .sdkThread"
+                "the adapter made the blocking SDK call off the SDK's thread, though it declares threading \(threading.declared)"
         }
         return nil
     }

@@ -81,7 +81,7 @@ enum BlockingFixtureScenarios<Value: Sendable> {
         FixtureScenario(
             name: "blocking-cancel-interrupts",
             summary:
-                "the caller is cancelled while its SDK call blocks: CancellationError promptly (a third of the patience), the SDK call interrupted once and returned"
+                "the caller is cancelled while its SDK call blocks: CancellationError promptly (a third of the patience), the SDK call interrupted once and returned (not checked for an SDK without an interrupt)"
         ) { fixture, context in
             guard let blocking = fixture.blocking else {
                 return .notChecked("the fixture gives no blocking call to cancel")
@@ -112,6 +112,17 @@ enum BlockingFixtureScenarios<Value: Sendable> {
                 }
                 return .fail(
                     "the caller's task was cancelled; expected CancellationError, got \(describeOutcome(result))")
+            }
+            if fixture.requestCancellation == .none {
+                // The call runs on until released: what it held must come back then, and the
+                // scenario's other checks still apply.
+                context.releaseHangs()
+                _ = await eventually { recorder.snapshot.bodiesEnded >= recorder.snapshot.bodiesBegun }
+                let final = await context.finalCheck()
+                guard case .pass = final else { return final }
+                return .notChecked(
+                    "whether the blocked SDK call is interrupted, because the SDK has no interrupt (the fixture declares requestCancellation .none); the cancelled caller was let go at once"
+                )
             }
             // A call the probe saw begin has ended only when the probe sees it end, whatever the
             // SDK's resource count says (a cancel that frees the call's record without interrupting
@@ -222,7 +233,7 @@ enum BlockingFixtureScenarios<Value: Sendable> {
             }
             guard context.threading.knowsSDKThread || fixture.offThreadCalls != nil else {
                 return .notChecked(
-                    "the scheduler given to .sdkThread was made without isCurrent and the fixture counts no offThreadCalls"
+                    "the scheduler given to \(context.threading.declared) was made without isCurrent and the fixture counts no offThreadCalls"
                 )
             }
             let recorder = recorder(context)

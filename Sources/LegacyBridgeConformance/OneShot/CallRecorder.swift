@@ -253,11 +253,11 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
         }
         if let spot = snapshot.startSpots.first(where: { $0.onSDKThread == false }) {
             return
-                "the adapter started the SDK call off the SDK's thread\(spot.onMainActor ? " (on the main actor)" : ""), though it declares threading .sdkThread: post the start to the SDK's thread"
+                "the adapter started the SDK call off the SDK's thread\(spot.onMainActor ? " (on the main actor)" : ""), though it declares threading \(threading.declared): post the start to the SDK's thread"
         }
         if snapshot.cancelSpots.contains(where: { $0.onSDKThread == false }) {
             return
-                "the adapter called the SDK's cancel off the SDK's thread, though it declares threading .sdkThread: post the cancel to the SDK's thread (after the start)"
+                "the adapter called the SDK's cancel off the SDK's thread, though it declares threading \(threading.declared): post the cancel to the SDK's thread (after the start)"
         }
         return nil
     }

@@ -192,6 +192,8 @@ public enum SDKRequestCancellation: Sendable, Hashable {
     /// without a cancel call): the adapter lets its caller go at once, the request runs on, and
     /// what it allocated comes back with its late reply. The scenarios that cancel a caller then
     /// release the hanging request and require the resources back after its late reply, and do
-    /// not ask for the SDK's cancel; callback-inside-cancel is not checked.
+    /// not ask for the SDK's cancel; callback-inside-cancel is not checked. For a blocking call: no
+    /// interrupt ends it (libgit2's network calls). The cancelled caller must still be let go at
+    /// once, and whether the call is interrupted is not checked.
     case none
 }

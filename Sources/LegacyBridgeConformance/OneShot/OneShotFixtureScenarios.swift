@@ -773,11 +773,11 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                     return .pass
                 case false?:
                     return .fail(
-                        "the SDK call started \(spot.onMainActor ? "on the main actor" : "on another thread"), not on the SDK's thread the adapter declares (.sdkThread): post the start to the SDK's thread, whoever the caller is"
+                        "the SDK call started \(spot.onMainActor ? "on the main actor" : "on another thread"), not on the SDK's thread the adapter declares (\(context.threading.declared)): post the start to the SDK's thread, whoever the caller is"
                     )
                 case nil:
                     return .passWithNote(
-                        "the value arrived; where the SDK call started is not checked: the scheduler given to .sdkThread was made without isCurrent"
+                        "the value arrived; where the SDK call started is not checked: the scheduler given to \(context.threading.declared) was made without isCurrent"
                     )
                 }
             }
@@ -796,7 +796,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             let counts = fixture.offThreadCalls != nil
             guard context.threading.knowsSDKThread || counts else {
                 return .notChecked(
-                    "the scheduler given to .sdkThread was made without isCurrent and the fixture counts no offThreadCalls, so where the SDK was called cannot be seen"
+                    "the scheduler given to \(context.threading.declared) was made without isCurrent and the fixture counts no offThreadCalls, so where the SDK was called cannot be seen"
                 )
             }
             var recorders: [CallRecorder<Value>] = []

@@ -563,7 +563,7 @@ enum MainActorProbe {
         case .sdkThread:
             if spot?.onSDKThread == false {
                 return .fail(
-                    "start ran \(spot?.onMainActor == true ? "on the main actor" : "on another thread"), not on the SDK's thread the adapter declares (.sdkThread): post start to the SDK's thread, whoever the caller is"
+                    "start ran \(spot?.onMainActor == true ? "on the main actor" : "on another thread"), not on the SDK's thread the adapter declares (\(adapter.threading.declared)): post start to the SDK's thread, whoever the caller is"
                 )
             }
         }

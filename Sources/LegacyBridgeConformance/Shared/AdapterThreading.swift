@@ -19,9 +19,11 @@ public struct AdapterThreading: Sendable {
     }
 
     let kind: Kind
+    /// The declaration as the fixture wrote it, for messages: `.anyThread`, `.sdkThread` or `.sdkLoop`.
+    let declared: String
 
     /// The SDK may be called from any thread.
-    public static var anyThread: AdapterThreading { AdapterThreading(kind: .anyThread) }
+    public static var anyThread: AdapterThreading { AdapterThreading(kind: .anyThread, declared: ".anyThread") }
 
     /// The SDK must only be called from its own thread, the one `scheduler` posts to.
     ///
@@ -29,7 +31,7 @@ public struct AdapterThreading: Sendable {
     ///   Create it with `isCurrent` so that the suite can tell where each SDK call ran.
     /// - Returns: The declaration.
     public static func sdkThread(_ scheduler: SDKScheduler) -> AdapterThreading {
-        AdapterThreading(kind: .sdkThread(scheduler))
+        AdapterThreading(kind: .sdkThread(scheduler), declared: ".sdkThread")
     }
 
     /// The SDK is hosted on `loop` and must only be called from its thread: the loop-driven SDKs
@@ -38,7 +40,7 @@ public struct AdapterThreading: Sendable {
     /// - Parameter loop: The loop the SDK runs on.
     /// - Returns: The declaration, as ``sdkThread(_:)`` with the loop's scheduler.
     public static func sdkLoop(_ loop: SDKLoop) -> AdapterThreading {
-        sdkThread(loop.scheduler)
+        AdapterThreading(kind: .sdkThread(loop.scheduler), declared: ".sdkLoop")
     }
 
     /// The SDK's thread, for ``sdkThread(_:)``.

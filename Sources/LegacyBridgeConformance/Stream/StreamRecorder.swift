@@ -37,13 +37,32 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
         /// When the adapter first called the SDK's cancel.
         var firstCancel: ContinuousClock.Instant?
         var cancelsAfterSDKEnd = 0
+        /// When the adapter's first SDK cancel returned.
+        var cancelReturned: ContinuousClock.Instant?
+        /// Events the SDK began to deliver after that, and when the last of them began.
+        var eventsAfterCancel = 0
+        var lastEventAfterCancel: ContinuousClock.Instant?
         var pauses = 0
         var resumes = 0
         /// A yield answered that the stream wants the SDK to stop (`YieldOutcome.stopProducing`).
         var stopAnswers = 0
+        var firstDelivery: ContinuousClock.Instant?
         var lastDelivery: ContinuousClock.Instant?
 
         var outstanding: Int { delivered - consumed }
+
+        /// Whether an event began more than `grace` after the adapter's cancel returned: that
+        /// cancel did not stop the SDK.
+        func keptComing(grace: Duration) -> Bool {
+            guard let returned = cancelReturned, let last = lastEventAfterCancel else { return false }
+            return last - returned > grace
+        }
+
+        /// The mean time between two events the SDK delivered, or `nil` before the second.
+        var meanInterval: Duration? {
+            guard delivered > 1, let first = firstDelivery, let last = lastDelivery else { return nil }
+            return (last - first) / (delivered - 1)
+        }
         var usesProbe: Bool { startsBegun > 0 || eventsWrapped > 0 }
     }
 
@@ -127,6 +146,11 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
                 state.snapshot.delivered += 1
                 state.snapshot.maxOutstanding = max(state.snapshot.maxOutstanding, state.snapshot.outstanding)
                 state.snapshot.lastDelivery = now
+                state.snapshot.firstDelivery = state.snapshot.firstDelivery ?? now
+                if state.snapshot.cancelReturned != nil {
+                    state.snapshot.eventsAfterCancel += 1
+                    state.snapshot.lastEventAfterCancel = now
+                }
                 state.lastElement = element
                 state.nextToken += 1
                 state.inFlight[state.nextToken] = now
@@ -193,6 +217,10 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
     }
 
     func controlEnded(_ control: StreamProbeControl) {
+        if control == .cancel {
+            let now = ContinuousClock.now
+            state.withLock { $0.snapshot.cancelReturned = $0.snapshot.cancelReturned ?? now }
+        }
         // Inside the adapter's cancel, right after the SDK's: as an SDK whose cancel reports the end.
         guard control == .cancel, hostility.endInsideCancel else { return }
         for finish in state.withLock({ $0.finishes }) { finish(ProbeInjectedError()) }
@@ -232,7 +260,7 @@ final class StreamRecorder<Element: Sendable>: StreamProbeHooks, FixtureWatch, S
         if let (control, spot) = snapshot.spots.first(where: { $0.1.onSDKThread == false }) {
             let what = control.map { "the SDK's \($0)" } ?? "the subscription's start"
             return
-                "the adapter made \(what) off the SDK's thread\(spot.onMainActor ? " (on the main actor)" : ""), though it declares threading .sdkThread: post every SDK call to the SDK's thread (StreamControl(scheduler:) does it for cancel, pause and resume)"
+                "the adapter made \(what) off the SDK's thread\(spot.onMainActor ? " (on the main actor)" : ""), though it declares threading \(threading.declared): post every SDK call to the SDK's thread (StreamControl(scheduler:) does it for cancel, pause and resume)"
         }
         return nil
     }
