@@ -146,9 +146,18 @@ public enum KeyedDoubleMistake: String, CaseIterable, Sendable {
     /// without checking that the id is still the cancelled request's: the cancel withdraws a newer
     /// request that reused the id, which then never gets its reply.
     case lateCancelByID = "keyed-double-late-cancel"
+    /// A `[id: continuation]` table that keeps a reply for an id it does not hold, for the request
+    /// that registers the id next, in case the reply beat the registration: the SDK's duplicate of
+    /// an answered request's reply waits there, and the next request that reuses the id gets it.
+    case keepsUnmatchedReply = "keyed-double-keeps-unmatched-reply"
 
     /// The scenarios that must flag the mistake.
-    public var flaggedBy: [String] { ["keyed-cancel-then-reuse"] }
+    public var flaggedBy: [String] {
+        switch self {
+        case .freesIDBeforeLateReply, .lateCancelByID: return ["keyed-cancel-then-reuse"]
+        case .keepsUnmatchedReply: return ["keyed-stray-replies"]
+        }
+    }
 
     /// One line saying what is wrong.
     public var summary: String {
@@ -159,30 +168,44 @@ public enum KeyedDoubleMistake: String, CaseIterable, Sendable {
         case .lateCancelByID:
             return
                 "WRONG ON PURPOSE: a continuation table whose SDK cancel by id, made later on a job, can reach a newer request with the id"
+        case .keepsUnmatchedReply:
+            return
+                "WRONG ON PURPOSE: a continuation table that keeps a reply for an id it does not hold, for the next request with that id"
         }
     }
 
     /// The mistaken adapter's fixture, over a fresh double.
     public var fixture: KeyedFixture<UInt64> {
-        let canCancel = self == .lateCancelByID
+        let canCancel = self != .freesIDBeforeLateReply
         let sdk = KeyedDoubleSDK(canCancel: canCancel)
         let table = LockedValue<[UInt64: @Sendable (Result<UInt64, any Error>) -> Void]>([:])
-        sdk.setReplyHandler { id, result in
-            if let deliver = table.withLock({ $0.removeValue(forKey: id) }) { deliver(result) }
-        }
+        // Replies that came for an id nobody waits on, by id.
+        let unmatched = LockedValue<[UInt64: Result<UInt64, any Error>]>([:])
         let mistake = self
+        sdk.setReplyHandler { id, result in
+            if let deliver = table.withLock({ $0.removeValue(forKey: id) }) {
+                deliver(result)
+            } else if mistake == .keepsUnmatchedReply {
+                unmatched.withLock { $0[id] = result }  // WRONG: a duplicate is kept for the next request
+            }
+        }
         return KeyedDoubleFixtures.fixture(
             name: rawValue, canCancel: canCancel, tracked: { table.withLock { $0.count } },
             request: { id, probe in
-                try await withTaskCancellationHandler {
+                if let kept = unmatched.withLock({ $0.removeValue(forKey: id) }) { return try kept.get() }
+                return try await withTaskCancellationHandler {
                     try await withCheckedThrowingContinuation { continuation in
                         let deliver = probe.callback { result in continuation.resume(with: result) }
                         table.withLock { $0[id] = deliver }
                         probe.start { sdk.send(id: id) }
                     }
                 } onCancel: {
-                    // WRONG (both): the id is free for a newer request at once.
+                    // WRONG (the first two): the id is free for a newer request at once.
                     guard let deliver = table.withLock({ $0.removeValue(forKey: id) }) else { return }
+                    if mistake == .keepsUnmatchedReply {
+                        // Withdrawn before the caller is let go: nobody can reuse the id before.
+                        probe.cancel { _ = sdk.cancel(id: id) }
+                    }
                     deliver(.failure(CancellationError()))
                     if mistake == .lateCancelByID {
                         // WRONG: later, by id only, whoever holds the id by then.

@@ -58,6 +58,11 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
     /// retry or a reconnect) from inside its callback: the failing caller gets its error at once,
     /// and every later call waits behind the sleep.
     case backoffOnLoop = "loop-sdk-backoff-on-loop"
+    /// Keeps a deadline of its own: a timer that fails the call and cancels the SDK request when
+    /// the timeout expires, never cancelled when the call ends another way. It fires later, after
+    /// the reply or the caller's cancellation, and cancels a request that ended (on a real SDK the
+    /// handle may belong to another request by then).
+    case timerNeverCancelled = "loop-sdk-timer-never-cancelled"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
@@ -72,6 +77,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
         case .handleAsValue: return ["success"]
         case .cancelRacesStart: return ["burst-random-cancels"]
         case .backoffOnLoop: return ["failure-throws"]
+        case .timerNeverCancelled: return ["timeout"]
         }
     }
 
@@ -99,6 +105,9 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
             return "WRONG ON PURPOSE: over LoopSDK, drops a cancel that comes before its posted start has run"
         case .backoffOnLoop:
             return "WRONG ON PURPOSE: over LoopSDK, sleeps on the SDK's loop thread after a failure (a backoff)"
+        case .timerNeverCancelled:
+            return
+                "WRONG ON PURPOSE: over LoopSDK, a deadline timer of its own, never cancelled when the call ends another way"
         }
     }
 
@@ -128,8 +137,9 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
             }
 
         case .noSDKCancel, .cancelAfterValue, .retryCancel, .offThreadStart, .leaksContext, .handleAsValue,
-            .cancelRacesStart, .backoffOnLoop:
-            return try await withCallback(isolation: isolation, timeout: timeout) { completion in
+            .cancelRacesStart, .backoffOnLoop, .timerNeverCancelled:
+            let ownTimer = self == .timerNeverCancelled
+            return try await withCallback(isolation: isolation, timeout: ownTimer ? nil : timeout) { completion in
                 let handle = LoopHandle()
                 let deliver = probe.callback { result in
                     if self == .handleAsValue, case .success = result {
@@ -159,6 +169,14 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                     start()  // on the caller's thread
                 } else {
                     try sdk.loop.post(start)
+                }
+                if ownTimer, let timeout {
+                    // WRONG: nothing cancels the timer when the reply or a cancellation ends the call.
+                    let deadline = DispatchTime.now() + .nanoseconds(Int(timeout / .nanoseconds(1)))
+                    DispatchQueue.global().asyncAfter(deadline: deadline) {
+                        completion(.failure(BridgeTimeoutError(timeout: timeout)))
+                        post(sdk) { if let request = handle.value { probe.cancel { sdk.cancel(request) } } }
+                    }
                 }
                 if self == .noSDKCancel { return nil }
                 if self == .cancelRacesStart {

@@ -121,6 +121,10 @@ public enum ListenerDoubleMistake: String, CaseIterable, Sendable {
     case neverStops = "shared-double-never-stops"
     /// Removes the SDK listener when the last consumer leaves, even when the SDK had ended it.
     case removesEndedListener = "shared-double-removes-ended-listener"
+    /// Hands each new consumer the last event at once, so that a late joiner has the current
+    /// value, and keeps it when the listener closes: a consumer that joins a new listener gets the
+    /// previous run's last event.
+    case replaysLastEvent = "shared-double-replays-last-event"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
@@ -128,6 +132,7 @@ public enum ListenerDoubleMistake: String, CaseIterable, Sendable {
         case .listenerPerConsumer: return ["shared-one-listener"]
         case .neverStops: return ["shared-one-listener", "shared-consumer-leaves"]
         case .removesEndedListener: return ["shared-listener-ends"]
+        case .replaysLastEvent: return ["shared-rejoin"]
         }
     }
 
@@ -141,6 +146,9 @@ public enum ListenerDoubleMistake: String, CaseIterable, Sendable {
                 "WRONG ON PURPOSE: over a listener SDK double, never closes the listener when the last consumer leaves"
         case .removesEndedListener:
             return "WRONG ON PURPOSE: over a listener SDK double, removes a listener the SDK had already ended"
+        case .replaysLastEvent:
+            return
+                "WRONG ON PURPOSE: over a listener SDK double, hands a new consumer the last event, kept from a listener that closed"
         }
     }
 
@@ -161,6 +169,8 @@ private final class Broadcaster: Sendable {
         var next = 0
         var listener: UInt64?
         var opening = false
+        /// The last event delivered (replaysLastEvent).
+        var last: UInt64?
     }
     private let state = LockedValue(State())
     private let sdk: ListenerDoubleSDK
@@ -181,19 +191,25 @@ private final class Broadcaster: Sendable {
             continuation.onTermination = { _ in sdk.removeListener(handle) }
             return stream
         }
-        let (id, needsListener) = state.withLock { state -> (Int, Bool) in
+        let (id, needsListener, last) = state.withLock { state -> (Int, Bool, UInt64?) in
             let id = state.next
             state.next += 1
             state.consumers[id] = continuation
             let needs = state.listener == nil && !state.opening
             if needs { state.opening = true }
-            return (id, needs)
+            return (id, needs, state.last)
         }
+        // WRONG (replaysLastEvent): the last event may be a previous listener's.
+        if mistake == .replaysLastEvent, let last { continuation.yield(last) }
         if needsListener {
             let handle = sdk.addListener(
                 .init(
                     onEvent: { [weak self] token in
-                        for consumer in self?.state.withLock({ Array($0.consumers.values) }) ?? [] {
+                        let consumers = self?.state.withLock { state in
+                            state.last = token
+                            return Array(state.consumers.values)
+                        }
+                        for consumer in consumers ?? [] {
                             consumer.yield(token)
                         }
                     },

@@ -218,6 +218,7 @@ struct FixtureConformanceTests {
         .handleAsValue: "but the SDK delivered 7",
         .cancelRacesStart: "never reached the SDK's cancel",
         .backoffOnLoop: "after the SDK failed a call, the next call did not return",
+        .timerNeverCancelled: "a timer of the adapter's own outlived the call",
     ]
 
     @Test(

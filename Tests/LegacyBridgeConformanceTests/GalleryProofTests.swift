@@ -118,6 +118,12 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "the adapter kept the ended call's outcome for the key"),
         "keyed-double-frees-id-early": Evidence(
             verdicts: ["failed"], detail: "the late reply of the request whose caller left completed the newer request"),
+        "keyed-double-keeps-unmatched-reply": Evidence(
+            verdicts: ["failed"], detail: "(a duplicate of an earlier request's reply)"),
+        "shared-double-replays-last-event": Evidence(
+            verdicts: ["failed"], detail: "got an event published before it joined"),
+        "loop-sdk-timer-never-cancelled": Evidence(
+            verdicts: ["failed"], detail: "a timer of the adapter's own outlived the call"),
         "keyed-double-late-cancel": Evidence(
             verdicts: ["failed"], detail: "the SDK's cancel for the request whose caller left reached the newer request"
         ),

@@ -18,7 +18,7 @@ struct SharedFixtureTests {
     }
 
     @Test(
-        "a listener per consumer, a listener never closed, and a removal of an ended listener are each failed for their reason",
+        "a listener per consumer, a listener never closed, a removal of an ended listener and a replay of the last event are each failed for their reason",
         arguments: ListenerDoubleMistake.allCases)
     func mistakeIsFlagged(_ mistake: ListenerDoubleMistake) async {
         let reason: String
@@ -26,6 +26,7 @@ struct SharedFixtureTests {
         case .listenerPerConsumer: reason = "share one listener among the consumers"
         case .neverStops: reason = "stop the SDK's listener when the last consumer leaves"
         case .removesEndedListener: reason = "after the SDK itself had ended it"
+        case .replaysLastEvent: reason = "got an event published before it joined"
         }
         for seed in [UInt64(1), 2] {
             let report = await ConformanceSuite.run(

@@ -72,7 +72,7 @@ enum KeyedFixtureScenarios<Value: Sendable> {
         FixtureScenario(
             name: "keyed-stray-replies",
             summary:
-                "a reply for an id nobody sent, then a request's reply and its duplicate: the caller gets its own once, and the next request its own"
+                "a reply for an id nobody sent, then a request's reply, and its duplicate while another request is pending and before a newer one reuses the id: each caller gets its own reply once"
         ) { fixture, context in
             guard let stray = fixture.strayReply else {
                 return .notChecked("the fixture gives no strayReply: only a test double of the SDK can make one")
@@ -90,16 +90,32 @@ enum KeyedFixtureScenarios<Value: Sendable> {
             {
                 return problem
             }
-            await stray(first, token(first, 2))
+            // The duplicate comes while another request is pending, and just before a newer
+            // request reuses the answered id: it must complete neither.
             let following = launch(fixture, id: next, context)
             if let problem = await madeAll([following], context) { return problem }
-            await fixture.reply(next, token(next))
-            let after = await outcome(of: following, within: context.patience)
-            if let problem = expect(
-                after, id: next, token: token(next), fixture, context,
-                others: [token(first, 2): "a duplicate of an earlier request's reply"])
-            {
+            await stray(first, token(first, 2))
+            let duplicate = [token(first, 2): "a duplicate of an earlier request's reply"]
+            let reuse = launch(fixture, id: first, context)
+            if let problem = await madeAll([reuse], context) {
+                guard case .usageError = problem, let early = await outcome(of: reuse, within: context.patience)
+                else { return problem }
+                // Ended before its reply was made: it took what the adapter kept from before.
+                if let wrong = expect(early, id: first, token: token(first, 3), fixture, context, others: duplicate) {
+                    guard case .fail(let observed) = wrong else { return wrong }
+                    return .fail(
+                        "\(observed). The newer request under id \(first) ended before its reply was made: a reply for an id the adapter does not hold (a duplicate, a stray) must be dropped, never kept for the next request with that id"
+                    )
+                }
                 return problem
+            }
+            await fixture.reply(first, token(first, 3))
+            await fixture.reply(next, token(next))
+            for (id, call, own) in [(next, following, token(next)), (first, reuse, token(first, 3))] {
+                let result = await outcome(of: call, within: context.patience)
+                if let problem = expect(result, id: id, token: own, fixture, context, others: duplicate) {
+                    return problem
+                }
             }
             return await context.finalCheck()
         }

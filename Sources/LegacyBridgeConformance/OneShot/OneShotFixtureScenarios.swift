@@ -416,7 +416,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         FixtureScenario(
             name: "timeout",
             summary:
-                "a hanging request given the adapter's timeout of 100 ms: an error other than CancellationError in time, the SDK's cancel made once"
+                "a hanging request given the adapter's timeout of 100 ms: an error other than CancellationError in time, the SDK's cancel made once; then calls given a timeout that end first, by the SDK's reply and by a cancellation: nothing of the timeout acts on them past their deadline"
         ) { fixture, context in
             guard let timed = fixture.timingOut else {
                 return .notChecked("the fixture gives no timed call")
@@ -434,13 +434,74 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             case .failure(let error) where error is CancellationError:
                 return .fail("the timeout expired, but the caller got CancellationError: throw a timeout error")
             case .failure:
-                return all(await sdkStopped(recorder, context, how: "after the timeout expired"))
+                let stopped = await sdkStopped(recorder, context, how: "after the timeout expired")
+                if case .fail? = stopped { return all(stopped) }
+                for endsBy in [TimedEnd.reply, .cancellation] {
+                    if let problem = await timerAfterEnd(timed, endsBy: endsBy, fixture, context) { return problem }
+                }
+                return all(stopped)
             case .success:
                 return .usageError(
                     "the fixture's timed call returned a value within its 100 ms timeout: its request must not complete by itself"
                 )
             }
         }
+    }
+
+    /// How a call given a timeout ends before its deadline.
+    enum TimedEnd: Sendable {
+        /// The hanging request is released, and the SDK's reply ends the call.
+        case reply
+        /// The caller's task is cancelled.
+        case cancellation
+    }
+
+    /// A call given a timeout that ends first, as `endsBy` says, watched until past its deadline:
+    /// a timer the adapter keeps for the timeout must not act on it then (an SDK cancel after the
+    /// reply, a second one after the caller's). The deadline is a sixth of the patience, then a
+    /// third should the call not end first. `nil` when nothing acted, or when the call could not
+    /// be made to end first (no hanging call to release, no probe to see the start).
+    static func timerAfterEnd(
+        _ timed: Fixture.TimedCall, endsBy: TimedEnd, _ fixture: Fixture, _ context: FixtureContext
+    ) async -> Check? {
+        if endsBy == .reply && fixture.hanging == nil { return nil }
+        for limit in [context.patience / 6, context.patience / 3] {
+            let clock = ContinuousClock()
+            let launched = clock.now
+            let recorder = recorder(context, CallHostility(timesOut: true))
+            let call = launchCall({ probe in try await timed.call(probe, limit) }, recorder)
+            guard await waitStarted(call, context, liveAtLaunch: context.live) == .byProbe else {
+                call.task.cancel()
+                _ = await outcome(of: call, within: context.patience)
+                return nil
+            }
+            switch endsBy {
+            case .reply: fixture.hanging?.release()
+            case .cancellation: call.task.cancel()
+            }
+            let result = await outcome(of: call, within: context.patience)
+            let endedFirst: Bool
+            switch (endsBy, result) {
+            case (.reply, .success?): endedFirst = true
+            case (.cancellation, .failure(let error)?): endedFirst = error is CancellationError
+            default: endedFirst = false
+            }
+            // Ended by its timeout after all (a slow machine): try again with a later deadline.
+            guard endedFirst, clock.now < launched + limit else { continue }
+            let allowed = endsBy == .reply ? 0 : 1
+            if endsBy == .cancellation {
+                _ = await eventually(within: context.patience / 4) { recorder.snapshot.cancels > 0 }
+            }
+            let pastDeadline = launched + limit + context.patience / 10
+            _ = await eventually(within: pastDeadline - clock.now) { recorder.snapshot.cancels > allowed }
+            let cancels = recorder.snapshot.cancels
+            guard cancels > allowed else { return nil }
+            let how = endsBy == .reply ? "with the SDK's reply" : "by the caller's cancellation"
+            return .fail(
+                "a call given a timeout of \(limit) ended \(how) before it, yet the adapter called the SDK's cancel \(cancels) time(s) for it (\(allowed) expected) as the deadline passed: a timer of the adapter's own outlived the call. Cancel the timer when the call ends another way (withCallback(timeout:) does), or it cancels a request that already ended, whose handle may belong to another"
+            )
+        }
+        return nil
     }
 
     static var lateCallbackAfterCancel: FixtureScenario<Fixture> {

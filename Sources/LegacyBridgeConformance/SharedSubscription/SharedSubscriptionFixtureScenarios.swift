@@ -4,7 +4,7 @@ import LegacyBridge
 // through the user's adapter, the SDK delivers events the suite recognises by their token, and
 // the suite counts the SDK's listeners. A consumer may still be joining when the SDK delivers, so
 // the suite publishes warm-up events until every consumer got one, and judges only what comes
-// after.
+// after, except that an event published before a consumer joined must never reach it (a replay).
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
@@ -53,7 +53,9 @@ enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
     /// Tokens of a scenario: unique in a run.
     static func tokens(_ scenario: UInt64, _ phase: UInt64) -> UInt64 { scenario << 32 | phase << 16 }
 
-    /// Publishes warm-up events, 20 ms apart, until every consumer got one; `nil` when they did.
+    /// Publishes warm-up events, 20 ms apart, until every consumer got one; `nil` when they did
+    /// and none got an event published before the warm-up (every token the suite published
+    /// earlier is below `base`): a replay is never taken for the first event of a warm-up.
     static func warmUp(
         _ consumers: [Consumer], _ fixture: Fixture, _ context: FixtureContext, base: UInt64
     ) async
@@ -63,7 +65,7 @@ enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
         let deadline = clock.now + context.patience
         var published: UInt64 = 0
         while clock.now < deadline {
-            if consumers.allSatisfy({ !$0.tokens.isEmpty }) { return nil }
+            if consumers.allSatisfy({ !$0.tokens.isEmpty }) { return replayed(to: consumers, before: base) }
             if let ended = consumers.firstIndex(where: { $0.end != nil && $0.tokens.isEmpty }) {
                 return .fail(
                     "consumer #\(ended + 1) ended (\(consumers[ended].end!)) before any event reached it: the adapter ends consumers that just joined"
@@ -77,6 +79,18 @@ enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
         return .fail(
             "\(starved) of \(consumers.count) consumer(s) got none of the \(published) events the SDK delivered within \(context.patience): the adapter does not pass the SDK's events to every consumer"
         )
+    }
+
+    /// The problem when a consumer got an event published before it joined (a token up to
+    /// `base`, the suite's tokens growing through the run).
+    static func replayed(to consumers: [Consumer], before base: UInt64) -> Check? {
+        for (index, consumer) in consumers.enumerated() {
+            guard let stale = consumer.tokens.first(where: { $0 <= base }) else { continue }
+            return .fail(
+                "consumer #\(index + 1) of \(consumers.count) got an event published before it joined (token \(stale)): the adapter replays an earlier event, the last one of a listener that already closed, say, to a new consumer. Hand a consumer only the events the SDK delivers while it is subscribed"
+            )
+        }
+        return nil
     }
 
     /// Publishes `count` events after the warm-up and waits until every consumer got them; the
@@ -200,7 +214,7 @@ enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
         FixtureScenario(
             name: "shared-rejoin",
             summary:
-                "a consumer joins after the listener closed: the listener opens again and the consumer gets the events"
+                "a consumer joins after the listener closed: the listener opens again and the consumer gets the events, none of the earlier run's"
         ) { fixture, context in
             let first = join(fixture)
             if let problem = await warmUp([first], fixture, context, base: tokens(3, 1)) {
@@ -212,6 +226,7 @@ enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
             let again = join(fixture)
             if let problem = await warmUp([again], fixture, context, base: tokens(3, 2)) {
                 _ = await leave([again], context)
+                if !again.tokens.isEmpty { return problem }
                 return .fail(
                     "a consumer that joined after the listener closed: \(problem.detailText). Open the SDK's listener again for it"
                 )
