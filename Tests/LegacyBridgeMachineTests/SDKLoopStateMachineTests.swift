@@ -204,6 +204,48 @@ struct SDKLoopStateMachineTests {
         }
     }
 
+    @Test("between two bounded batches a post from the loop thread needs no wake, and the loop must not block")
+    func boundedBatches() {
+        var machine = Machine()
+        _ = machine.post(1, fromLoopThread: false)
+        guard case .run([1]) = machine.takeJobs() else {
+            Issue.record("the loop must get the job")
+            return
+        }
+        // The loop still holds jobs it took: it looks at its descriptors without blocking.
+        let holding = machine.endBatch(holdingJobs: true)
+        #expect(holding)
+        guard case .accepted(wake: false) = machine.post(2, fromLoopThread: true) else {
+            Issue.record("the loop takes jobs again before it blocks: no wake")
+            return
+        }
+        // Nothing held, but a job is queued: still no blocking.
+        let queued = machine.endBatch(holdingJobs: false)
+        #expect(queued)
+        guard case .run([2]) = machine.takeJobs(), case .iterate = machine.takeJobs() else {
+            Issue.record("the loop must take the queued job, then iterate")
+            return
+        }
+        let busy = machine.endBatch(holdingJobs: false)
+        #expect(!busy, "nothing held or queued: the loop may block")
+        guard case .accepted(wake: true) = machine.post(3, fromLoopThread: true) else {
+            Issue.record("a post from an SDK callback while the loop may block must wake it")
+            return
+        }
+        // Shutdown with a job queued: after running it the loop must not block, but ask again.
+        _ = machine.shutdown(waiter: 10)
+        guard case .run([3]) = machine.takeJobs() else {
+            Issue.record("the loop must get the last job")
+            return
+        }
+        let draining = machine.endBatch(holdingJobs: false)
+        #expect(draining, "after shutdown the loop must ask again before blocking, to leave")
+        guard case .exit([10]) = machine.takeJobs() else {
+            Issue.record("the loop must leave, resuming the waiter")
+            return
+        }
+    }
+
     @Test("after shutdown a post is rejected and handed back; what was accepted before still runs")
     func shutdownRejectsLaterPosts() {
         var machine = Machine()

@@ -1,6 +1,14 @@
 // The public face of a loop that waits on descriptors and timers: what a descriptor is ready
 // for, a watch on one descriptor, a timer. The machinery is in DescriptorPoller.swift.
 
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// What a watched descriptor is ready for, or what happened to it.
 ///
 /// As an interest (``SDKLoop/watch(_:for:_:)``, ``DescriptorWatch/update(interest:)``) only
@@ -21,12 +29,12 @@ public struct DescriptorEvents: OptionSet, Sendable, Hashable, CustomStringConve
     public static let error = DescriptorEvents(rawValue: 1 << 2)
     /// The peer hung up (`POLLHUP`).
     public static let hangUp = DescriptorEvents(rawValue: 1 << 3)
-    /// The descriptor cannot be watched: it is not open (`POLLNVAL`). The handler receives this
-    /// once; the watch then ends.
+    /// The descriptor cannot be watched: it is not open. The handler receives this once; the
+    /// watch then ends.
     ///
     /// Cancel a watch before its descriptor is closed (``DescriptorWatch/cancel(closingDescriptor:)``
-    /// does both): a descriptor closed under its watch is reported as `invalid`, but once its
-    /// number is reused the watch sees the new descriptor instead.
+    /// does both). A number that comes to name a new file under a live watch is not reported: the
+    /// watch hears the new file once its handler has returned or its interest was updated.
     public static let invalid = DescriptorEvents(rawValue: 1 << 4)
 
     /// The members an interest may hold.
@@ -54,12 +62,18 @@ public final class DescriptorWatch: Sendable {
     let id: UInt64
     let core: SDKLoopCore
     let poller: DescriptorPoller
+    /// Set by the first `cancel(closingDescriptor: true)`: the descriptor is closed once.
+    private let closeClaimed = LockedBox(false)
 
     init(descriptor: Int32, id: UInt64, core: SDKLoopCore, poller: DescriptorPoller) {
         self.descriptor = descriptor
         self.id = id
         self.core = core
         self.poller = poller
+    }
+
+    deinit {
+        poller.forgetHandle(id)
     }
 
     /// What the watch is interested in now; empty once it was cancelled.
@@ -73,6 +87,9 @@ public final class DescriptorWatch: Sendable {
     /// both, or neither (the watch then only reports errors and hang-ups). The next wait uses it;
     /// a change from another thread wakes the loop. Does nothing once the watch ended.
     ///
+    /// Call it after the SDK replaced the descriptor under the same number outside this watch's
+    /// handler: the loop then hears the new file, whatever its backend.
+    ///
     /// - Parameter interest: The new interest; only `.readable` and `.writable` are allowed.
     public func update(interest: DescriptorEvents) {
         precondition(
@@ -83,25 +100,38 @@ public final class DescriptorWatch: Sendable {
 
     /// Ends the watch. Calling it again is harmless.
     ///
+    /// When it returns, from any thread, the loop no longer waits on the descriptor: closing it
+    /// next is safe, even while its open file lives on elsewhere (a duplicate, a forked child).
     /// Called on the loop thread (inside a handler, a posted job or a timer), the handler never
     /// runs again, not even for readiness the loop has already collected. Called from another
     /// thread, a handler call that the loop has already begun may still be running; no later one
     /// begins.
     ///
-    /// - Parameter closingDescriptor: Also close the descriptor, on the loop thread, once no
-    ///   handler of this watch can be running (at once when called on the loop thread). This is
-    ///   how another thread closes a watched descriptor without racing its handler.
+    /// - Parameter closingDescriptor: Also close the descriptor, exactly once, whether the watch
+    ///   was live or had already ended (a handler threw, the loop shut down): on the loop thread
+    ///   once no handler of this watch can be running (at once when called on the loop thread),
+    ///   or at once when the loop has stopped. This is how another thread closes a watched
+    ///   descriptor without racing its handler. A watch reported ``DescriptorEvents/invalid``
+    ///   had no open descriptor: nothing is closed.
     public func cancel(closingDescriptor: Bool = false) {
-        guard poller.remove(watch: id, onLoopThread: core.isCurrent) else { return }
+        let removed = poller.remove(watch: id)
+        let onLoop = core.isCurrent
+        // The poll set is the loop's copy: the wait in progress ends, the next one leaves it out.
+        if removed, !onLoop, poller.backend == .poll { poller.wake() }
         guard closingDescriptor else { return }
-        if core.isCurrent {
-            poller.closeDescriptor(descriptor)
+        let first = closeClaimed.withLock { claimed in
+            defer { claimed = true }
+            return !claimed
+        }
+        guard first, removed || !poller.endedInvalid(id) else { return }
+        if onLoop {
+            _ = close(descriptor)
             return
         }
         let poller = self.poller
         let descriptor = self.descriptor
         do {
-            try core.post { poller.closeDescriptor(descriptor) }
+            try core.post { _ = close(descriptor) }
         } catch {
             // Shutting down: the loop thread closes it when it leaves, or now if it has left.
             poller.closeAtExit(descriptor)

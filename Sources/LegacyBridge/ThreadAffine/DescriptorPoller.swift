@@ -1,12 +1,15 @@
-// The loop an `SDKLoop` made without a driver runs: it waits (DescriptorWaitSet, with poll) on
-// the watched descriptors, a wake pipe and the nearest timer, then runs the handlers of what is ready, then
-// the due timers. Posted jobs run between two waits (SDKLoopCore's drain).
+// The loop an `SDKLoop` made without a driver runs: it waits (DescriptorWaitSet.swift: epoll or
+// poll) on the watched descriptors, a wake pipe and the nearest timer, then runs the handlers of
+// every ready descriptor, then the due timers. Posted jobs run between two waits, in bounded
+// batches (SDKLoopCore's drain), and the wait does not block while jobs are queued.
 //
-// The registry of watches and timers lives behind one lock and may be changed from any thread.
-// The loop thread copies what it needs to wait on (rebuilt only when a watch changed), waits
-// without the lock, then asks the registry again before each handler call: a watch or timer
-// ended in the meantime (by an earlier handler of the same batch, for example) is skipped, and
-// readiness the watch is no longer interested in is dropped. No handler is called under the lock.
+// The registry of watches and timers lives behind one lock and may be changed from any thread. A
+// kernel wait set (epoll) is changed with it, under that lock: its calls never block and call no
+// user code, and a cancel must be final when it returns, whatever thread makes it. The poll set
+// is the loop thread's own copy, rebuilt when a watch changed. The loop thread waits without the
+// lock, then asks the registry again before each handler call: a watch or timer ended in the
+// meantime (by an earlier handler of the same batch, for example) is skipped, and readiness the
+// watch is no longer interested in is dropped. No handler is called under the lock.
 
 #if canImport(Darwin)
 import Darwin
@@ -25,6 +28,8 @@ final class DescriptorPoller: Sendable {
         var descriptor: Int32
         var interest: DescriptorEvents
         var handler: WatchHandler
+        /// The kernel set cannot wait on it (a regular file): reported ready at every iteration.
+        var unpollable = false
     }
 
     struct Timer {
@@ -37,24 +42,54 @@ final class DescriptorPoller: Sendable {
         var watches: [UInt64: Watch] = [:]
         var watchedDescriptors: [Int32: UInt64] = [:]
         var timers: [UInt64: Timer] = [:]
+        var deadlines = LoopTimerHeap()
         var nextID: UInt64 = 1
-        /// Changes whenever the set of watched descriptors or an interest changes.
+        /// Changes whenever the set of watched descriptors or an interest changes (the poll set).
         var version: UInt64 = 0
         /// The loop thread has left: nothing is registered any more, descriptors close at once.
         var exited = false
         /// Descriptors to close when the loop thread leaves (cancelled with `closingDescriptor`
         /// while the loop shut down).
         var closeAtExit: [Int32] = []
+        /// Watches the kernel set found not open: reported `.invalid` at the next iteration.
+        var pendingInvalid: [UInt64] = []
+        /// Watches the kernel set cannot wait on, always ready.
+        var unpollable: Set<UInt64> = []
+        /// Watches ended by `.invalid` whose handle is still alive: their number was not open, so
+        /// `cancel(closingDescriptor: true)` must not close it (it may name someone else's file).
+        var endedInvalid: Set<UInt64> = []
 
         mutating func takeID() -> UInt64 {
             defer { nextID += 1 }
             return nextID
         }
+
+        /// Runs `body` on the deadline heap, with a test of whether an entry is the current
+        /// deadline of a live timer. The heap is moved out meanwhile, so it stays uniquely
+        /// referenced and changes in place.
+        mutating func withDeadlines<Result>(
+            _ body: (inout LoopTimerHeap, (LoopTimerHeap.Entry) -> Bool) -> Result
+        ) -> Result {
+            var heap = deadlines
+            deadlines = LoopTimerHeap()
+            defer { deadlines = heap }
+            let timers = self.timers
+            return body(&heap) { timers[$0.id]?.deadline == $0.deadline }
+        }
+    }
+
+    /// The loop thread's wait set.
+    enum WaitSet {
+        case poll(LoopThreadOnly<PollWaitSet>)
+        case kernel(any KernelWaitSet)
     }
 
     let loopName: String
+    let backend: DescriptorBackend
     private let registry = LockedBox(Registry())
-    private let waitSet: LoopThreadOnly<DescriptorWaitSet>
+    private let waitSet: WaitSet
+    /// The kernel set's ready watches, reused between waits (loop thread only).
+    private let readyScratch = LoopThreadOnly<[(id: UInt64, events: DescriptorEvents)]>([])
     private let wakeRead: Int32
     private let wakeWrite: Int32
     /// Receives what a handler threw; nil stops the process with a message.
@@ -62,9 +97,11 @@ final class DescriptorPoller: Sendable {
     /// Runs on the loop thread before each wait.
     private let beforeWait: (@Sendable () -> Void)?
 
-    /// Creates the wake pipe; throws the `pipe` error number when the process has no descriptors left.
+    /// Creates the wake pipe and the wait set; throws the error number when the process has no
+    /// descriptors left.
     init(
-        loopName: String, onHandlerError: (@Sendable (any Error) -> Void)?, beforeWait: (@Sendable () -> Void)?
+        loopName: String, backend: DescriptorBackend, onHandlerError: (@Sendable (any Error) -> Void)?,
+        beforeWait: (@Sendable () -> Void)?
     ) throws(DescriptorLoopError) {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw .wakePipeFailed(code: errno) }
@@ -75,19 +112,27 @@ final class DescriptorPoller: Sendable {
         self.wakeRead = ends[0]
         self.wakeWrite = ends[1]
         self.loopName = loopName
+        self.backend = backend
         self.onHandlerError = onHandlerError
         self.beforeWait = beforeWait
-        do {
-            self.waitSet = LoopThreadOnly(try DescriptorWaitSet(wakeDescriptor: ends[0]))
-        } catch {
-            close(ends[0])
-            close(ends[1])
-            throw error
+        switch backend {
+        case .poll:
+            self.waitSet = .poll(LoopThreadOnly(PollWaitSet(wakeDescriptor: ends[0])))
+        #if os(Linux)
+        case .epoll:
+            do {
+                self.waitSet = .kernel(try EpollWaitSet(wakeDescriptor: ends[0]))
+            } catch {
+                close(ends[0])
+                close(ends[1])
+                throw error
+            }
+        #endif
         }
     }
 
     deinit {
-        waitSet.withValue { $0.close() }
+        if case .kernel(let set) = waitSet { set.close() }
         close(wakeRead)
         close(wakeWrite)
     }
@@ -101,7 +146,8 @@ final class DescriptorPoller: Sendable {
         while write(wakeWrite, &byte, 1) < 0 && errno == EINTR {}
     }
 
-    /// Registers a watch; nil when the loop thread has left.
+    /// Registers a watch; nil when the loop thread has left. A kernel set watches it before this
+    /// returns.
     func add(descriptor: Int32, interest: DescriptorEvents, handler: @escaping WatchHandler) -> UInt64? {
         registry.withLock { registry -> UInt64? in
             guard !registry.exited else { return nil }
@@ -116,37 +162,39 @@ final class DescriptorPoller: Sendable {
             registry.watches[id] = Watch(descriptor: descriptor, interest: interest, handler: handler)
             registry.watchedDescriptors[descriptor] = id
             registry.version &+= 1
+            // The kernel set changes with the registry, under its lock (see the file's header).
+            arm(id, adding: true, in: &registry)
             return id
         }
     }
 
-    /// Changes a watch's interest; whether it changed (the watch exists and the interest differs).
+    /// Changes a watch's interest, and re-arms it in a kernel set (which then hears a new file
+    /// under its number). Returns whether the loop must be woken to see the change.
     func update(_ id: UInt64, interest: DescriptorEvents) -> Bool {
         registry.withLock { registry in
-            guard var watch = registry.watches[id], watch.interest != interest else { return false }
+            guard var watch = registry.watches[id] else { return false }
+            let changed = watch.interest != interest
             watch.interest = interest
             registry.watches[id] = watch
-            registry.version &+= 1
-            return true
+            switch waitSet {
+            case .poll:
+                if changed { registry.version &+= 1 }
+                return changed
+            case .kernel:
+                let invalidBefore = registry.pendingInvalid.count
+                let wasUnpollable = watch.unpollable
+                arm(id, adding: false, in: &registry)
+                return registry.pendingInvalid.count != invalidBefore || wasUnpollable
+                    || registry.watches[id]?.unpollable == true
+            }
         }
     }
 
-    /// Ends a watch; whether it was registered. Its handler is released outside the lock.
-    ///
-    /// On the loop thread the wait set forgets the descriptor at once, while it is still open:
-    /// the caller may close it next, and a kernel wait set (epoll) keyed by the open file would
-    /// otherwise keep an entry for it that no later call can remove (the number then names
-    /// another file, or none), reporting its readiness on every wait for as long as the file
-    /// lives on elsewhere (a forked child, a duplicate).
+    /// Ends a watch; whether it was registered. Its handler is released outside the lock. A
+    /// kernel set forgets it before this returns; the poll set at the next wait.
     @discardableResult
-    func remove(watch id: UInt64, onLoopThread: Bool) -> Bool {
-        let removed = registry.withLock { registry -> Watch? in
-            guard let watch = registry.watches.removeValue(forKey: id) else { return nil }
-            registry.watchedDescriptors[watch.descriptor] = nil
-            registry.version &+= 1
-            return watch
-        }
-        if removed != nil, onLoopThread { waitSet.withValue { $0.forget(id) } }
+    func remove(watch id: UInt64) -> Bool {
+        let removed = registry.withLock { registry in end(id, in: &registry) }
         return removed != nil
     }
 
@@ -158,18 +206,35 @@ final class DescriptorPoller: Sendable {
         registry.withLock { $0.watches[id] != nil }
     }
 
+    /// Whether a watch that is no longer registered ended because its descriptor was not open.
+    func endedInvalid(_ id: UInt64) -> Bool {
+        registry.withLock { $0.endedInvalid.contains(id) }
+    }
+
+    /// A watch's handle was released: nothing will ask about it again.
+    func forgetHandle(_ id: UInt64) {
+        registry.withLock { _ = $0.endedInvalid.remove(id) }
+    }
+
     /// Registers a timer; nil when the loop thread has left.
     func add(timerAt deadline: ContinuousClock.Instant, period: Duration?, handler: @escaping TimerHandler) -> UInt64? {
         registry.withLock { registry -> UInt64? in
             guard !registry.exited else { return nil }
             let id = registry.takeID()
             registry.timers[id] = Timer(deadline: deadline, period: period, handler: handler)
+            registry.deadlines.push(.init(deadline: deadline, id: id))
             return id
         }
     }
 
     func remove(timer id: UInt64) {
-        let removed = registry.withLock { $0.timers.removeValue(forKey: id) }
+        let removed = registry.withLock { registry -> Timer? in
+            let timer = registry.timers.removeValue(forKey: id)
+            // The heap keeps the entry until it reaches the top, or until dead entries outnumber the live.
+            let live = registry.timers.count
+            registry.withDeadlines { heap, isLive in heap.compact(isLive: isLive, liveCount: live) }
+            return timer
+        }
         _ = removed  // released outside the lock
     }
 
@@ -184,44 +249,96 @@ final class DescriptorPoller: Sendable {
             registry.closeAtExit.append(descriptor)
             return false
         }
-        if now { _ = close(descriptor) }  // no wait any more: nothing to forget, and any thread
+        if now { _ = close(descriptor) }  // no wait any more: any thread
     }
 
-    /// Closes a descriptor whose watch has ended, on the loop thread, so the wait set can forget
-    /// it first, while it is still open.
-    func closeDescriptor(_ descriptor: Int32) {
-        waitSet.withValue { $0.forget(descriptor: descriptor) }
-        _ = close(descriptor)
+    /// Whether the loop thread has left.
+    var hasExited: Bool { registry.withLock { $0.exited } }
+
+    // MARK: Under the registry lock
+
+    /// Arms a watch in a kernel set; records what the set could not watch.
+    private func arm(_ id: UInt64, adding: Bool, in registry: inout Registry) {
+        guard case .kernel(let set) = waitSet, var watch = registry.watches[id] else { return }
+        switch set.arm(descriptor: watch.descriptor, id: id, interest: watch.interest, adding: adding) {
+        case .armed:
+            if watch.unpollable {
+                watch.unpollable = false
+                registry.watches[id] = watch
+                registry.unpollable.remove(id)
+            }
+        case .notOpen:
+            registry.pendingInvalid.append(id)
+        case .unpollable:
+            watch.unpollable = true
+            registry.watches[id] = watch
+            registry.unpollable.insert(id)
+        }
+    }
+
+    /// Ends a watch: out of the registry, and out of a kernel set while its descriptor is open.
+    private func end(_ id: UInt64, in registry: inout Registry) -> Watch? {
+        guard let watch = registry.watches.removeValue(forKey: id) else { return nil }
+        registry.watchedDescriptors[watch.descriptor] = nil
+        registry.unpollable.remove(id)
+        registry.version &+= 1
+        if case .kernel(let set) = waitSet, !watch.unpollable { set.disarm(descriptor: watch.descriptor, id: id) }
+        return watch
     }
 
     // MARK: The loop thread
 
-    /// One iteration: waits until a descriptor is ready, a timer is due or a wake came, then runs
-    /// the handlers of what is ready and the due timers.
-    func runOnce() {
+    /// One iteration: waits until a descriptor is ready, a timer is due or a wake came (without
+    /// blocking unless `mayBlock`), then runs the handlers of every ready descriptor, then the due
+    /// timers.
+    func runOnce(mayBlock: Bool) {
         beforeWait?()
-        let (version, nextDeadline) = registry.withLock { registry in
-            (registry.version, registry.timers.values.lazy.map(\.deadline).min())
+        let (version, nextDeadline, urgent, watchCount) = registry.withLock { registry in
+            let deadline = registry.withDeadlines { heap, isLive in heap.top(isLive: isLive)?.deadline }
+            let urgent = !registry.pendingInvalid.isEmpty || !registry.unpollable.isEmpty
+            return (registry.version, deadline, urgent, registry.watches.count)
         }
-        // Handlers run outside the wait set's access: one may end a watch, which the wait set
-        // then forgets at once (see `remove(watch:onLoopThread:)`).
-        let (refused, ready) = waitSet.withValue { set in
-            var refused: [UInt64] = []
-            if set.version != version {
-                let watches = registry.withLock { registry in
-                    registry.watches.map {
-                        WatchedDescriptor(id: $0.key, descriptor: $0.value.descriptor, interest: $0.value.interest)
+        let timeout = mayBlock && !urgent ? Self.milliseconds(until: nextDeadline) : 0
+        var ready: [(id: UInt64, events: DescriptorEvents)]
+        let rearming: Bool
+        switch waitSet {
+        case .poll(let set):
+            rearming = false
+            ready = set.withValue { set in
+                if set.version != version {
+                    let watches = registry.withLock { registry in
+                        registry.watches.map {
+                            WatchedDescriptor(id: $0.key, descriptor: $0.value.descriptor, interest: $0.value.interest)
+                        }
+                        .sorted { $0.id < $1.id }
                     }
-                    .sorted { $0.id < $1.id }
+                    set.sync(to: watches, version: version)
                 }
-                // Descriptors the system refuses to watch (closed, or a kind it cannot wait on).
-                refused = set.sync(to: watches, version: version)
+                if set.wait(milliseconds: timeout) { drainWakePipe() }
+                return set.ready
             }
-            if set.wait(milliseconds: Self.milliseconds(until: nextDeadline)) { drainWakePipe() }
-            return (refused, set.ready)
+        case .kernel(let set):
+            rearming = true
+            ready = readyScratch.withValue { scratch in
+                if set.wait(milliseconds: timeout, expected: watchCount + 1, into: &scratch) { drainWakePipe() }
+                return scratch
+            }
         }
-        for id in refused { dispatch(id, .invalid) }
-        for (id, events) in ready { dispatch(id, events) }
+        let (invalid, alwaysReady) = registry.withLock { registry in
+            defer { registry.pendingInvalid = [] }
+            return (
+                registry.pendingInvalid,
+                registry.unpollable.compactMap { id in
+                    registry.watches[id].map { (id: id, events: $0.interest) }
+                }
+            )
+        }
+        for id in invalid { dispatch(id, .invalid, rearming: false) }
+        if !alwaysReady.isEmpty {
+            ready.append(contentsOf: alwaysReady)
+            ready.sort { $0.id < $1.id }
+        }
+        for (id, events) in ready { dispatch(id, events, rearming: rearming) }
         if nextDeadline != nil { fireDueTimers() }
     }
 
@@ -230,59 +347,72 @@ final class DescriptorPoller: Sendable {
     func finish() {
         let (watches, timers, closing) = registry.withLock { registry in
             registry.exited = true
-            defer {
-                registry.watches = [:]
-                registry.watchedDescriptors = [:]
-                registry.timers = [:]
-                registry.closeAtExit = []
+            var ended: [Watch] = []
+            for id in Array(registry.watches.keys) {
+                if let watch = end(id, in: &registry) { ended.append(watch) }
             }
-            return (registry.watches, registry.timers, registry.closeAtExit)
+            defer {
+                registry.timers = [:]
+                registry.deadlines.removeAll()
+                registry.closeAtExit = []
+                registry.pendingInvalid = []
+            }
+            return (ended, registry.timers, registry.closeAtExit)
         }
         _ = (watches, timers)
-        for descriptor in closing { closeDescriptor(descriptor) }
+        for descriptor in closing { _ = close(descriptor) }
     }
 
-    /// Calls a watch's handler if it is still registered and still wants some of `events`.
-    private func dispatch(_ id: UInt64, _ events: DescriptorEvents) {
+    /// Calls a watch's handler if it is still registered and still wants some of `events`, then
+    /// re-arms it in a kernel set (`rearming`), where it was one-shot.
+    private func dispatch(_ id: UInt64, _ events: DescriptorEvents, rearming: Bool) {
         let target = registry.withLock { registry -> (WatchHandler, DescriptorEvents)? in
             guard let watch = registry.watches[id] else { return nil }
             let delivered = events.intersection(watch.interest.union([.error, .hangUp, .invalid]))
             guard !delivered.isEmpty else { return nil }
             if delivered.contains(.invalid) {
                 // Reported once: a closed descriptor would make every wait return at once.
-                registry.watches[id] = nil
-                registry.watchedDescriptors[watch.descriptor] = nil
-                registry.version &+= 1
+                _ = end(id, in: &registry)
+                registry.endedInvalid.insert(id)
             }
             return (watch.handler, delivered)
         }
-        guard let (handler, delivered) = target else { return }
-        do {
-            try handler(delivered)
-        } catch {
-            remove(watch: id, onLoopThread: true)
-            report(error)
+        if let (handler, delivered) = target {
+            do {
+                try handler(delivered)
+            } catch {
+                remove(watch: id)
+                report(error)
+            }
+        }
+        // After the handler, which may have replaced the descriptor under the same number: the
+        // kernel set then watches the new file.
+        if rearming, target?.1.contains(.invalid) != true {
+            registry.withLock { registry in
+                guard let watch = registry.watches[id], !watch.unpollable else { return }
+                arm(id, adding: false, in: &registry)
+            }
         }
     }
 
     private func fireDueTimers() {
         let now = ContinuousClock.now
         let due = registry.withLock { registry in
-            registry.timers.filter { $0.value.deadline <= now }.sorted {
-                ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key)
-            }.map(\.key)
+            registry.withDeadlines { heap, isLive in heap.popDue(at: now, isLive: isLive) }
         }
-        for id in due {
+        for entry in due {
             let handler = registry.withLock { registry -> TimerHandler? in
-                guard var timer = registry.timers[id], timer.deadline <= now else { return nil }
+                // Cancelled by an earlier handler of this batch: skipped.
+                guard var timer = registry.timers[entry.id], timer.deadline == entry.deadline else { return nil }
                 if let period = timer.period {
                     // Behind by more than a period (a long handler, a stopped process): the next
                     // run is a period from now, not a burst of the missed ones.
                     let next = timer.deadline + period
                     timer.deadline = next > now ? next : now + period
-                    registry.timers[id] = timer
+                    registry.timers[entry.id] = timer
+                    registry.deadlines.push(.init(deadline: timer.deadline, id: entry.id))
                 } else {
-                    registry.timers[id] = nil
+                    registry.timers[entry.id] = nil
                 }
                 return timer.handler
             }
@@ -290,7 +420,7 @@ final class DescriptorPoller: Sendable {
             do {
                 try handler()
             } catch {
-                remove(timer: id)
+                remove(timer: entry.id)
                 report(error)
             }
         }
@@ -326,7 +456,6 @@ final class DescriptorPoller: Sendable {
         let rounded = milliseconds.partialValue + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
         return Int32(clamping: rounded)
     }
-
 }
 
 /// Errors of a descriptor-watching ``SDKLoop``.
@@ -352,7 +481,7 @@ public enum DescriptorLoopError: Error, Hashable, Sendable, CustomStringConverti
 
 /// State that only the loop thread touches, in a `Sendable` class: `withValue` is called on that
 /// thread only (`DescriptorPoller.runOnce`), never concurrently.
-private final class LoopThreadOnly<Value>: @unchecked Sendable {
+final class LoopThreadOnly<Value>: @unchecked Sendable {
     private var value: Value
     init(_ value: Value) { self.value = value }
     func withValue<Result>(_ body: (inout Value) -> Result) -> Result { body(&value) }

@@ -1,12 +1,10 @@
-// What a descriptor loop's thread waits on: its wake pipe and the watched descriptors, as a poll
-// set rebuilt when a watch changes. Only the loop thread uses it.
-//
-// An epoll version (a wait that costs the same with 1 or 1,000 descriptors) is below, built only
-// with -D LEGACY_BRIDGE_EPOLL: with it, the c-ares example's 400-lookup stress test times out
-// lookups when the libcurl example's tests run in the same process, and the cause is not found
-// yet (no entry is refused, no event arrives for an ended watch, no loop spins, and c-ares always
-// ends a socket's watch before it closes it). Ended watches leave the epoll instance at once on
-// the loop thread, while their descriptor is still open.
+// What a descriptor loop's thread waits on, one kind per kernel interface:
+// - epoll (Linux, the default there; EpollWaitSet.swift) keeps the watched descriptors in the
+//   kernel. It is changed from any thread, under the poller's registry lock, so that a cancel is
+//   final when it returns; only the loop thread waits on it.
+// - poll (every platform, the fallback) is a poll set rebuilt from the registry when a watch
+//   changed. Only the loop thread uses it.
+// Both give the loop the same contract (DescriptorPoller.swift says how).
 
 #if canImport(Darwin)
 import Darwin
@@ -16,115 +14,100 @@ import Glibc
 import Musl
 #endif
 
-/// A watch as the wait set needs it.
+/// The kernel interface a descriptor-watching ``SDKLoop`` waits with.
+package enum DescriptorBackend: Sendable, Hashable, CustomStringConvertible {
+    /// `poll`: every platform has it; a wait costs more the more descriptors are watched.
+    case poll
+    #if os(Linux)
+    /// `epoll`: a wait costs the same with one descriptor watched or thousands.
+    case epoll
+    #endif
+
+    /// The backend a loop uses unless told otherwise: epoll on Linux, poll elsewhere.
+    package static var platformDefault: DescriptorBackend {
+        #if os(Linux)
+        return .epoll
+        #else
+        return .poll
+        #endif
+    }
+
+    /// Every backend this platform can run, the default first (tests run the loop on each).
+    package static var available: [DescriptorBackend] {
+        #if os(Linux)
+        return [.epoll, .poll]
+        #else
+        return [.poll]
+        #endif
+    }
+
+    /// The interface's name, for example "epoll".
+    package var description: String {
+        switch self {
+        case .poll: return "poll"
+        #if os(Linux)
+        case .epoll: return "epoll"
+        #endif
+        }
+    }
+}
+
+/// What happened when a kernel wait set was told to watch a descriptor.
+enum KernelArmResult: Equatable {
+    /// The descriptor is watched for the interest given.
+    case armed
+    /// The descriptor is not open: the watch is reported `.invalid`.
+    case notOpen
+    /// The descriptor is open, but the kernel set cannot wait on it (a regular file under epoll):
+    /// it is always ready, as `poll` reports it.
+    case unpollable
+}
+
+/// A wait set whose watched descriptors live in the kernel (epoll).
+///
+/// `arm` and `disarm` are called from any thread, with the poller's registry lock held, so that the
+/// kernel's set and the registry change together; `wait` is called by the loop thread only.
+/// Every watch is one-shot in the kernel: once reported it stays quiet until the loop arms it
+/// again after its handler. A stale entry (a descriptor closed under its watch while its open
+/// file lives on elsewhere) can therefore never report more than once.
+protocol KernelWaitSet: AnyObject, Sendable {
+    /// Watches `descriptor` for `interest` under `id`, or changes what it is watched for. When
+    /// the number names a file the set does not hold (a new file under a live watch), that file
+    /// is watched from now on.
+    func arm(descriptor: Int32, id: UInt64, interest: DescriptorEvents, adding: Bool) -> KernelArmResult
+    /// Stops watching `descriptor`; harmless when it is not watched.
+    func disarm(descriptor: Int32, id: UInt64)
+    /// Waits up to `milliseconds` (-1: no bound, 0: not at all) and fills `ready` with every watch
+    /// reported, however many (`expected` sizes the first read). Returns whether the wake
+    /// descriptor was readable.
+    func wait(milliseconds: Int32, expected: Int, into ready: inout [(id: UInt64, events: DescriptorEvents)]) -> Bool
+    /// Closes the set (the poller's deinit).
+    func close()
+}
+
+/// A watch as the poll set needs it.
 struct WatchedDescriptor {
     var id: UInt64
     var descriptor: Int32
     var interest: DescriptorEvents
 }
 
-struct DescriptorWaitSet {
+/// The poll backend: the loop thread's poll set, rebuilt from the registry when a watch changed.
+struct PollWaitSet {
     /// The registry version the set was last brought up to.
     var version: UInt64 = .max
     /// Filled by `wait`: the ready watches, in the order they were watched.
     private(set) var ready: [(id: UInt64, events: DescriptorEvents)] = []
     private let wakeDescriptor: Int32
-
-    #if os(Linux) && LEGACY_BRIDGE_EPOLL
-    private let epoll: Int32
-    /// What the epoll instance holds, by watch id.
-    private var registered: [UInt64: (descriptor: Int32, events: UInt32)] = [:]
-    /// `epoll_wait`'s output: `Epoll.eventCapacity` events of `Epoll.eventSize` bytes.
-    private let events: UnsafeMutableRawPointer
-    /// The wake pipe's entry carries this id; watch ids start at 1.
-    private static let wakeID: UInt64 = 0
-
-    init(wakeDescriptor: Int32) throws(DescriptorLoopError) {
-        self.wakeDescriptor = wakeDescriptor
-        guard let functions = Epoll.functions else { throw .waitSetFailed(code: ENOSYS) }
-        epoll = functions.create(Epoll.closeOnExec)
-        guard epoll >= 0 else { throw .waitSetFailed(code: errno) }
-        events = .allocate(byteCount: Epoll.eventSize * Epoll.eventCapacity, alignment: 8)
-        guard Epoll.control(epoll, Epoll.add, wakeDescriptor, events: Epoll.readable, id: Self.wakeID) == 0 else {
-            let code = errno
-            Glibc.close(epoll)
-            events.deallocate()
-            throw .waitSetFailed(code: code)
-        }
-    }
-
-    func close() {
-        _ = Glibc.close(epoll)
-        events.deallocate()
-    }
-
-    /// Brings the epoll instance up to `watches`; returns the ids it could not watch (a closed
-    /// descriptor, or one epoll cannot watch such as a regular file).
-    mutating func sync(to watches: [WatchedDescriptor], version: UInt64) -> [UInt64] {
-        self.version = version
-        var wanted: [UInt64: (descriptor: Int32, events: UInt32)] = [:]
-        for watch in watches { wanted[watch.id] = (watch.descriptor, Epoll.events(for: watch.interest)) }
-        for (id, entry) in registered where wanted[id]?.descriptor != entry.descriptor {
-            // EBADF once the descriptor was closed: epoll dropped it by itself.
-            _ = Epoll.control(epoll, Epoll.delete, entry.descriptor, events: 0, id: id)
-            registered[id] = nil
-        }
-        var failed: [UInt64] = []
-        for (id, entry) in wanted where registered[id]?.events != entry.events {
-            let operation = registered[id] == nil ? Epoll.add : Epoll.modify
-            if Epoll.control(epoll, operation, entry.descriptor, events: entry.events, id: id) == 0 {
-                registered[id] = entry
-            } else {
-                registered[id] = nil
-                failed.append(id)
-            }
-        }
-        return failed.sorted()
-    }
-
-    /// Removes a watch from the epoll instance now, while its descriptor is still open.
-    mutating func forget(_ id: UInt64) {
-        guard let entry = registered.removeValue(forKey: id) else { return }
-        _ = Epoll.control(epoll, Epoll.delete, entry.descriptor, events: 0, id: id)
-    }
-
-    /// Removes whatever watch holds `descriptor` from the epoll instance, before it is closed.
-    mutating func forget(descriptor: Int32) {
-        for (id, entry) in registered where entry.descriptor == descriptor { forget(id) }
-    }
-
-    /// Waits up to `milliseconds` (-1: no bound); returns whether the wake pipe was readable.
-    mutating func wait(milliseconds: Int32) -> Bool {
-        ready.removeAll(keepingCapacity: true)
-        let count = Epoll.functions?.wait(epoll, events, Int32(Epoll.eventCapacity), milliseconds) ?? -1
-        var woken = false
-        for index in 0..<Int(max(count, 0)) {
-            let (raw, id) = Epoll.event(at: index, in: events)
-            if id == Self.wakeID {
-                woken = true
-            } else {
-                ready.append((id, Epoll.events(from: raw)))
-            }
-        }
-        if ready.count > 1 { ready.sort { $0.id < $1.id } }
-        return woken
-    }
-    #else
     private var descriptors: [pollfd] = []
     private var owners: [UInt64] = []
 
-    init(wakeDescriptor: Int32) throws(DescriptorLoopError) {
+    init(wakeDescriptor: Int32) {
         self.wakeDescriptor = wakeDescriptor
     }
 
-    func close() {}
-
-    /// Nothing to do: the poll set is rebuilt from the registry before the next wait.
-    mutating func forget(_ id: UInt64) {}
-    mutating func forget(descriptor: Int32) {}
-
-    /// Rebuilds the poll set from `watches`; every descriptor can be polled.
-    mutating func sync(to watches: [WatchedDescriptor], version: UInt64) -> [UInt64] {
+    /// Rebuilds the poll set from `watches`, sorted by id; every descriptor can be polled.
+    mutating func sync(to watches: [WatchedDescriptor], version: UInt64) {
         self.version = version
         descriptors.removeAll(keepingCapacity: true)
         owners.removeAll(keepingCapacity: true)
@@ -134,7 +117,6 @@ struct DescriptorWaitSet {
             descriptors.append(pollfd(fd: watch.descriptor, events: Self.pollEvents(watch.interest), revents: 0))
             owners.append(watch.id)
         }
-        return []
     }
 
     /// Waits up to `milliseconds` (-1: no bound); returns whether the wake pipe was readable.
@@ -162,80 +144,4 @@ struct DescriptorWaitSet {
         if revents & Int16(POLLNVAL) != 0 { events.insert(.invalid) }
         return events
     }
-    #endif
 }
-
-#if os(Linux) && LEGACY_BRIDGE_EPOLL
-/// epoll, which the toolchain's Glibc module does not declare (sys/epoll.h is not in it): its
-/// three functions are found in the C library by name, and `struct epoll_event` is read and
-/// written as bytes with the kernel's layout (packed, 12 bytes, on x86-64; 16 bytes elsewhere).
-private enum Epoll {
-    typealias Create = @convention(c) (Int32) -> Int32
-    typealias Control = @convention(c) (Int32, Int32, Int32, UnsafeMutableRawPointer?) -> Int32
-    typealias Wait = @convention(c) (Int32, UnsafeMutableRawPointer?, Int32, Int32) -> Int32
-
-    struct Functions {
-        var create: Create
-        var control: Control
-        var wait: Wait
-    }
-
-    /// The C library's epoll functions; nil where they cannot be found.
-    static let functions: Functions? = {
-        guard let library = dlopen(nil, RTLD_NOW),
-            let create = dlsym(library, "epoll_create1"), let control = dlsym(library, "epoll_ctl"),
-            let wait = dlsym(library, "epoll_wait")
-        else { return nil }
-        return Functions(
-            create: unsafeBitCast(create, to: Create.self), control: unsafeBitCast(control, to: Control.self),
-            wait: unsafeBitCast(wait, to: Wait.self))
-    }()
-
-    static let add: Int32 = 1  // EPOLL_CTL_ADD
-    static let delete: Int32 = 2  // EPOLL_CTL_DEL
-    static let modify: Int32 = 3  // EPOLL_CTL_MOD
-    static let closeOnExec: Int32 = 0o2_000_000  // EPOLL_CLOEXEC, which is O_CLOEXEC
-    static let readable: UInt32 = 0x001  // EPOLLIN
-    static let writable: UInt32 = 0x004  // EPOLLOUT
-    static let error: UInt32 = 0x008  // EPOLLERR
-    static let hangUp: UInt32 = 0x010  // EPOLLHUP
-    static let eventCapacity = 64
-
-    #if arch(x86_64)
-    static let eventSize = 12
-    static let dataOffset = 4
-    #else
-    static let eventSize = 16
-    static let dataOffset = 8
-    #endif
-
-    static func control(_ epoll: Int32, _ operation: Int32, _ descriptor: Int32, events: UInt32, id: UInt64) -> Int32 {
-        guard let functions else { return -1 }
-        var bytes: (UInt64, UInt64) = (0, 0)  // 16 bytes, 8-aligned: room for either layout
-        return withUnsafeMutableBytes(of: &bytes) { event in
-            event.storeBytes(of: events, toByteOffset: 0, as: UInt32.self)
-            event.storeBytes(of: id, toByteOffset: dataOffset, as: UInt64.self)
-            return functions.control(epoll, operation, descriptor, event.baseAddress)
-        }
-    }
-
-    /// The events and the id of the `index`th event of an `epoll_wait` output.
-    static func event(at index: Int, in buffer: UnsafeMutableRawPointer) -> (events: UInt32, id: UInt64) {
-        let start = buffer + index * eventSize
-        return (start.loadUnaligned(as: UInt32.self), (start + dataOffset).loadUnaligned(as: UInt64.self))
-    }
-
-    static func events(for interest: DescriptorEvents) -> UInt32 {
-        (interest.contains(.readable) ? readable : 0) | (interest.contains(.writable) ? writable : 0)
-    }
-
-    static func events(from raw: UInt32) -> DescriptorEvents {
-        var events: DescriptorEvents = []
-        if raw & readable != 0 { events.insert(.readable) }
-        if raw & writable != 0 { events.insert(.writable) }
-        if raw & error != 0 { events.insert(.error) }
-        if raw & hangUp != 0 { events.insert(.hangUp) }
-        return events
-    }
-}
-#endif

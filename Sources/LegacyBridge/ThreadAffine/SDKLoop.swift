@@ -20,7 +20,7 @@
 /// - Jobs run exactly once, in posting order, on the loop thread, never inside ``post(_:)``.
 /// - A post from another thread wakes the loop, and so does a post from the loop thread outside
 ///   the library's own run of posted jobs, from inside one of the SDK's callbacks for example. A
-///   job posted by another posted job runs before the loop waits again, with no wake.
+///   job posted by another posted job runs before the loop blocks again, with no wake.
 /// - ``shutdown(isolation:)`` refuses new jobs with ``OffloadError/shutDown``, runs every job
 ///   accepted before it, stops the SDK's loop and returns once the thread has left. Releasing the
 ///   last reference to the loop does the same in the background. Nothing accepted is dropped.
@@ -91,19 +91,30 @@ public final class SDKLoop: Sendable {
     /// Starts a loop thread that waits on descriptors and timers, for a socket-driven SDK
     /// (libpq, hiredis, c-ares, libmosquitto, libcurl's multi-socket API).
     ///
-    /// The thread waits with `poll` on the descriptors given to ``watch(_:for:_:)``, the nearest
-    /// timer of ``schedule(after:repeating:_:)`` and a wake pipe of its own, so that posted jobs
-    /// interrupt the wait. Each iteration runs the posted jobs, then waits, then the handlers of
-    /// the ready descriptors (in the order they were watched), then the due timers (in deadline
-    /// order). Every guarantee of a loop with a driver holds, and also:
+    /// The thread waits on the descriptors given to ``watch(_:for:_:)``, the nearest timer of
+    /// ``schedule(after:repeating:_:)`` and a wake pipe of its own, so that posted jobs interrupt
+    /// the wait. It waits with `epoll` on Linux and `poll` elsewhere, under one contract. Each
+    /// iteration runs a bounded batch of posted jobs, then waits (without blocking while jobs are
+    /// queued), then runs the handlers of every ready descriptor (in the order they were watched),
+    /// then the due timers (in deadline order). Every guarantee of a loop with a driver holds, and
+    /// also:
+    /// - Every ready descriptor's handler runs before the timers that fell due, however many are
+    ///   ready. A burst of posted jobs is run in batches, with a look at the descriptors and
+    ///   timers between two batches.
     /// - Readiness is level-triggered, as with `poll`: a handler that leaves data unread is called
     ///   again at the next wait. Change the interest when the SDK wants something else.
     /// - A watch cancelled on the loop thread never reaches its handler again, even for readiness
-    ///   already collected in the same iteration; the same holds for timers.
-    /// - Errors and hang-ups reach the handler whatever its interest. A descriptor that cannot be
-    ///   watched is reported once as ``DescriptorEvents/invalid``; the watch then ends. Cancel a
-    ///   watch before its descriptor is closed.
-    /// - A wait costs more the more descriptors are watched, as with `poll`.
+    ///   already collected in the same iteration; the same holds for timers. When
+    ///   ``DescriptorWatch/cancel(closingDescriptor:)`` returns, from any thread, the loop no
+    ///   longer waits on the descriptor: closing it is safe.
+    /// - Errors and hang-ups reach the handler whatever its interest. A descriptor that is not
+    ///   open is reported once as ``DescriptorEvents/invalid``; the watch then ends. Cancel a watch
+    ///   before its descriptor is closed.
+    /// - A number that comes to name a new file under a live watch (the SDK closed its socket and
+    ///   opened another, as libpq does while it connects) is heard as the new file once the
+    ///   watch's handler has returned or its interest was updated.
+    /// - The cost of a wait does not grow with the number of descriptors watched (with `poll` it
+    ///   does), nor with the number of timers armed.
     /// - A handler that throws ends its watch or timer, and the error goes to `onHandlerError`.
     ///   Without one, the process stops with a message that names the loop and the error.
     /// - Shutdown ends every watch and timer and releases their handlers once the thread has left.
@@ -122,12 +133,24 @@ public final class SDKLoop: Sendable {
     ///   - beforeWait: Runs on the loop thread before each wait, after the posted jobs. For an SDK
     ///     that says what it waits for only when asked (`mosquitto_want_write`, `ares_getsock`,
     ///     `PQflush`): update the watches' interest here.
-    /// - Throws: ``DescriptorLoopError`` when the wake pipe or the thread cannot be created.
+    /// - Throws: ``DescriptorLoopError`` when the wake pipe, the wait set or the thread cannot be
+    ///   created.
     public convenience init(
         name: String = "sdk-loop", onHandlerError: (@Sendable (any Error) -> Void)? = nil,
         beforeWait: (@Sendable () -> Void)? = nil
     ) throws(DescriptorLoopError) {
-        let poller = try DescriptorPoller(loopName: name, onHandlerError: onHandlerError, beforeWait: beforeWait)
+        try self.init(
+            name: name, backend: .platformDefault, onHandlerError: onHandlerError, beforeWait: beforeWait)
+    }
+
+    /// A descriptor loop on a chosen backend: the tests run the loop's contract on each one the
+    /// platform has, and the benchmarks compare them.
+    package convenience init(
+        name: String = "sdk-loop", backend: DescriptorBackend, onHandlerError: (@Sendable (any Error) -> Void)? = nil,
+        beforeWait: (@Sendable () -> Void)? = nil
+    ) throws(DescriptorLoopError) {
+        let poller = try DescriptorPoller(
+            loopName: name, backend: backend, onHandlerError: onHandlerError, beforeWait: beforeWait)
         do {
             try self.init(name: name, kind: .descriptors(poller))
         } catch {

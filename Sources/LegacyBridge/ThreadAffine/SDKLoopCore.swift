@@ -112,6 +112,38 @@ final class SDKLoopCore: Sendable {
         }
     }
 
+    /// How many posted jobs a descriptor loop runs before it looks at its descriptors and timers
+    /// again: a burst of posts must not starve them.
+    static let jobBatch = 64
+
+    /// A descriptor loop's iterations: a bounded batch of posted jobs, then a look at the
+    /// descriptors and timers that blocks only when no job waits. Returns the shutdown waiters.
+    private func runDescriptorLoop(_ poller: DescriptorPoller) -> [UnsafeContinuation<Void, Never>] {
+        // Jobs taken from the machine and not run yet, oldest first: they were posted before
+        // anything still in its queue.
+        var held: [Job] = []
+        var next = 0
+        while true {
+            if next == held.count {
+                held = []
+                next = 0
+                switch box.withLock({ $0.takeJobs() }) {
+                case .run(let jobs): held = jobs
+                case .iterate: break
+                case .exit(let leaving): return leaving
+                }
+            }
+            let end = min(held.count, next + Self.jobBatch)
+            while next < end {
+                held[next]()
+                next += 1
+            }
+            let holding = next < held.count
+            let busy = box.withLock { $0.endBatch(holdingJobs: holding) }
+            poller.runOnce(mayBlock: !busy)
+        }
+    }
+
     private func threadMain() {
         ThreadOwnerMarker.mark(self)
         var waiters: [UnsafeContinuation<Void, Never>]
@@ -125,13 +157,7 @@ final class SDKLoopCore: Sendable {
                 runOnce()
             }
         case .descriptors(let poller):
-            while true {
-                if let leaving = drain() {
-                    waiters = leaving
-                    break
-                }
-                poller.runOnce()
-            }
+            waiters = runDescriptorLoop(poller)
             poller.finish()
         case .running(let run, _, _):
             run()

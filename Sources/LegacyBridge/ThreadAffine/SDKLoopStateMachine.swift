@@ -9,7 +9,8 @@
 /// - A post from another thread wakes the loop at most once per batch: the first post into an
 ///   empty queue asks for a wake, later ones ride on it until the loop takes the batch.
 /// - A post from the loop thread asks for no wake only inside the loop's own drain (while it runs
-///   posted jobs): the drain takes it before the loop waits again. Anywhere else on that thread,
+///   posted jobs, or between two bounded batches of them): the drain takes it before the loop
+///   blocks again. Anywhere else on that thread,
 ///   inside one of the SDK's callbacks for example, the SDK's loop may wait next: it is woken as
 ///   from another thread.
 /// - After shutdown is requested every post is rejected; jobs accepted before it still run.
@@ -102,6 +103,20 @@ struct SDKLoopStateMachine<Job, Waiter> {
         case .modifying:
             preconditionFailure("SDKLoopStateMachine: re-entered while modifying")
         }
+    }
+
+    /// The loop thread ran a bounded batch of jobs (a descriptor loop) and looks at its
+    /// descriptors and timers next. `holdingJobs`: it still holds jobs it took. Returns whether
+    /// that look must not block: jobs are held or queued. While it returns true the loop takes
+    /// jobs again before it blocks, so a post from the loop thread needs no wake. Once shutdown
+    /// was requested it is always true: the loop must ask again to learn that it may leave.
+    mutating func endBatch(holdingJobs: Bool) -> Bool {
+        if case .draining = state {
+            loopInDrain = true
+            return true
+        }
+        loopInDrain = holdingJobs || queuedCount > 0
+        return loopInDrain
     }
 
     /// Shutdown is requested; `waiter` (if any) is resumed once the loop has left.

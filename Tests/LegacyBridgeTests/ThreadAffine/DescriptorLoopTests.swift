@@ -1,5 +1,5 @@
 // SDKLoop without a driver: the library's own loop waits on descriptors (pipes and socket pairs
-// here), timers and its wake pipe. Orders are forced by holding the loop thread in a posted job
+// here), timers and its wake pipe, on every backend the platform has (epoll and poll on Linux). Orders are forced by holding the loop thread in a posted job
 // until the descriptors are ready, and checked after a round trip through the loop (`run`): the
 // post wakes the wait, so everything ready at that wait was dispatched before the job ran.
 
@@ -11,7 +11,7 @@ import Testing
 @testable import LegacyBridge
 
 /// A one-way channel between two non-blocking descriptors (a socket pair).
-private final class TestPipe: @unchecked Sendable {
+final class TestPipe: @unchecked Sendable {
     // @unchecked Sendable: the descriptors are plain numbers; each test closes an end at most once.
     let readEnd: Int32
     let writeEnd: Int32
@@ -45,7 +45,7 @@ private final class TestPipe: @unchecked Sendable {
 }
 
 /// Records handler calls: the events, and whether each ran on the loop thread.
-private final class CallLog: Sendable {
+final class CallLog: Sendable {
     private let entries = LockedBox<[DescriptorEvents]>([])
     let offLoop = AtomicCell<Int>(0)
     func record(_ events: DescriptorEvents, on loop: SDKLoop) {
@@ -57,11 +57,11 @@ private final class CallLog: Sendable {
     var count: Int { entries.withLock { $0.count } }
 }
 
-private struct HandlerFailure: Error, Equatable {}
+struct HandlerFailure: Error, Equatable {}
 
 /// Holds the loop thread in a posted job until `release`: what becomes ready meanwhile is seen by
 /// one and the same wait.
-private func holdLoop(_ loop: SDKLoop) throws -> DispatchSemaphore {
+func holdLoop(_ loop: SDKLoop) throws -> DispatchSemaphore {
     let gate = DispatchSemaphore(value: 0)
     let held = DispatchSemaphore(value: 0)
     try loop.post {
@@ -74,9 +74,11 @@ private func holdLoop(_ loop: SDKLoop) throws -> DispatchSemaphore {
 
 @Suite("SDKLoop watching descriptors and timers")
 struct DescriptorLoopTests {
-    @Test("a descriptor watched from another thread wakes the loop; its handler runs on the loop thread")
-    func readableReachesHandler() async throws {
-        let loop = try SDKLoop(name: "fd-read")
+    @Test(
+        "a descriptor watched from another thread wakes the loop; its handler runs on the loop thread",
+        arguments: DescriptorBackend.available)
+    func readableReachesHandler(backend: DescriptorBackend) async throws {
+        let loop = try SDKLoop(name: "fd-read", backend: backend)
         let pipe = TestPipe()
         let log = CallLog()
         let bytes = AtomicCell<Int>(0)
@@ -92,9 +94,11 @@ struct DescriptorLoopTests {
         pipe.closeAll()
     }
 
-    @Test("the interest decides: no calls while empty, calls once writable is asked for, none once it is dropped")
-    func interestChanges() async throws {
-        let loop = try SDKLoop(name: "fd-interest")
+    @Test(
+        "the interest decides: no calls while empty, calls once writable is asked for, none once it is dropped",
+        arguments: DescriptorBackend.available)
+    func interestChanges(backend: DescriptorBackend) async throws {
+        let loop = try SDKLoop(name: "fd-interest", backend: backend)
         let pipe = TestPipe()  // the write end is writable at once
         let log = CallLog()
         // Once called, the handler drops its interest itself: a level-triggered writable end would
@@ -138,15 +142,17 @@ struct DescriptorLoopTests {
         second.closeAll()
     }
 
-    @Test("beforeWait runs on the loop thread before each wait: an SDK that says what it wants only when asked")
-    func beforeWaitSetsInterest() async throws {
+    @Test(
+        "beforeWait runs on the loop thread before each wait: an SDK that says what it wants only when asked",
+        arguments: DescriptorBackend.available)
+    func beforeWaitSetsInterest(backend: DescriptorBackend) async throws {
         // The stand-in SDK wants to write only while `pending` is set, like mosquitto_want_write.
         let pending = AtomicCell<Bool>(false)
         let watchBox = LockedBox<DescriptorWatch?>(nil)
         let offLoop = AtomicCell<Int>(0)
         let loopBox = LockedBox<SDKLoop?>(nil)
         let loop = try SDKLoop(
-            name: "fd-prepare",
+            name: "fd-prepare", backend: backend,
             beforeWait: {
                 if loopBox.withLock({ $0 })?.isCurrent == false { offLoop.add(1, ordering: .relaxed) }
                 watchBox.withLock { $0 }?.update(interest: pending.load(ordering: .acquiring) ? .writable : [])
@@ -174,9 +180,11 @@ struct DescriptorLoopTests {
         pipe.closeAll()
     }
 
-    @Test("a watch cancelled by an earlier handler of the same wait never reaches its handler")
-    func cancelledInSameBatch() async throws {
-        let loop = try SDKLoop(name: "fd-batch")
+    @Test(
+        "a watch cancelled by an earlier handler of the same wait never reaches its handler",
+        arguments: DescriptorBackend.available)
+    func cancelledInSameBatch(backend: DescriptorBackend) async throws {
+        let loop = try SDKLoop(name: "fd-batch", backend: backend)
         let first = TestPipe()
         let second = TestPipe()
         let secondLog = CallLog()
@@ -205,15 +213,17 @@ struct DescriptorLoopTests {
         second.closeAll()
     }
 
-    @Test("a watched descriptor that is not open is reported once as invalid; the watch ends")
-    func notOpenIsInvalid() async throws {
+    @Test(
+        "a watched descriptor that is not open is reported once as invalid; the watch ends",
+        arguments: DescriptorBackend.available)
+    func notOpenIsInvalid(backend: DescriptorBackend) async throws {
         // The highest number the process may open: no other test opens it meanwhile (descriptors
         // are handed out lowest first), so it stays closed.
         var limit = rlimit()
         #expect(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
         let high = Int32(clamping: min(limit.rlim_cur, 1 << 20) - 1)
         #expect(fcntl(high, F_GETFD) == -1)
-        let loop = try SDKLoop(name: "fd-invalid")
+        let loop = try SDKLoop(name: "fd-invalid", backend: backend)
         let log = CallLog()
         let watch = try loop.watch(high, for: .readable) { events in log.record(events, on: loop) }
         #expect(await eventually { log.count >= 1 })
@@ -224,9 +234,9 @@ struct DescriptorLoopTests {
         await loop.shutdown()
     }
 
-    @Test("a hang-up reaches a handler that asked for nothing")
-    func hangUpReported() async throws {
-        let loop = try SDKLoop(name: "fd-hup")
+    @Test("a hang-up reaches a handler that asked for nothing", arguments: DescriptorBackend.available)
+    func hangUpReported(backend: DescriptorBackend) async throws {
+        let loop = try SDKLoop(name: "fd-hup", backend: backend)
         var pair: [Int32] = [-1, -1]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
         let log = CallLog()
@@ -248,9 +258,11 @@ struct DescriptorLoopTests {
         await loop.shutdown()
     }
 
-    @Test("cancel(closingDescriptor: true) from another thread closes the descriptor on the loop thread")
-    func cancelClosing() async throws {
-        let loop = try SDKLoop(name: "fd-close")
+    @Test(
+        "cancel(closingDescriptor: true) from another thread closes the descriptor on the loop thread",
+        arguments: DescriptorBackend.available)
+    func cancelClosing(backend: DescriptorBackend) async throws {
+        let loop = try SDKLoop(name: "fd-close", backend: backend)
         var pair: [Int32] = [-1, -1]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
         _ = fcntl(pair[1], F_SETFL, fcntl(pair[1], F_GETFL) | O_NONBLOCK)
@@ -265,9 +277,11 @@ struct DescriptorLoopTests {
         _ = close(pair[1])
     }
 
-    @Test("one-shot and repeating timers run on the loop thread; a cancelled one stops, even when due in the same turn")
-    func timers() async throws {
-        let loop = try SDKLoop(name: "timers")
+    @Test(
+        "one-shot and repeating timers run on the loop thread; a cancelled one stops, even when due in the same turn",
+        arguments: DescriptorBackend.available)
+    func timers(backend: DescriptorBackend) async throws {
+        let loop = try SDKLoop(name: "timers", backend: backend)
         let once = AtomicCell<Int>(0)
         let offLoop = AtomicCell<Int>(0)
         let oneShot = try loop.schedule(after: .milliseconds(1)) {
@@ -306,10 +320,13 @@ struct DescriptorLoopTests {
         await loop.shutdown()
     }
 
-    @Test("a handler that throws ends its watch or timer, and the error reaches onHandlerError")
-    func throwingHandler() async throws {
+    @Test(
+        "a handler that throws ends its watch or timer, and the error reaches onHandlerError",
+        arguments: DescriptorBackend.available)
+    func throwingHandler(backend: DescriptorBackend) async throws {
         let errors = LockedBox<[String]>([])
-        let loop = try SDKLoop(name: "fd-throw", onHandlerError: { error in errors.withLock { $0.append("\(error)") } })
+        let loop = try SDKLoop(
+            name: "fd-throw", backend: backend, onHandlerError: { error in errors.withLock { $0.append("\(error)") } })
         let pipe = TestPipe()
         let calls = AtomicCell<Int>(0)
         let watch = try loop.watch(pipe.readEnd, for: .readable) { _ in
@@ -328,10 +345,10 @@ struct DescriptorLoopTests {
     }
 
     @Test(
-        "shutdown releases every handler and refuses new watches and timers; jobs, scheduler and executor still work before"
-    )
-    func shutdownEnds() async throws {
-        let loop = try SDKLoop(name: "fd-shutdown")
+        "shutdown releases every handler and refuses new watches and timers; jobs, scheduler and executor still work before",
+        arguments: DescriptorBackend.available)
+    func shutdownEnds(backend: DescriptorBackend) async throws {
+        let loop = try SDKLoop(name: "fd-shutdown", backend: backend)
         let pipe = TestPipe()
         final class Token: Sendable {}
         var token: Token? = Token()
@@ -374,9 +391,11 @@ struct DescriptorLoopTests {
         #expect(message.contains("Create it with SDKLoop(name:) to watch descriptors and timers"))
     }
 
-    @Test("500 descriptors watched at once: each ready one reaches its own handler, once per write")
-    func manyDescriptors() async throws {
-        let loop = try SDKLoop(name: "fd-many")
+    @Test(
+        "500 descriptors watched at once: each ready one reaches its own handler, once per write",
+        arguments: DescriptorBackend.available)
+    func manyDescriptors(backend: DescriptorBackend) async throws {
+        let loop = try SDKLoop(name: "fd-many", backend: backend)
         let pipes = (0..<250).map { _ in TestPipe() }  // 250 pipes, both ends watched
         let reads = (0..<pipes.count).map { _ in AtomicCell<Int>(0) }
         for (index, pipe) in pipes.enumerated() {
