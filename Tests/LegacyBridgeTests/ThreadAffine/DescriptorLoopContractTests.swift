@@ -101,12 +101,19 @@ struct DescriptorLoopContractTests {
         }
         _ = try await loop.run { 0 }
         let burst = 2_000
-        // Held in a job while the descriptor becomes readable, a timer falls due and the burst is
-        // queued behind it: the loop's next move decides.
+        // The whole burst is queued while the loop is held, so it is queued at once when the loop
+        // next takes jobs. Its first job makes the descriptor readable and arms a zero-delay timer:
+        // both are ready while the other jobs of the burst still wait, and the loop must look at
+        // them before it has run the burst to its end.
         let gate = try holdLoop(loop)
-        put(writeEnd)
-        try loop.schedule(after: .zero) { timerSaw.store(jobsRun.load(ordering: .acquiring), ordering: .releasing) }
-        for _ in 0..<burst { try loop.post { jobsRun.add(1, ordering: .relaxed) } }
+        try loop.post {
+            put(writeEnd)
+            _ = try? loop.schedule(after: .zero) {
+                timerSaw.store(jobsRun.load(ordering: .acquiring), ordering: .releasing)
+            }
+            jobsRun.add(1, ordering: .relaxed)
+        }
+        for _ in 1..<burst { try loop.post { jobsRun.add(1, ordering: .relaxed) } }
         gate.signal()
         _ = try await loop.run { 0 }
         #expect(jobsRun.load(ordering: .acquiring) == burst)
