@@ -91,11 +91,12 @@ struct LayeringTests {
         }
     }
 
-    @Test("the conformance library's files sit in one folder per adapter kind, Runner/ or Shared/")
+    @Test("the conformance library's files sit in one folder per adapter kind, Engine/, Runner/ or Shared/")
     func conformanceIsGroupedByKind() throws {
         let conformance = Self.root.appendingPathComponent("Sources/LegacyBridgeConformance")
         let folders: Set<String> = [
             "OneShot", "Stream", "Blocking", "ThreadAffine", "Keyed", "SharedSubscription", "LatestWins", "Coalesced",
+            "Engine",
             "Runner",
             "Shared",
         ]
