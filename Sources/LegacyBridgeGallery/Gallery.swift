@@ -13,7 +13,7 @@ import LegacyBridgeConformance
 /// Why it is wrong: a second callback resumes the continuation again, which traps ("SWIFT TASK
 /// CONTINUATION MISUSE ... tried to resume its continuation more than once"). It also ignores the
 /// cancel function, the caller's cancellation and timeouts.
-/// Flagged by: `repeated-callback-*` (crash), `never-calls-back-then-cancel` (hang).
+/// Flagged by: `repeated-callback-*` (crash), `cancel-in-flight` (hang).
 public struct NaiveContinuationAdapter: OneShotAdapter {
     /// Creates the adapter.
     public init() {}
@@ -42,7 +42,7 @@ public struct NaiveContinuationAdapter: OneShotAdapter {
 /// Why it is wrong: the SDK's cancel may call the completion back synchronously, on the same
 /// thread; the completion then waits for the lock the cancelling code already holds. Deadlock (or,
 /// with an error-checking mutex, a trap).
-/// Flagged by: `reentrant-cancel` (hang or crash).
+/// Flagged by: `callback-inside-cancel` (hang or crash).
 public struct LockHeldGateAdapter: OneShotAdapter {
     /// Creates the adapter.
     public init() {}
@@ -122,7 +122,7 @@ public struct LockHeldGateAdapter: OneShotAdapter {
 /// Why it is wrong: a cancellation that arrives after the check — while start runs, or while
 /// waiting — is never seen: the operation is never cancelled and a silent operation is waited for
 /// forever. Timeouts are ignored too.
-/// Flagged by: `cancel-before-handle`, `never-calls-back-then-cancel`, `timeout-silent-operation` (hangs).
+/// Flagged by: `cancel-before-handle`, `cancel-in-flight`, `timeout` (hangs).
 public struct NoCancellationHandlerAdapter: OneShotAdapter {
     /// Creates the adapter.
     public init() {}
@@ -201,7 +201,7 @@ public struct EarlyContextReleaseAdapter: OneShotAdapter {
 ///
 /// Why it is wrong: when the consumer stops (task cancelled, `break`), nothing tells the source;
 /// it keeps producing into a stream nobody reads. It is also unbounded.
-/// Flagged by: `consumer-cancel-stops-producer`, `break-stops-producer` (and `slow-consumer-backpressure`).
+/// Flagged by: `stream-consumer-cancel`, `stream-break` (and `stream-stalled-consumer`).
 public struct AsyncStreamNoTerminationAdapter: StreamAdapter {
     /// Creates the adapter.
     public init() {}
@@ -228,7 +228,7 @@ public struct AsyncStreamNoTerminationAdapter: StreamAdapter {
 ///
 /// Why it is wrong: a source faster than its consumer fills the buffer without limit; memory grows
 /// with the backlog. Nothing pauses the source.
-/// Flagged by: `slow-consumer-backpressure`.
+/// Flagged by: `stream-stalled-consumer`.
 public struct UnboundedAsyncStreamAdapter: StreamAdapter {
     /// Creates the adapter.
     public init() {}
@@ -358,8 +358,8 @@ public struct PlainBoolGateAdapter: OneShotAdapter {
 /// while the SDK runs") and clears it only in `cancel`. A stream that ends by itself — a normal end
 /// or an error — is never cancelled, so every such subscription leaks, with the SDK handle it holds.
 /// Everything else (backpressure, ordering, termination) is `CallbackStream`'s and correct.
-/// Flagged by: `stream-resources-released` (and the end checks of `stream-events-after-terminal`,
-/// `stream-exactly-one-terminal`).
+/// Flagged by: `stream-resources-released` (and the end checks of `stream-events-after-end`,
+/// `stream-failure`).
 public struct SelfRetainingSubscriptionAdapter: StreamAdapter {
     /// Creates the adapter.
     public init() {}
@@ -455,7 +455,7 @@ private struct RetainedContext: @unchecked Sendable {
 ///
 /// Why it is wrong: the caller cannot tell a failed operation from one that returned nothing; the
 /// error is lost and the empty value flows on as if it were data.
-/// Flagged by: `single-failure-throws` (and `repeated-callback-error-then-success`).
+/// Flagged by: `failure-throws` (and `repeated-callback-error-then-success`).
 public struct FailureAsEmptySuccessAdapter: OneShotAdapter {
     /// Creates the adapter.
     public init() {}

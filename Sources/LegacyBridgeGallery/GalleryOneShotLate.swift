@@ -10,7 +10,7 @@ import LegacyBridgeConformance
 /// Why it is wrong: by the time the retry runs, the SDK has ended the operation and released its
 /// handle; a real SDK may have given that handle to another request, which the retry cancels.
 /// Everything else is `withCallback`'s and correct, and the first cancel comes when it should.
-/// Flagged by: `never-calls-back-then-cancel` (the cancel function called again after the SDK
+/// Flagged by: `cancel-in-flight` (the cancel function called again after the SDK
 /// released the operation).
 public struct LateRetryCancelAdapter: OneShotAdapter {
     /// Creates the adapter.

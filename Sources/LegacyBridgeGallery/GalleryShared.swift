@@ -54,7 +54,7 @@ public struct SharedAsyncStreamAdapter: SharedSubscriptionAdapter {
 /// Why it is wrong: each stream is correct alone, but the SDK is subscribed once per consumer. An
 /// SDK that takes one listener per topic refuses the second start, and one that accepts it
 /// delivers every event once per consumer over the wire. Share one listener among the consumers.
-/// Flagged by: `shared-one-sdk-listener`.
+/// Flagged by: `shared-one-listener`.
 public struct ListenerPerConsumerAdapter: SharedSubscriptionAdapter {
     /// Creates the adapter.
     public init() {}
@@ -88,7 +88,7 @@ public struct ListenerPerConsumerAdapter: SharedSubscriptionAdapter {
 /// Why it is wrong: every consumer gets every event, but when the last one leaves the SDK keeps
 /// delivering to nobody, holding its topic, its threads and the network subscription for the
 /// life of the program.
-/// Flagged by: `shared-last-consumer-stops-listener`.
+/// Flagged by: `shared-consumer-leaves`.
 public struct NeverStopsListenerAdapter: SharedSubscriptionAdapter {
     /// Creates the adapter.
     public init() {}

@@ -13,7 +13,7 @@ import LegacyBridgeConformance
 /// thread (libcurl's multi interface, c-ares, GUI toolkits) is then called from foreign threads: a
 /// data race inside the SDK, invisible to the compiler. It is the README's stream snippet before
 /// the threading contract, and passes every scenario whose SDK accepts any thread.
-/// Flagged by: `stream-controls-on-sdk-thread`.
+/// Flagged by: `stream-thread-affinity`.
 public struct ForeignThreadStreamControlAdapter: StreamAdapter {
     /// Creates the adapter.
     public init() {}

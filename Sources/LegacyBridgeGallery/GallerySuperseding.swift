@@ -9,7 +9,7 @@ import LegacyBridgeConformance
 ///
 /// Why it is wrong: the stale result never lands, but the superseded SDK call keeps running to
 /// its end, and its caller waits for it. Type ten letters and ten searches run at once.
-/// Flagged by: `latest-superseded-call-cancelled`.
+/// Flagged by: `latest-superseded-let-go`.
 public struct RevisionWithoutCancelAdapter: LatestWinsAdapter {
     /// Creates the adapter.
     public init() {}
@@ -53,7 +53,7 @@ public struct RevisionWithoutCancelAdapter: LatestWinsAdapter {
 /// Why it is wrong: a callback does not say which call it answers here, so the late result of a
 /// superseded call resumes the newest caller with the wrong answer, and the newest call's own
 /// answer then finds nobody. The superseded SDK call is not cancelled either.
-/// Flagged by: `latest-late-result-never-lands`.
+/// Flagged by: `latest-late-answer-never-lands`.
 public struct CurrentContinuationAdapter: LatestWinsAdapter {
     /// Creates the adapter.
     public init() {}

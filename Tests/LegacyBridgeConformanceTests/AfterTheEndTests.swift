@@ -9,7 +9,7 @@ import Testing
 struct AfterTheEndTests {
     @Test("a cancel retried after the SDK released the operation is caught on every seed; the library's adapters pass")
     func lateRetryCancelIsCaught() async {
-        let scenario = "never-calls-back-then-cancel"
+        let scenario = "cancel-in-flight"
         for seed in UInt64(1)...4 {
             let report = await ConformanceSuite.run(
                 LateRetryCancelAdapter(), options: .init(watchdog: testWatchdog, seed: seed, only: [scenario]))

@@ -23,7 +23,7 @@ struct CLITests {
     @Test("conformance JSON has the documented keys, and a library adapter passes in child processes")
     func conformanceJSONKeys() async throws {
         let run = try await CLI.run([
-            "conformance", "--adapter", "with-callback", "--scenario", "synchronous-callback,reentrant-cancel",
+            "conformance", "--adapter", "with-callback", "--scenario", "synchronous-callback,callback-inside-cancel",
             "--watchdog", "60", "--json",
         ])
         #expect(run.status == 0, "\(run.errors)")
@@ -45,13 +45,13 @@ struct CLITests {
         // scenario's line must reach the pipe before the program ends.
         let lines = try await CLI.runStreaming([
             "conformance", "--adapter", "no-cancellation-handler",
-            "--scenario", "synchronous-callback,never-calls-back-then-cancel", "--watchdog", "3",
+            "--scenario", "synchronous-callback,cancel-in-flight", "--watchdog", "3",
         ])
         let first = try #require(lines.first { $0.text.contains("synchronous-callback") }, "\(lines.map(\.text))")
         #expect(first.text.hasPrefix("  ok   synchronous-callback"))
         #expect(first.processWasRunning, "the line arrived only when the program ended")
         let hang = try #require(
-            lines.first { $0.text.contains("HANG never-calls-back-then-cancel") }, "\(lines.map(\.text))")
+            lines.first { $0.text.contains("HANG cancel-in-flight") }, "\(lines.map(\.text))")
         #expect(hang.processWasRunning)
     }
 

@@ -9,13 +9,13 @@ struct CauseMessageTests {
     /// These adapters fail: a failing path waits the patience once, so a shorter bound keeps them
     /// quick, with room left for a loaded machine (and more under ThreadSanitizer).
     static let options = ConformanceOptions(
-        watchdog: threadSanitizerIsActive ? .seconds(60) : .seconds(20), only: ["slow-consumer-backpressure"])
+        watchdog: threadSanitizerIsActive ? .seconds(60) : .seconds(20), only: ["stream-stalled-consumer"])
 
     @Test("an adapter that restarts its source to resume it is told about the redelivered events, not about memory")
     func redeliveryIsNamed() async {
         let report = await ConformanceSuite.run(RestartingStreamAdapter(), options: Self.options)
         let detail = report.failures.first?.detail ?? ""
-        #expect(report.failures.map(\.name) == ["slow-consumer-backpressure"], "\(report.rendered)")
+        #expect(report.failures.map(\.name) == ["stream-stalled-consumer"], "\(report.rendered)")
         #expect(detail.contains("delivered") && detail.contains("a second time"), "\(detail)")
         #expect(detail.contains("started it"), "\(detail)")
         #expect(!detail.contains("memory grows"), "\(detail)")
@@ -33,7 +33,7 @@ struct CauseMessageTests {
     func unstructuredTasksAreNotADroppingBuffer() async {
         let report = await ConformanceSuite.run(UnstructuredTaskStreamAdapter(), options: Self.options)
         let detail = report.failures.first?.detail ?? ""
-        #expect(report.failures.map(\.name) == ["slow-consumer-backpressure"], "\(report.rendered)")
+        #expect(report.failures.map(\.name) == ["stream-stalled-consumer"], "\(report.rendered)")
         #expect(!detail.contains("dropping buffer"), "\(detail)")
         #expect(
             detail.contains("asynchronously") || detail.contains("memory grows")

@@ -115,7 +115,7 @@ struct RunnerTests {
                 [good], arguments: ["--in-process", "--scenario", "synchronous-callback", "--json"]) == 0)
         let bad = ConformanceSubject.oneShot(FailureAsEmptySuccessAdapter())  // passed as if it were meant to work
         #expect(
-            await ConformanceRunner.run([bad], arguments: ["--in-process", "--scenario", "single-failure-throws"]) == 1)
+            await ConformanceRunner.run([bad], arguments: ["--in-process", "--scenario", "failure-throws"]) == 1)
         #expect(await ConformanceRunner.run([good], arguments: ["--frobnicate"]) == 2)
         #expect(await ConformanceRunner.run([good, good], arguments: ["--list-adapters"]) == 2)
         #expect(await ConformanceRunner.run([good], arguments: ["--adapter", "nope"]) == 2)

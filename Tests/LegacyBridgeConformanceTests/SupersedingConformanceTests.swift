@@ -24,8 +24,8 @@ struct SupersedingConformanceTests {
     @Test(
         "each superseding or coalescing mistake is flagged by its scenario, for its reason, on every seed",
         arguments: [
-            ("revision-without-cancel", "latest-superseded-call-cancelled", "cancel the superseded call"),
-            ("current-continuation", "latest-late-result-never-lands", "late result must never land"),
+            ("revision-without-cancel", "latest-superseded-let-go", "cancel the superseded call"),
+            ("current-continuation", "latest-late-answer-never-lands", "late result must never land"),
             ("cancel-on-first-leave", "coalesced-first-leaver-keeps-call", "only when its last waiter leaves"),
             ("kept-failure", "coalesced-failure-not-kept", "the failure was kept for the key"),
         ])

@@ -7,7 +7,7 @@ import LegacyBridge
 enum BlockingFixtureScenarios<Value: Sendable> {
     typealias Fixture = BlockingFixture<Value>
 
-    static var all: [FixtureScenario<Fixture>] {
+    static var all: [Scenario<Fixture, FixtureContext>] {
         [value, error, cancelInterrupts, leavesPoolFree, threadAffinity]
     }
 
@@ -27,8 +27,8 @@ enum BlockingFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var value: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var value: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "blocking-value",
             summary: "the succeeding call returns its value; the blocking SDK call is made once"
         ) { fixture, context in
@@ -51,8 +51,8 @@ enum BlockingFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var error: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var error: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "blocking-error",
             summary: "the failing call throws the SDK's error, never a value"
         ) { fixture, context in
@@ -77,8 +77,8 @@ enum BlockingFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var cancelInterrupts: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var cancelInterrupts: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "blocking-cancel-interrupts",
             summary:
                 "the caller is cancelled while its SDK call blocks: CancellationError promptly (a third of the patience), the SDK call interrupted once and returned (not checked for an SDK without an interrupt)"
@@ -146,8 +146,8 @@ enum BlockingFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var leavesPoolFree: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var leavesPoolFree: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "blocking-leaves-pool-free",
             summary:
                 "while its blocking SDK call is in flight, the caller's thread runs other work (a third of the patience)"
@@ -220,8 +220,8 @@ enum BlockingFixtureScenarios<Value: Sendable> {
         return returned.withLock { $0 }
     }
 
-    static var threadAffinity: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var threadAffinity: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "blocking-thread-affinity",
             summary: "an SDK that must be called on its own thread: the blocking call ran there"
         ) { fixture, context in

@@ -13,7 +13,7 @@ import LegacySimulator
 /// The verdicts are taken on Dispatch threads, never in a task: an adapter that blocks the
 /// cooperative pool would otherwise stall the scenario that is checking it.
 enum BlockingScenarios {
-    static let all: [Scenario<any BlockingAdapter>] = [valueAndError, leavesPoolFree, cancelInterrupts]
+    static let all: [Scenario<any BlockingAdapter, LabContext>] = [valueAndError, leavesPoolFree, cancelInterrupts]
 
     /// How long an unrelated task, or a cancelled caller, may take before the adapter is blamed:
     /// a third of the run's patience (1 s with the default 5 s watchdog), so that the verdict comes
@@ -22,7 +22,7 @@ enum BlockingScenarios {
     /// thread is free, and never while every one of them is blocked.
     static var promptly: Duration { Patience.bound / 3 }
 
-    static let valueAndError = Scenario<any BlockingAdapter>(
+    static let valueAndError = Scenario<any BlockingAdapter, LabContext>(
         name: "blocking-value-and-error",
         summary: "a blocking call's value reaches the caller, and a failing call's error is thrown"
     ) { adapter, context in
@@ -45,7 +45,7 @@ enum BlockingScenarios {
         return .pass
     }
 
-    static let leavesPoolFree = Scenario<any BlockingAdapter>(
+    static let leavesPoolFree = Scenario<any BlockingAdapter, LabContext>(
         name: "blocking-leaves-pool-free",
         summary:
             "while its blocking call is in flight, the caller's thread runs other work (1 s with the default watchdog), and the call never runs in a task on the cooperative pool"
@@ -89,7 +89,7 @@ enum BlockingScenarios {
         }
     }
 
-    static let cancelInterrupts = Scenario<any BlockingAdapter>(
+    static let cancelInterrupts = Scenario<any BlockingAdapter, LabContext>(
         name: "blocking-cancel-interrupts",
         summary:
             "cancelling a caller whose call is blocked: CancellationError promptly (1 s with the default watchdog), and the call is interrupted"

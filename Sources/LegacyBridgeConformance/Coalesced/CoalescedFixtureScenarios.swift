@@ -10,7 +10,7 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
     typealias Fixture = CoalescedFixture<Value>
     typealias Calls = TokenedCalls<Value>
 
-    static var all: [FixtureScenario<Fixture>] {
+    static var all: [Scenario<Fixture, FixtureContext>] {
         [sharesOneCall, firstLeaverKeepsCall, lastLeaverCancels, failureNotKept, keysApart]
     }
 
@@ -172,8 +172,8 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
 
     // MARK: - Scenarios
 
-    static var sharesOneCall: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var sharesOneCall: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "coalesced-shares-one-call",
             summary:
                 "3 concurrent callers for one key share one SDK call and its answer; a caller after the answer makes a new SDK call and gets the new answer"
@@ -199,8 +199,8 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var firstLeaverKeepsCall: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var firstLeaverKeepsCall: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "coalesced-first-leaver-keeps-call",
             summary:
                 "of 2 callers sharing a call, the one whose call reached the SDK leaves: it throws CancellationError, the SDK call is not cancelled, and the other caller gets its answer"
@@ -240,8 +240,8 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var lastLeaverCancels: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var lastLeaverCancels: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "coalesced-last-leaver-cancels",
             summary:
                 "both callers sharing a call leave: each throws CancellationError, the SDK call is cancelled once (its resources come back), and a later caller for the key makes a new call"
@@ -294,8 +294,8 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var failureNotKept: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var failureNotKept: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "coalesced-failure-not-kept",
             summary:
                 "2 callers share a call, which the SDK fails: both throw; a caller for the same key after that makes a new SDK call and gets its answer"
@@ -334,8 +334,8 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var keysApart: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var keysApart: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "coalesced-keys-apart",
             summary:
                 "2 callers for each of 2 keys at once: one SDK call per key, answered in reverse order; each caller gets its own key's answer"

@@ -8,7 +8,7 @@ import LegacySimulator
 /// the suite's own, first come first served, and a task queued after them runs only once each
 /// caller suspended. The SDK's calls answer only when the scenario says (``CallDesk``).
 enum CoalescedScenarios {
-    static let all: [Scenario<any CoalescedAdapter>] = [
+    static let all: [Scenario<any CoalescedAdapter, LabContext>] = [
         sharesOneCall, firstLeaverKeepsCall, lastLeaverCancels, failureNotKept,
     ]
 
@@ -36,8 +36,8 @@ enum CoalescedScenarios {
         return tasks
     }
 
-    static let sharesOneCall = Scenario<any CoalescedAdapter>(
-        name: "coalesced-same-key-shares-one-call",
+    static let sharesOneCall = Scenario<any CoalescedAdapter, LabContext>(
+        name: "coalesced-shares-one-call",
         summary:
             "3 concurrent callers for one key share one SDK call and its answer; a caller after the answer starts a new call"
     ) { adapter, _ in
@@ -83,7 +83,7 @@ enum CoalescedScenarios {
         return .pass
     }
 
-    static let firstLeaverKeepsCall = Scenario<any CoalescedAdapter>(
+    static let firstLeaverKeepsCall = Scenario<any CoalescedAdapter, LabContext>(
         name: "coalesced-first-leaver-keeps-call",
         summary:
             "of 3 callers sharing one call, the first is cancelled: it throws CancellationError, the call goes on and the other 2 get its answer"
@@ -127,7 +127,7 @@ enum CoalescedScenarios {
         return .pass
     }
 
-    static let lastLeaverCancels = Scenario<any CoalescedAdapter>(
+    static let lastLeaverCancels = Scenario<any CoalescedAdapter, LabContext>(
         name: "coalesced-last-leaver-cancels",
         summary:
             "both callers sharing one call are cancelled: each throws CancellationError, the SDK call is cancelled once"
@@ -168,7 +168,7 @@ enum CoalescedScenarios {
         return .pass
     }
 
-    static let failureNotKept = Scenario<any CoalescedAdapter>(
+    static let failureNotKept = Scenario<any CoalescedAdapter, LabContext>(
         name: "coalesced-failure-not-kept",
         summary:
             "2 callers share one call, which fails: both get its error; a caller for the same key after it starts a new SDK call and gets its answer"

@@ -1,11 +1,11 @@
 import Dispatch
 import LegacyBridge
 
-// The real-adapter path's scenario machinery, shared by the one-shot, stream and blocking
-// fixtures: a scenario runs on threads of its own under the watchdog, like the simulator's, and
-// ends with the checks every scenario makes on a real SDK — hanging calls released, the SDK's
-// resources back to where they were, no SDK call off its thread, and each call's probe verdict
-// (a second cancel, a cancel after the SDK's own outcome, a call on the wrong thread).
+// The context of a scenario over the user's own SDK, for every fixture kind: it runs in the one
+// run loop (Scenario.swift) like a scenario over the simulator, and ends with the checks every
+// scenario makes on a real SDK — hanging calls released, the SDK's resources back to where they
+// were, no SDK call off its thread, and each call's probe verdict (a second cancel, a cancel
+// after the SDK's own outcome, a call on the wrong thread).
 
 /// What every fixture declares besides its calls.
 struct FixtureCommon: Sendable {
@@ -35,16 +35,9 @@ extension FixtureWatch {
     func stall(quietFor: Duration) -> String? { nil }
 }
 
-/// One named scenario of the real-adapter path.
-struct FixtureScenario<Fixture: Sendable>: Sendable {
-    let name: String
-    let summary: String
-    let body: @Sendable (Fixture, FixtureContext) async -> Check
-}
-
 /// What a running fixture scenario knows: the run's options, the fixture's declarations, the
 /// resource counts it started from, and everything it must release and judge at its end.
-final class FixtureContext: Sendable {
+final class FixtureContext: ScenarioContext {
     let options: ConformanceOptions
     let common: FixtureCommon
     /// How long the scenario waits for something that must happen.
@@ -186,6 +179,36 @@ final class FixtureContext: Sendable {
         return now - offThreadBaseline
     }
 
+    /// A context for one scenario of a fixture that declares `common`.
+    static func maker(_ common: FixtureCommon) -> @Sendable (ScenarioSetup) -> FixtureContext {
+        { setup in
+            FixtureContext(
+                options: setup.options, common: common, patience: setup.patience, tolerateDrops: setup.afterFailure)
+        }
+    }
+
+    func conclude(_ check: Check) async -> Check {
+        switch check {
+        case .pass, .passWithNote:
+            let final = await finalCheck()
+            guard case .pass = final else { return final }
+            return check
+        case .fail, .notChecked, .usageError:
+            // A usage error explains a failure the fixture caused; say so first.
+            return baselineProblem() ?? check
+        }
+    }
+
+    func wrapUp(hung: Bool) async -> Check? {
+        // A hang the fixture's SDK caused (it stopped delivering) is the fixture's, asked before
+        // the hanging calls are let go below.
+        let stall = hung ? stallDiagnosis() : nil
+        // Whatever happened, hanging calls are let go, so that nothing of this scenario hangs on.
+        releaseHangs()
+        await settle()
+        return stall.map { .usageError($0) }
+    }
+
     /// The checks every scenario ends with, after it released its hanging calls: the SDK's thread
     /// (if it has one) still runs jobs, each watched call's verdict, the SDK's resources back to
     /// their baseline, no SDK call off its thread.
@@ -218,61 +241,6 @@ final class FixtureContext: Sendable {
         }
         return .pass
     }
-}
-
-/// Runs `scenario` against `fixture`, bounded by the watchdog, then makes the checks every
-/// fixture scenario ends with.
-func executeFixture<Fixture: Sendable>(
-    _ scenario: FixtureScenario<Fixture>, on fixture: Fixture, common: FixtureCommon, options: ConformanceOptions,
-    afterFailure: Bool = false
-) async -> ScenarioResult {
-    let patience = options.watchdog * 0.6
-    let context = LockedBox<FixtureContext?>(nil)
-    let check = await runBounded(scenario.name, options: options, patience: patience) { () -> Check in
-        let scenarioContext = FixtureContext(
-            options: options, common: common, patience: patience, tolerateDrops: afterFailure)
-        context.withLock { $0 = scenarioContext }
-        let check = await scenario.body(fixture, scenarioContext)
-        switch check {
-        case .pass, .passWithNote:
-            let final = await scenarioContext.finalCheck()
-            guard case .pass = final else { return final }
-            return check
-        case .fail, .notChecked, .usageError:
-            // A usage error explains a failure the fixture caused; say so first.
-            if let usage = scenarioContext.baselineProblem() { return usage }
-            return check
-        }
-    }
-    // A hang the fixture's SDK caused (it stopped delivering) is the fixture's, asked before the
-    // hanging calls are let go below.
-    let stall = check == nil ? context.withLock({ $0 })?.stallDiagnosis() : nil
-    // Whatever happened, hanging calls are let go, so that nothing of this scenario hangs on.
-    if let context = context.withLock({ $0 }) {
-        context.releaseHangs()
-        await context.settle()
-    }
-    if let stall {
-        return result(
-            for: .usageError(stall), name: scenario.name, summary: scenario.summary, watchdog: options.watchdog)
-    }
-    return result(for: check, name: scenario.name, summary: scenario.summary, watchdog: options.watchdog)
-}
-
-/// Runs each scenario `options.only` selects, in order.
-func runFixtureScenarios<Fixture: Sendable>(
-    _ scenarios: [FixtureScenario<Fixture>], on fixture: Fixture, common: FixtureCommon, options: ConformanceOptions,
-    onResult: (@Sendable (ScenarioResult) -> Void)?
-) async -> [ScenarioResult] {
-    var results: [ScenarioResult] = []
-    for scenario in scenarios where options.only?.contains(scenario.name) ?? true {
-        let afterFailure = results.contains { !$0.passed }
-        let result = await executeFixture(
-            scenario, on: fixture, common: common, options: options, afterFailure: afterFailure)
-        onResult?(result)
-        results.append(result)
-    }
-    return results
 }
 
 /// The value of `task`, or `nil` when it did not come within `bound` (the task then runs on).

@@ -23,50 +23,115 @@ enum Check: Sendable {
     }
 }
 
-/// What a scenario needs besides the adapter.
-struct ScenarioContext: Sendable {
-    let lab: ScenarioLab
-    let options: ConformanceOptions
+/// What one scenario runs against besides its subject, and the checks every scenario of its
+/// kind ends with: the bundled simulator's lab (``LabContext``), or the user's own SDK as its
+/// fixture declares it (``FixtureContext``). The run loop (``runScenarios(_:on:options:onResult:makeContext:)``)
+/// is the same for both.
+protocol ScenarioContext: Sendable {
+    /// The verdict once the body returned `check`: the checks every scenario ends with after a
+    /// pass, or what explains a failure first.
+    func conclude(_ check: Check) async -> Check
+    /// Called after the scenario whatever happened (`hung`: the watchdog expired first), to let go
+    /// of what it still holds; a check that replaces the watchdog's verdict, or `nil`.
+    func wrapUp(hung: Bool) async -> Check?
 }
 
-/// One named scenario for adapters of type `Adapter`.
-struct Scenario<Adapter: Sendable>: Sendable {
+/// What a context is made from: the run's options, the scenario's place in its list, how long it
+/// waits for something that must happen, and whether a scenario before it did not pass.
+struct ScenarioSetup: Sendable {
+    let options: ConformanceOptions
+    let index: Int
+    let patience: Duration
+    let afterFailure: Bool
+}
+
+/// One named scenario: a hazard, checked on `Subject` (an adapter over the simulator, or a
+/// fixture over the user's SDK) with what `Context` gives.
+struct Scenario<Subject: Sendable, Context: ScenarioContext>: Sendable {
     let name: String
     let summary: String
-    let body: @Sendable (Adapter, ScenarioContext) async -> Check
+    let body: @Sendable (Subject, Context) async -> Check
 }
 
-/// Runs `scenario` against `adapter` on a fresh SDK client, bounded by the watchdog.
-///
-/// The scenario's tasks run on an executor with threads of its own (``ScenarioExecutor``), so an
-/// adapter that blocks its threads cannot starve the cooperative pool the watchdog's waiter needs.
-/// After a scenario passes, the lab checks the context lifetime rules on every one-shot operation
-/// it ran (whatever the scenario was about): no callback after the adapter released its context,
-/// no release before the SDK's, no double release, no context left behind.
-func execute<Adapter: Sendable>(
-    _ scenario: Scenario<Adapter>, on adapter: Adapter, options: ConformanceOptions, index: Int
-) async -> ScenarioResult {
-    // Waits for things that must happen get most of the watchdog's bound, and never all of it: a
-    // scenario that waited in vain must still have time to say why before it counts as a hang.
-    let patience = options.watchdog * 0.6
-    let lab: ScenarioLab
-    do {
-        lab = try ScenarioLab(seed: options.seed &+ UInt64(index), patience: patience)
-    } catch {
-        return ScenarioResult(
-            name: scenario.name, summary: scenario.summary, verdict: .failed,
-            detail: "could not create the simulated SDK client: \(error)")
+/// The one run loop: runs each scenario `options.only` selects, in order, against `subject`, each
+/// on a fresh context from `makeContext`, on threads of its own (``ScenarioExecutor``) and bounded by
+/// the watchdog, then lets the context conclude and wrap up.
+func runScenarios<Subject: Sendable, Context: ScenarioContext>(
+    _ scenarios: [Scenario<Subject, Context>], on subject: Subject, options: ConformanceOptions,
+    onResult: (@Sendable (ScenarioResult) -> Void)?,
+    makeContext: @escaping @Sendable (ScenarioSetup) throws -> Context
+) async -> [ScenarioResult] {
+    var results: [ScenarioResult] = []
+    for (index, scenario) in scenarios.enumerated() where options.only?.contains(scenario.name) ?? true {
+        // Waits for things that must happen get most of the watchdog's bound, and never all of it:
+        // a scenario that waited in vain must still have time to say why before it counts as a hang.
+        let setup = ScenarioSetup(
+            options: options, index: index, patience: options.watchdog * 0.6,
+            afterFailure: results.contains { !$0.passed })
+        let result = await execute(scenario, on: subject, setup: setup, makeContext: makeContext)
+        onResult?(result)
+        results.append(result)
     }
-    let context = ScenarioContext(lab: lab, options: options)
-    let check = await runBounded(scenario.name, options: options, patience: patience) { () -> Check in
-        let check = await scenario.body(adapter, context)
+    return results
+}
+
+/// Runs one scenario (see ``runScenarios(_:on:options:onResult:makeContext:)``).
+private func execute<Subject: Sendable, Context: ScenarioContext>(
+    _ scenario: Scenario<Subject, Context>, on subject: Subject, setup: ScenarioSetup,
+    makeContext: @escaping @Sendable (ScenarioSetup) throws -> Context
+) async -> ScenarioResult {
+    let options = setup.options
+    let made = LockedBox<Context?>(nil)
+    let check = await runBounded(scenario.name, options: options, patience: setup.patience) { () -> Check in
+        let context: Context
+        do {
+            context = try makeContext(setup)
+        } catch {
+            return .fail("\(error)")
+        }
+        made.withLock { $0 = context }
+        return await context.conclude(await scenario.body(subject, context))
+    }
+    let replaced = await made.withLock({ $0 })?.wrapUp(hung: check == nil)
+    return result(for: replaced ?? check, name: scenario.name, summary: scenario.summary, watchdog: options.watchdog)
+}
+
+/// What a scenario over the bundled simulator has besides the adapter: a fresh SDK client of its
+/// own (the lab) and the run's options. After a scenario passes, the lab checks the context
+/// lifetime rules on every one-shot operation it ran (whatever the scenario was about): no callback
+/// after the adapter released its context, no release before the SDK's, no double release, no
+/// context left behind.
+struct LabContext: ScenarioContext {
+    let lab: ScenarioLab
+    let options: ConformanceOptions
+
+    /// Why a lab could not be made.
+    struct SetupError: Error, CustomStringConvertible {
+        let underlying: any Error
+        var description: String { "could not create the simulated SDK client: \(underlying)" }
+    }
+
+    /// A context on a fresh client, seeded by the scenario's place in its list.
+    @Sendable static func make(_ setup: ScenarioSetup) throws -> LabContext {
+        do {
+            let lab = try ScenarioLab(seed: setup.options.seed &+ UInt64(setup.index), patience: setup.patience)
+            return LabContext(lab: lab, options: setup.options)
+        } catch {
+            throw SetupError(underlying: error)
+        }
+    }
+
+    func conclude(_ check: Check) async -> Check {
         guard case .pass = check else { return check }
         if let problem = await lab.lifetimeProblem() { return .fail(problem) }
         return .pass
     }
-    // A hung scenario's adapter may still be running: its contexts stay guarded.
-    if check != nil { lab.releaseContextGuards() }
-    return result(for: check, name: scenario.name, summary: scenario.summary, watchdog: options.watchdog)
+
+    func wrapUp(hung: Bool) async -> Check? {
+        // A hung scenario's adapter may still be running: its contexts stay guarded.
+        if !hung { lab.releaseContextGuards() }
+        return nil
+    }
 }
 
 /// Runs a scenario's body on an executor with threads of its own, with the run's patience,

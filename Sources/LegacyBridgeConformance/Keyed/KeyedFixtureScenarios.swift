@@ -10,7 +10,7 @@ import LegacyBridge
 enum KeyedFixtureScenarios<Value: Sendable> {
     typealias Fixture = KeyedFixture<Value>
 
-    static var all: [FixtureScenario<Fixture>] {
+    static var all: [Scenario<Fixture, FixtureContext>] {
         [ownReply, strayReplies, failureThenNext, cancelThenReuse, manyOutstanding]
     }
 
@@ -51,8 +51,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
 
     // MARK: - Scenarios
 
-    static var ownReply: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var ownReply: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "keyed-own-reply",
             summary: "six requests answered in reverse order: each caller gets the reply to its own id"
         ) { fixture, context in
@@ -68,8 +68,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var strayReplies: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var strayReplies: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "keyed-stray-replies",
             summary:
                 "a reply for an id nobody sent, then a request's reply, and its duplicate while another request is pending and before a newer one reuses the id: each caller gets its own reply once"
@@ -121,8 +121,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var failureThenNext: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var failureThenNext: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "keyed-failure-then-next",
             summary:
                 "the SDK fails a request: its caller throws, and the next request still gets its reply (nothing stays blocked)"
@@ -164,8 +164,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var cancelThenReuse: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var cancelThenReuse: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "keyed-cancel-then-reuse",
             summary:
                 "a caller leaves, and a newer request reuses its id before the SDK is done with the old one (its reply came while its cancel was held back, or its late reply is still to come): the newer caller gets its own reply"
@@ -266,8 +266,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var manyOutstanding: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var manyOutstanding: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "keyed-many-outstanding",
             summary: "32 requests outstanding at once, answered in a seeded random order: each gets its own reply"
         ) { fixture, context in

@@ -9,13 +9,13 @@ import LegacySimulator
 /// Every order is forced: the lab holds replies on the SDK's threads (``ReplyReverser``), uses the
 /// SDK's synchronous delivery, or waits for the SDK's counters before it disconnects or cancels.
 enum KeyedScenarios {
-    static let all: [Scenario<any KeyedRequestAdapter>] = [
+    static let all: [Scenario<any KeyedRequestAdapter, LabContext>] = [
         outOfOrder, synchronousReply, disconnectFailsAll, timeoutAndCancelLeaveNothing,
     ]
 
     /// A connection on the lab's client, `behavior` per id, opened by `adapter`.
     static func open(
-        _ adapter: any KeyedRequestAdapter, _ context: ScenarioContext,
+        _ adapter: any KeyedRequestAdapter, _ context: LabContext,
         disconnectReport: SDKConnection.DisconnectReport = .synchronous, unknownRepliesPerMille: Int = 0,
         router: RPCRouter = RPCRouter(), behavior: @escaping @Sendable (UInt64) -> SimulatedBehavior
     ) async throws -> (LegacyRPCConnection, any KeyedRequestSession) {
@@ -94,7 +94,7 @@ enum KeyedScenarios {
         return nil
     }
 
-    static let outOfOrder = Scenario<any KeyedRequestAdapter>(
+    static let outOfOrder = Scenario<any KeyedRequestAdapter, LabContext>(
         name: "keyed-out-of-order-replies",
         summary:
             "8 concurrent requests answered last first, each reply twice, replies for unknown ids in between: each caller gets the answer to its own id"
@@ -148,7 +148,7 @@ enum KeyedScenarios {
         return .pass
     }
 
-    static let synchronousReply = Scenario<any KeyedRequestAdapter>(
+    static let synchronousReply = Scenario<any KeyedRequestAdapter, LabContext>(
         name: "keyed-synchronous-reply",
         summary: "the SDK replies inside the send, before it returns: the reply finds its caller"
     ) { adapter, context in
@@ -176,7 +176,7 @@ enum KeyedScenarios {
         return .pass
     }
 
-    static let disconnectFailsAll = Scenario<any KeyedRequestAdapter>(
+    static let disconnectFailsAll = Scenario<any KeyedRequestAdapter, LabContext>(
         name: "keyed-disconnect-fails-all",
         summary:
             "6 requests pending when the connection drops silently (only the disconnect callback tells), then a late reply for each: every caller throws once, the late replies are ignored"
@@ -225,7 +225,7 @@ enum KeyedScenarios {
         return .pass
     }
 
-    static let timeoutAndCancelLeaveNothing = Scenario<any KeyedRequestAdapter>(
+    static let timeoutAndCancelLeaveNothing = Scenario<any KeyedRequestAdapter, LabContext>(
         name: "keyed-timeout-and-cancel-leave-nothing",
         summary:
             "a request times out, another is cancelled and then gets a late reply: each caller throws, the SDK request is cancelled by id, the adapter tracks nothing"

@@ -9,7 +9,7 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
     typealias Fixture = LatestWinsFixture<Value>
     typealias Calls = TokenedCalls<Value>
 
-    static var all: [FixtureScenario<Fixture>] {
+    static var all: [Scenario<Fixture, FixtureContext>] {
         [lateAnswerNeverLands, supersededLetGo, failureThenNext, newestCancelled, manySuperseded]
     }
 
@@ -80,8 +80,8 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
 
     // MARK: - Scenarios
 
-    static var lateAnswerNeverLands: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var lateAnswerNeverLands: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "latest-late-answer-never-lands",
             summary:
                 "call 1's answer comes after call 2 superseded it (while the adapter's cancel of call 1 is held back, or late from an SDK without a cancel), then call 2's: the newest caller gets call 2's answer, call 1's caller an error"
@@ -141,8 +141,8 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var supersededLetGo: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var supersededLetGo: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "latest-superseded-let-go",
             summary:
                 "call 2 supersedes call 1, which the SDK never answers: call 1's caller throws at once, its SDK request is cancelled (its resources come back), and call 2 gets its answer"
@@ -196,8 +196,8 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var failureThenNext: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var failureThenNext: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "latest-failure-then-next",
             summary: "the SDK fails the newest call: its caller throws, and the next call still gets its answer"
         ) { fixture, context in
@@ -227,8 +227,8 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var newestCancelled: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var newestCancelled: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "latest-newest-cancelled",
             summary:
                 "the newest caller's task is cancelled while its SDK request waits: CancellationError at once, the SDK's cancel made (its resources come back), and the next call gets its answer"
@@ -268,8 +268,8 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var manySuperseded: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var manySuperseded: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "latest-many-superseded",
             summary:
                 "8 calls in a row, each made once the one before reached the SDK; the superseded ones answered late in a seeded random order, then the last: every superseded caller throws, the last gets its own answer"

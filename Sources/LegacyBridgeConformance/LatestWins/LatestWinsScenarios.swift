@@ -7,15 +7,15 @@ import LegacySimulator
 /// The SDK's calls answer only when the scenario says (``CallDesk``), so "call 1 answers after
 /// call 2 started" is forced, not hoped for.
 enum LatestWinsScenarios {
-    static let all: [Scenario<any LatestWinsAdapter>] = [lateResultNeverLands, supersededCallCancelled]
+    static let all: [Scenario<any LatestWinsAdapter, LabContext>] = [lateResultNeverLands, supersededCallCancelled]
 
     static func open(_ adapter: any LatestWinsAdapter) async throws -> (CallDesk, any LatestWinsSession) {
         let desk = CallDesk()
         return (desk, try await adapter.open(LegacyCallSDK(desk: desk)))
     }
 
-    static let lateResultNeverLands = Scenario<any LatestWinsAdapter>(
-        name: "latest-late-result-never-lands",
+    static let lateResultNeverLands = Scenario<any LatestWinsAdapter, LabContext>(
+        name: "latest-late-answer-never-lands",
         summary:
             "call 1 answers after call 2 superseded it, then call 2 answers: the newest caller gets call 2's answer, the superseded one an error"
     ) { adapter, _ in
@@ -55,8 +55,8 @@ enum LatestWinsScenarios {
         return .pass
     }
 
-    static let supersededCallCancelled = Scenario<any LatestWinsAdapter>(
-        name: "latest-superseded-call-cancelled",
+    static let supersededCallCancelled = Scenario<any LatestWinsAdapter, LabContext>(
+        name: "latest-superseded-let-go",
         summary:
             "call 2 starts while call 1 waits for its answer: call 1's SDK call is cancelled once and its caller throws, call 2 returns its answer"
     ) { adapter, _ in

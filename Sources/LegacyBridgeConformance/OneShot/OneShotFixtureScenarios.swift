@@ -11,7 +11,7 @@ import LegacyBridge
 enum OneShotFixtureScenarios<Value: Sendable> {
     typealias Fixture = OneShotFixture<Value>
 
-    static var all: [FixtureScenario<Fixture>] {
+    static var all: [Scenario<Fixture, FixtureContext>] {
         [
             success, failureThrows, cancelInFlight, cancelBeforeHandle, timeout, lateCallbackAfterCancel,
             duplicateCallback, successThenError, errorThenSuccess, synchronousCallback, foreignThreadCallback,
@@ -304,8 +304,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
 
     // MARK: - Scenarios
 
-    static var success: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var success: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "success",
             summary: "the succeeding call returns its value; no SDK cancel; the SDK's resources come back"
         ) { fixture, context in
@@ -317,8 +317,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var failureThrows: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var failureThrows: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "failure-throws",
             summary: "the failing call throws the SDK's error, never a value; no SDK cancel"
         ) { fixture, context in
@@ -344,8 +344,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var cancelInFlight: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var cancelInFlight: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "cancel-in-flight",
             summary:
                 "the caller is cancelled while the SDK request hangs: CancellationError at once, the SDK's cancel made once, its resources come back before the request is released"
@@ -373,8 +373,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var cancelBeforeHandle: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var cancelBeforeHandle: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "cancel-before-handle",
             summary:
                 "the caller's task is cancelled inside the probe's start, before the adapter has its cancel handle: CancellationError, the SDK's cancel made once, after the start"
@@ -412,8 +412,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var timeout: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var timeout: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "timeout",
             summary:
                 "a hanging request given the adapter's timeout of 100 ms: an error other than CancellationError in time, the SDK's cancel made once; then calls given a timeout that end first, by the SDK's reply and by a cancellation: nothing of the timeout acts on them past their deadline"
@@ -504,8 +504,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         return nil
     }
 
-    static var lateCallbackAfterCancel: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var lateCallbackAfterCancel: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "late-callback-after-cancel",
             summary:
                 "after the caller was cancelled, the request is released and a late outcome is delivered: both are ignored, nothing crashes"
@@ -528,8 +528,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var duplicateCallback: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var duplicateCallback: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "duplicate-callback",
             summary: "the SDK's callback reports the value twice: the caller gets it once, nothing crashes"
         ) { fixture, context in
@@ -542,8 +542,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var successThenError: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var successThenError: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "success-then-error",
             summary: "the SDK's value is followed by an error: the value wins, the error is ignored"
         ) { fixture, context in
@@ -562,8 +562,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var errorThenSuccess: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var errorThenSuccess: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "error-then-success",
             summary: "the SDK's error is followed by a value: the error wins, the value is ignored"
         ) { fixture, context in
@@ -585,8 +585,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var synchronousCallback: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var synchronousCallback: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "synchronous-callback",
             summary:
                 "the callback comes right after the SDK call is made, before start returns (the SDK's own callback withheld): the value is not lost"
@@ -620,8 +620,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var foreignThreadCallback: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var foreignThreadCallback: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "foreign-thread-callback",
             summary: "the callback comes on a thread the SDK never uses: the value arrives"
         ) { fixture, context in
@@ -634,8 +634,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var callbackInsideCancel: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var callbackInsideCancel: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "callback-inside-cancel",
             summary:
                 "the SDK's cancel reports an error synchronously, inside the cancel: no deadlock, the caller gets CancellationError"
@@ -668,8 +668,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var burst: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var burst: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "burst-random-cancels",
             summary:
                 "up to 100 calls at once, succeeding and hanging, a third cancelled at random: every call ends, the SDK's resources come back"
@@ -760,8 +760,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var callerNotBlocked: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var callerNotBlocked: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "caller-not-blocked",
             summary: "while the SDK request hangs, the caller's actor runs other work (no semaphore or spin wait)"
         ) { fixture, context in
@@ -804,8 +804,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var mainActorCaller: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var mainActorCaller: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "main-actor-caller",
             summary:
                 "a @MainActor caller: the value arrives there, and the SDK call starts where the adapter's threading says (the main actor for .anyThread, the SDK's thread for .sdkThread)"
@@ -845,8 +845,8 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         }
     }
 
-    static var threadAffinity: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var threadAffinity: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "thread-affinity",
             summary:
                 "an SDK that must be called on its own thread: start and cancel ran there, and the SDK counted no call off it"

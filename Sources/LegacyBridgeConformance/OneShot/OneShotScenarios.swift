@@ -3,7 +3,7 @@ import LegacySimulator
 
 /// The one-shot contract, one scenario per way real SDKs break adapters.
 enum OneShotScenarios {
-    static let all: [Scenario<any OneShotAdapter>] = [
+    static let all: [Scenario<any OneShotAdapter, LabContext>] = [
         synchronousCallback,
         singleFailure,
         repeated(
@@ -33,7 +33,7 @@ enum OneShotScenarios {
         burst,
     ]
 
-    static let synchronousCallback = Scenario<any OneShotAdapter>(
+    static let synchronousCallback = Scenario<any OneShotAdapter, LabContext>(
         name: "synchronous-callback",
         summary: "the callback comes on the caller's thread before start returns; its value is not lost"
     ) { adapter, context in
@@ -45,8 +45,8 @@ enum OneShotScenarios {
         return noCancel(probe)
     }
 
-    static let singleFailure = Scenario<any OneShotAdapter>(
-        name: "single-failure-throws",
+    static let singleFailure = Scenario<any OneShotAdapter, LabContext>(
+        name: "failure-throws",
         summary: "the operation fails once, from an SDK thread; the caller gets that error, not a value"
     ) { adapter, context in
         let (operation, probe) = context.lab.operation(.failing(.remote, message: "conformance: injected failure"))
@@ -64,7 +64,7 @@ enum OneShotScenarios {
 
     static func repeated(
         _ name: String, _ summary: String, _ outcomes: [SimulatedBehavior.Outcome], expectSuccess: Bool
-    ) -> Scenario<any OneShotAdapter> {
+    ) -> Scenario<any OneShotAdapter, LabContext> {
         Scenario(name: name, summary: summary) { adapter, context in
             let behavior = SimulatedBehavior.synchronous.with { $0.outcomes = outcomes }
             let (operation, probe) = context.lab.operation(behavior)
@@ -89,7 +89,7 @@ enum OneShotScenarios {
         }
     }
 
-    static let concurrentCallbacks = Scenario<any OneShotAdapter>(
+    static let concurrentCallbacks = Scenario<any OneShotAdapter, LabContext>(
         name: "concurrent-callbacks",
         summary:
             "two callbacks at the same moment on two threads; one value wins, nothing crashes (run under TSan to see races)"
@@ -112,7 +112,7 @@ enum OneShotScenarios {
         return noCancel(scripted.probe)
     }
 
-    static let finishBeforeInstall = Scenario<any OneShotAdapter>(
+    static let finishBeforeInstall = Scenario<any OneShotAdapter, LabContext>(
         name: "finish-before-install",
         summary: "start is held open until the callback, made on an SDK thread, has returned; its outcome is not lost"
     ) { adapter, context in
@@ -134,7 +134,7 @@ enum OneShotScenarios {
         return noCancel(probe)
     }
 
-    static let noCancelAfterCompletion = Scenario<any OneShotAdapter>(
+    static let noCancelAfterCompletion = Scenario<any OneShotAdapter, LabContext>(
         name: "no-cancel-after-completion",
         summary:
             "a success, then a failure, each decided by the SDK before any timeout: the cancel function is never called"
@@ -157,15 +157,15 @@ enum OneShotScenarios {
         return .pass
     }
 
-    static let neverCallsBackThenCancel = Scenario<any OneShotAdapter>(
-        name: "never-calls-back-then-cancel",
+    static let neverCallsBackThenCancel = Scenario<any OneShotAdapter, LabContext>(
+        name: "cancel-in-flight",
         summary: "the operation never calls back; cancelling the task ends the wait and cancels the operation once"
     ) { adapter, context in
         let (operation, probe) = context.lab.operation(.neverCompletes.with { $0.cancelMode = .silent })
         return await cancelAfterStart(adapter, operation, probe)
     }
 
-    static let foreignThreadCallback = Scenario<any OneShotAdapter>(
+    static let foreignThreadCallback = Scenario<any OneShotAdapter, LabContext>(
         name: "foreign-thread-callback",
         summary: "the callback comes from a freshly created pthread"
     ) { adapter, context in
@@ -180,7 +180,7 @@ enum OneShotScenarios {
         return noCancel(probe)
     }
 
-    static let cancelBeforeHandle = Scenario<any OneShotAdapter>(
+    static let cancelBeforeHandle = Scenario<any OneShotAdapter, LabContext>(
         name: "cancel-before-handle",
         summary: "the task is cancelled inside start, before the cancel handle exists; the operation is still cancelled"
     ) { adapter, context in
@@ -197,8 +197,8 @@ enum OneShotScenarios {
             neverCancelled: "a cancellation recorded before the handle arrived must cancel the operation when it does")
     }
 
-    static let reentrantCancel = Scenario<any OneShotAdapter>(
-        name: "reentrant-cancel",
+    static let reentrantCancel = Scenario<any OneShotAdapter, LabContext>(
+        name: "callback-inside-cancel",
         summary:
             "cancel calls the callback synchronously, inside cancel; no deadlock, the outcome stays CancellationError"
     ) { adapter, context in
@@ -210,7 +210,7 @@ enum OneShotScenarios {
         return .pass
     }
 
-    static let lateCallbackAfterCancel = Scenario<any OneShotAdapter>(
+    static let lateCallbackAfterCancel = Scenario<any OneShotAdapter, LabContext>(
         name: "late-callback-after-cancel",
         summary: "after cancelling, a cancellation callback and then a late success arrive; both are ignored"
     ) { adapter, context in
@@ -228,8 +228,8 @@ enum OneShotScenarios {
         return .pass
     }
 
-    static let timeoutSilentOperation = Scenario<any OneShotAdapter>(
-        name: "timeout-silent-operation",
+    static let timeoutSilentOperation = Scenario<any OneShotAdapter, LabContext>(
+        name: "timeout",
         summary: "the operation never calls back; the caller's timeout ends the wait with an error and cancels it"
     ) { adapter, context in
         let (operation, probe) = context.lab.operation(
@@ -246,7 +246,7 @@ enum OneShotScenarios {
             ? .pass : .fail("the operation's cancel function was called \(cancels) times, expected exactly once")
     }
 
-    static let contextReleasedOnce = Scenario<any OneShotAdapter>(
+    static let contextReleasedOnce = Scenario<any OneShotAdapter, LabContext>(
         name: "context-released-once",
         summary:
             "three callbacks then the release, and a cancel with a late callback: the context lives until the SDK's release, is released once"
@@ -274,7 +274,7 @@ enum OneShotScenarios {
         return .pass
     }
 
-    static let contextUnusedAfterRelease = Scenario<any OneShotAdapter>(
+    static let contextUnusedAfterRelease = Scenario<any OneShotAdapter, LabContext>(
         name: "context-unused-after-release",
         summary:
             "after the SDK's release nothing uses the C context: under AddressSanitizer the suite frees it there, and a later use (a queue, a Task, a timer) is reported"
@@ -307,7 +307,7 @@ enum OneShotScenarios {
         return .pass
     }
 
-    static let capturesFreed = Scenario<any OneShotAdapter>(
+    static let capturesFreed = Scenario<any OneShotAdapter, LabContext>(
         name: "captures-freed",
         summary:
             "after completion and after cancellation, everything the operation captured is freed (no cycle through the handle)"
@@ -348,7 +348,7 @@ enum OneShotScenarios {
         return .pass
     }
 
-    static let mainActorCaller = Scenario<any OneShotAdapter>(
+    static let mainActorCaller = Scenario<any OneShotAdapter, LabContext>(
         name: "main-actor-caller",
         summary:
             "a @MainActor caller: the value arrives there, and start runs where the adapter's threading says (the main actor, or the SDK's thread for .sdkThread)"
@@ -358,7 +358,7 @@ enum OneShotScenarios {
         return noCancel(probe)
     }
 
-    static let callerNotBlocked = Scenario<any OneShotAdapter>(
+    static let callerNotBlocked = Scenario<any OneShotAdapter, LabContext>(
         name: "caller-not-blocked",
         summary: "while the operation is pending, the caller's actor runs other work (no semaphore or spin wait)"
     ) { adapter, context in
@@ -394,7 +394,7 @@ enum OneShotScenarios {
         return noCancel(scripted.probe)
     }
 
-    static let outcomeInCallback = Scenario<any OneShotAdapter>(
+    static let outcomeInCallback = Scenario<any OneShotAdapter, LabContext>(
         name: "outcome-decided-in-callback",
         summary:
             "the caller waits, the SDK calls back with a value and then an error on one thread: the caller is resumed inside the first callback, not later through another task or queue"
@@ -441,7 +441,7 @@ enum OneShotScenarios {
         return noCancel(scripted.probe)
     }
 
-    static let burst = Scenario<any OneShotAdapter>(
+    static let burst = Scenario<any OneShotAdapter, LabContext>(
         name: "burst-random-cancels",
         summary: "hundreds of chaos operations at once with random cancellations: every call ends, nothing leaks"
     ) { adapter, context in

@@ -107,71 +107,78 @@ public enum ConformanceSuite {
     package static func run<Adapter: OneShotAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(
-            OneShotScenarios.all, on: adapter as any OneShotAdapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .oneShot, results: results)
+        await report(
+            OneShotScenarios.all, on: adapter as any OneShotAdapter, name: adapter.name, kind: .oneShot,
+            options: options,
+            onResult: onResult, makeContext: LabContext.make)
     }
 
     /// ``run(_:options:)-(StreamAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: StreamAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(StreamScenarios<Adapter>.all, on: adapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .stream, results: results)
+        await report(
+            StreamScenarios<Adapter>.all, on: adapter, name: adapter.name, kind: .stream, options: options,
+            onResult: onResult, makeContext: LabContext.make)
     }
 
     /// ``run(_:options:)-(BlockingAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: BlockingAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(
-            BlockingScenarios.all, on: adapter as any BlockingAdapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .blocking, results: results)
+        await report(
+            BlockingScenarios.all, on: adapter as any BlockingAdapter, name: adapter.name, kind: .blocking,
+            options: options,
+            onResult: onResult, makeContext: LabContext.make)
     }
 
     /// ``run(_:options:)-(ThreadAffineAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: ThreadAffineAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(
-            ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .threadAffine, results: results)
+        await report(
+            ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, name: adapter.name, kind: .threadAffine,
+            options: options,
+            onResult: onResult, makeContext: LabContext.make)
     }
 
     /// ``run(_:options:)-(KeyedRequestAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: KeyedRequestAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(
-            KeyedScenarios.all, on: adapter as any KeyedRequestAdapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .keyed, results: results)
+        await report(
+            KeyedScenarios.all, on: adapter as any KeyedRequestAdapter, name: adapter.name, kind: .keyed,
+            options: options,
+            onResult: onResult, makeContext: LabContext.make)
     }
 
     /// ``run(_:options:)-(SharedSubscriptionAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: SharedSubscriptionAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(
-            SharedSubscriptionScenarios<Adapter>.all, on: adapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .shared, results: results)
+        await report(
+            SharedSubscriptionScenarios<Adapter>.all, on: adapter, name: adapter.name, kind: .shared, options: options,
+            onResult: onResult, makeContext: LabContext.make)
     }
 
     /// ``run(_:options:)-(LatestWinsAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: LatestWinsAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(
-            LatestWinsScenarios.all, on: adapter as any LatestWinsAdapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .latestWins, results: results)
+        await report(
+            LatestWinsScenarios.all, on: adapter as any LatestWinsAdapter, name: adapter.name, kind: .latestWins,
+            options: options,
+            onResult: onResult, makeContext: LabContext.make)
     }
 
     /// ``run(_:options:)-(CoalescedAdapter,_)``, calling `onResult` as each scenario ends.
     package static func run<Adapter: CoalescedAdapter>(
         _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runAll(
-            CoalescedScenarios.all, on: adapter as any CoalescedAdapter, options: options, onResult: onResult)
-        return ConformanceReport(adapter: adapter.name, kind: .coalesced, results: results)
+        await report(
+            CoalescedScenarios.all, on: adapter as any CoalescedAdapter, name: adapter.name, kind: .coalesced,
+            options: options,
+            onResult: onResult, makeContext: LabContext.make)
     }
 
     /// Runs every one-shot scenario against your adapter over your SDK, as `fixture` makes it possible.
@@ -194,10 +201,9 @@ public enum ConformanceSuite {
         _ fixture: OneShotFixture<Value>, options: ConformanceOptions,
         onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runFixtureScenarios(
-            OneShotFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
-            onResult: onResult)
-        return ConformanceReport(adapter: fixture.name, kind: .oneShot, results: results)
+        await report(
+            OneShotFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .oneShot, options: options,
+            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
     }
 
     /// Runs every stream scenario against your adapter over your SDK, as `fixture` makes it possible.
@@ -221,10 +227,9 @@ public enum ConformanceSuite {
         _ fixture: StreamFixture<Element>, options: ConformanceOptions,
         onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runFixtureScenarios(
-            StreamFixtureScenarios<Element>.all, on: fixture, common: fixture.common, options: options,
-            onResult: onResult)
-        return ConformanceReport(adapter: fixture.name, kind: .stream, results: results)
+        await report(
+            StreamFixtureScenarios<Element>.all, on: fixture, name: fixture.name, kind: .stream, options: options,
+            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
     }
 
     /// Runs every blocking-call scenario against your adapter over your SDK, as `fixture` makes it
@@ -247,10 +252,9 @@ public enum ConformanceSuite {
         _ fixture: BlockingFixture<Value>, options: ConformanceOptions,
         onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runFixtureScenarios(
-            BlockingFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
-            onResult: onResult)
-        return ConformanceReport(adapter: fixture.name, kind: .blocking, results: results)
+        await report(
+            BlockingFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .blocking, options: options,
+            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
     }
 
     /// Runs every keyed-request scenario against your adapter over your SDK, as `fixture` makes it
@@ -273,10 +277,9 @@ public enum ConformanceSuite {
         _ fixture: KeyedFixture<Value>, options: ConformanceOptions,
         onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runFixtureScenarios(
-            KeyedFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
-            onResult: onResult)
-        return ConformanceReport(adapter: fixture.name, kind: .keyed, results: results)
+        await report(
+            KeyedFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .keyed, options: options,
+            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
     }
 
     /// Runs every shared-subscription scenario against your adapter over your SDK, as `fixture`
@@ -301,10 +304,10 @@ public enum ConformanceSuite {
         _ fixture: SharedSubscriptionFixture<Element>, options: ConformanceOptions,
         onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runFixtureScenarios(
-            SharedSubscriptionFixtureScenarios<Element>.all, on: fixture, common: fixture.common, options: options,
-            onResult: onResult)
-        return ConformanceReport(adapter: fixture.name, kind: .shared, results: results)
+        await report(
+            SharedSubscriptionFixtureScenarios<Element>.all, on: fixture, name: fixture.name, kind: .shared,
+            options: options,
+            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
     }
 
     /// Runs every latest-wins scenario against your adapter over your SDK, as `fixture` makes it
@@ -327,10 +330,9 @@ public enum ConformanceSuite {
         _ fixture: LatestWinsFixture<Value>, options: ConformanceOptions,
         onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runFixtureScenarios(
-            LatestWinsFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
-            onResult: onResult)
-        return ConformanceReport(adapter: fixture.name, kind: .latestWins, results: results)
+        await report(
+            LatestWinsFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .latestWins, options: options,
+            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
     }
 
     /// Runs every coalesced-call scenario against your adapter over your SDK, as `fixture` makes it
@@ -353,10 +355,9 @@ public enum ConformanceSuite {
         _ fixture: CoalescedFixture<Value>, options: ConformanceOptions,
         onResult: (@Sendable (ScenarioResult) -> Void)?
     ) async -> ConformanceReport {
-        let results = await runFixtureScenarios(
-            CoalescedFixtureScenarios<Value>.all, on: fixture, common: fixture.common, options: options,
-            onResult: onResult)
-        return ConformanceReport(adapter: fixture.name, kind: .coalesced, results: results)
+        await report(
+            CoalescedFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .coalesced, options: options,
+            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
     }
 
     /// The scenarios of the real-adapter path for one kind of adapter (``OneShotFixture``,
@@ -412,17 +413,15 @@ public enum ConformanceSuite {
         }
     }
 
-    static func runAll<Adapter: Sendable>(
-        _ scenarios: [Scenario<Adapter>], on adapter: Adapter, options: ConformanceOptions,
-        onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> [ScenarioResult] {
-        var results: [ScenarioResult] = []
-        for (index, scenario) in scenarios.enumerated() where options.only?.contains(scenario.name) ?? true {
-            let result = await execute(scenario, on: adapter, options: options, index: index)
-            onResult?(result)
-            results.append(result)
-        }
-        return results
+    /// Runs `scenarios` against `subject` in the one run loop, as a report.
+    private static func report<Subject: Sendable, Context: ScenarioContext>(
+        _ scenarios: [Scenario<Subject, Context>], on subject: Subject, name: String, kind: AdapterKind,
+        options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?,
+        makeContext: @escaping @Sendable (ScenarioSetup) throws -> Context
+    ) async -> ConformanceReport {
+        let results = await runScenarios(
+            scenarios, on: subject, options: options, onResult: onResult, makeContext: makeContext)
+        return ConformanceReport(adapter: name, kind: kind, results: results)
     }
 }
 

@@ -10,7 +10,7 @@ import LegacyBridge
 enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
     typealias Fixture = SharedSubscriptionFixture<Element>
 
-    static var all: [FixtureScenario<Fixture>] {
+    static var all: [Scenario<Fixture, FixtureContext>] {
         [oneListener, consumerLeaves, rejoin, listenerEnds]
     }
 
@@ -149,8 +149,8 @@ enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
 
     // MARK: - Scenarios
 
-    static var oneListener: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var oneListener: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "shared-one-listener",
             summary:
                 "two consumers share one SDK listener, each gets every event in order, and the listener closes when both left"
@@ -177,8 +177,8 @@ enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var consumerLeaves: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var consumerLeaves: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "shared-consumer-leaves",
             summary:
                 "one of two consumers leaves: the other still gets every event on the same listener; the listener closes when the last one leaves"
@@ -210,8 +210,8 @@ enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var rejoin: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var rejoin: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "shared-rejoin",
             summary:
                 "a consumer joins after the listener closed: the listener opens again and the consumer gets the events, none of the earlier run's"
@@ -241,8 +241,8 @@ enum SharedSubscriptionFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var listenerEnds: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var listenerEnds: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "shared-listener-ends",
             summary:
                 "the SDK ends the listener by itself: every consumer's loop ends, the adapter does not cancel the ended listener, and a later consumer is not left waiting"

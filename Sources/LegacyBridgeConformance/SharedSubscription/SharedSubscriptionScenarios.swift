@@ -11,7 +11,7 @@ import LegacySimulator
 /// until a task queued after them all has run, that is until each consumer's first `next()`
 /// suspended.
 enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
-    static var all: [Scenario<Adapter>] {
+    static var all: [Scenario<Adapter, LabContext>] {
         [everyConsumerEveryEvent, oneSDKListener, lastConsumerStopsListener]
     }
 
@@ -25,7 +25,7 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
 
     /// A listener on the lab's client whose event 0 waits until the scenario opens the probe's gate.
     static func makeListener(
-        _ context: ScenarioContext, eventCount: UInt64, behavior: SimulatedBehavior
+        _ context: LabContext, eventCount: UInt64, behavior: SimulatedBehavior
     ) -> LegacyListener {
         LegacyListener(
             client: context.lab.sdk, topic: 7, eventCount: eventCount, behavior: behavior,
@@ -75,7 +75,7 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
         return "events after the last one"
     }
 
-    static var everyConsumerEveryEvent: Scenario<Adapter> {
+    static var everyConsumerEveryEvent: Scenario<Adapter, LabContext> {
         Scenario(
             name: "shared-every-consumer-every-event",
             summary:
@@ -127,9 +127,9 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
         }
     }
 
-    static var oneSDKListener: Scenario<Adapter> {
+    static var oneSDKListener: Scenario<Adapter, LabContext> {
         Scenario(
-            name: "shared-one-sdk-listener",
+            name: "shared-one-listener",
             summary: "4 consumers follow one endless listener, then leave: the SDK is asked for one listener only"
         ) { adapter, context in
             guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
@@ -156,9 +156,9 @@ enum SharedSubscriptionScenarios<Adapter: SharedSubscriptionAdapter> {
         }
     }
 
-    static var lastConsumerStopsListener: Scenario<Adapter> {
+    static var lastConsumerStopsListener: Scenario<Adapter, LabContext> {
         Scenario(
-            name: "shared-last-consumer-stops-listener",
+            name: "shared-consumer-leaves",
             summary:
                 "of 3 consumers of an endless listener, 2 leave and the third still gets events; when it leaves too the SDK listener is cancelled"
         ) { adapter, context in

@@ -11,7 +11,7 @@ import LegacyBridge
 enum StreamFixtureScenarios<Element: Sendable> {
     typealias Fixture = StreamFixture<Element>
 
-    static var all: [FixtureScenario<Fixture>] {
+    static var all: [Scenario<Fixture, FixtureContext>] {
         [
             finite, failure, consumerCancel, breakEarly, stalledConsumer, eventsAfterEnd, endInsideCancel,
             foreignThreadEnd, threadAffinity,
@@ -217,8 +217,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
 
     // MARK: - Scenarios
 
-    static var finite: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var finite: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "stream-finite",
             summary:
                 "a finite subscription: every event arrives (in sequence, when ordered), the sequence ends once, no SDK cancel"
@@ -254,8 +254,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var failure: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var failure: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "stream-failure",
             summary: "a failing subscription: the consumer's loop throws the error once, then next() returns nil"
         ) { fixture, context in
@@ -283,8 +283,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var consumerCancel: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var consumerCancel: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "stream-consumer-cancel",
             summary:
                 "the consuming task is cancelled: its loop ends, the SDK's cancel is made once and no event comes after it returned, the subscription's resources come back"
@@ -315,8 +315,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var breakEarly: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var breakEarly: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "stream-break",
             summary:
                 "the consumer leaves its loop after one event: the SDK's cancel is made once and no event comes after it returned, the subscription's resources come back"
@@ -336,8 +336,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var stalledConsumer: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var stalledConsumer: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "stream-stalled-consumer",
             summary:
                 "the consumer stalls: every SDK callback returns promptly, the events held stay within the declared bound, and events flow again once it takes more"
@@ -392,8 +392,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var eventsAfterEnd: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var eventsAfterEnd: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "stream-events-after-end",
             summary:
                 "after its end the SDK delivers the last event again and a second end with an error: the consumer sees exactly the events before the end, and one clean end"
@@ -428,8 +428,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var endInsideCancel: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var endInsideCancel: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "stream-end-inside-cancel",
             summary:
                 "the consumer leaves and the SDK's cancel reports an end synchronously, inside the cancel: no deadlock, the resources come back"
@@ -460,8 +460,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var foreignThreadEnd: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var foreignThreadEnd: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "stream-foreign-thread-end",
             summary: "the end comes on a thread the SDK never uses, after the last event: every event still arrives"
         ) { fixture, context in
@@ -482,8 +482,8 @@ enum StreamFixtureScenarios<Element: Sendable> {
         }
     }
 
-    static var threadAffinity: FixtureScenario<Fixture> {
-        FixtureScenario(
+    static var threadAffinity: Scenario<Fixture, FixtureContext> {
+        Scenario(
             name: "stream-thread-affinity",
             summary:
                 "an SDK that must be called on its own thread: start, pause, resume and cancel ran there, and the SDK counted no call off it"

@@ -7,7 +7,7 @@ import LegacySimulator
 /// checks that the adapter let go of the source afterwards: the SDK released its context, the
 /// source's controls (which hold the SDK handle) were freed, no SDK handle is left outstanding.
 enum StreamScenarios<Adapter: StreamAdapter> {
-    static var all: [Scenario<Adapter>] {
+    static var all: [Scenario<Adapter, LabContext>] {
         [
             eventsAfterTerminal, exactlyOneTerminal, consumerCancelStopsProducer, breakStopsProducer,
             slowConsumerBackpressure, outOfOrderRestored, reorderedAcrossWindow, resourcesReleased,
@@ -94,9 +94,9 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         return .pass
     }
 
-    static var eventsAfterTerminal: Scenario<Adapter> {
+    static var eventsAfterTerminal: Scenario<Adapter, LabContext> {
         Scenario(
-            name: "stream-events-after-terminal",
+            name: "stream-events-after-end",
             summary:
                 "the source sends data and a second end after its end; the sequence ends once, with exactly the events before the end"
         ) { adapter, context in
@@ -123,9 +123,9 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         }
     }
 
-    static var exactlyOneTerminal: Scenario<Adapter> {
+    static var exactlyOneTerminal: Scenario<Adapter, LabContext> {
         Scenario(
-            name: "stream-exactly-one-terminal",
+            name: "stream-failure",
             summary:
                 "the consumer waits in next() when the source fails, then fails again: the error comes once, then the end"
         ) { adapter, context in
@@ -205,9 +205,9 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         return await sourceReleased(probe, lab, after: how)
     }
 
-    static var consumerCancelStopsProducer: Scenario<Adapter> {
+    static var consumerCancelStopsProducer: Scenario<Adapter, LabContext> {
         Scenario(
-            name: "consumer-cancel-stops-producer",
+            name: "stream-consumer-cancel",
             summary: "the consuming task is cancelled; the source is cancelled exactly once and stops"
         ) { adapter, context in
             let (source, probe) = endless(context.lab)
@@ -221,9 +221,9 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         }
     }
 
-    static var breakStopsProducer: Scenario<Adapter> {
+    static var breakStopsProducer: Scenario<Adapter, LabContext> {
         Scenario(
-            name: "break-stops-producer",
+            name: "stream-break",
             summary: "the consumer leaves its loop with break; the source is cancelled exactly once and stops"
         ) { adapter, context in
             let (source, probe) = endless(context.lab)
@@ -235,9 +235,9 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         }
     }
 
-    static var slowConsumerBackpressure: Scenario<Adapter> {
+    static var slowConsumerBackpressure: Scenario<Adapter, LabContext> {
         Scenario(
-            name: "slow-consumer-backpressure",
+            name: "stream-stalled-consumer",
             summary: "a fast source and a stalled consumer: no event lost, buffered events stay bounded (pause/resume)"
         ) { adapter, context in
             let total = 20_000
@@ -318,7 +318,7 @@ enum StreamScenarios<Adapter: StreamAdapter> {
             "\(missing.count) of \(total) events never reached the consumer (first missing: #\(first)), although the source delivered them all; \(lostWhileTaking) of them while the consumer was taking events, not stalled: the adapter loses events it received (handed on asynchronously and overtaken by the end, or a buffer that drops even when it is being read)"
     }
 
-    static var outOfOrderRestored: Scenario<Adapter> {
+    static var outOfOrderRestored: Scenario<Adapter, LabContext> {
         Scenario(
             name: "out-of-order-restored",
             summary: "events arrive pairwise swapped (1, 0, 3, 2, ...); the consumer gets them in sequence order"
@@ -337,7 +337,7 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         }
     }
 
-    static var reorderedAcrossWindow: Scenario<Adapter> {
+    static var reorderedAcrossWindow: Scenario<Adapter, LabContext> {
         Scenario(
             name: "reordered-across-window",
             summary:
@@ -364,7 +364,7 @@ enum StreamScenarios<Adapter: StreamAdapter> {
         }
     }
 
-    static var resourcesReleased: Scenario<Adapter> {
+    static var resourcesReleased: Scenario<Adapter, LabContext> {
         Scenario(
             name: "stream-resources-released",
             summary:

@@ -6,7 +6,7 @@ import LegacySimulator
 /// thread, no cancel inside an SDK callback, producer threads never blocked, and a slow cancel that
 /// stalls neither the cancelled consumers nor the cooperative pool.
 extension StreamScenarios {
-    static var threadingScenarios: [Scenario<Adapter>] {
+    static var threadingScenarios: [Scenario<Adapter, LabContext>] {
         [controlsOnSDKThread, noCancelInsideCallback, producerNotBlocked, consumerNotBlocked, slowCancelLeavesPoolFree]
     }
 
@@ -16,9 +16,9 @@ extension StreamScenarios {
     /// blocks it.
     static var promptly: Duration { Patience.bound / 3 }
 
-    static var controlsOnSDKThread: Scenario<Adapter> {
+    static var controlsOnSDKThread: Scenario<Adapter, LabContext> {
         Scenario(
-            name: "stream-controls-on-sdk-thread",
+            name: "stream-thread-affinity",
             summary:
                 "a source whose SDK must only be called from its loop thread (it offers post): pause, resume and cancel all reach it there"
         ) { adapter, context in
@@ -66,7 +66,7 @@ extension StreamScenarios {
         }
     }
 
-    static var noCancelInsideCallback: Scenario<Adapter> {
+    static var noCancelInsideCallback: Scenario<Adapter, LabContext> {
         Scenario(
             name: "stream-no-cancel-inside-callback",
             summary:
@@ -152,7 +152,7 @@ extension StreamScenarios {
         return nil
     }
 
-    static var producerNotBlocked: Scenario<Adapter> {
+    static var producerNotBlocked: Scenario<Adapter, LabContext> {
         Scenario(
             name: "stream-producer-not-blocked",
             summary:
@@ -194,7 +194,7 @@ extension StreamScenarios {
         }
     }
 
-    static var consumerNotBlocked: Scenario<Adapter> {
+    static var consumerNotBlocked: Scenario<Adapter, LabContext> {
         Scenario(
             name: "stream-consumer-not-blocked",
             summary:
@@ -240,7 +240,7 @@ extension StreamScenarios {
         }
     }
 
-    static var slowCancelLeavesPoolFree: Scenario<Adapter> {
+    static var slowCancelLeavesPoolFree: Scenario<Adapter, LabContext> {
         Scenario(
             name: "stream-slow-cancel-leaves-pool-free",
             summary:

@@ -5,15 +5,17 @@ import LegacySimulator
 /// The thread-affine contract: every call into an SDK that must only be called from its own thread
 /// comes from that thread, whoever calls the adapter, cancellation included.
 enum ThreadAffineScenarios {
-    static let all: [Scenario<any ThreadAffineAdapter>] = [callsOnSDKThread, cancelOnSDKThread, callerNotBlocked]
+    static let all: [Scenario<any ThreadAffineAdapter, LabContext>] = [
+        callsOnSDKThread, cancelOnSDKThread, callerNotBlocked,
+    ]
 
     /// A loop-thread SDK client whose affinity is its loop, in `behavior` for `start`.
-    static func makeSDK(_ context: ScenarioContext, behavior: SimulatedBehavior) throws -> LegacyAffineSDK {
+    static func makeSDK(_ context: LabContext, behavior: SimulatedBehavior) throws -> LegacyAffineSDK {
         let client = try SDKClient(workerThreads: 2, seed: context.options.seed, loopThread: true, affinity: .loop)
         return LegacyAffineSDK(client: client, behavior: behavior, probe: AffineProbe())
     }
 
-    static let callsOnSDKThread = Scenario<any ThreadAffineAdapter>(
+    static let callsOnSDKThread = Scenario<any ThreadAffineAdapter, LabContext>(
         name: "thread-affine-calls-on-sdk-thread",
         summary:
             "40 calls from 8 concurrent tasks (some on the main actor) all reach a loop-thread-only SDK on its loop thread"
@@ -58,7 +60,7 @@ enum ThreadAffineScenarios {
         return .pass
     }
 
-    static let cancelOnSDKThread = Scenario<any ThreadAffineAdapter>(
+    static let cancelOnSDKThread = Scenario<any ThreadAffineAdapter, LabContext>(
         name: "thread-affine-cancel-on-sdk-thread",
         summary:
             "a pending operation of a loop-thread-only SDK is cancelled: the caller gets CancellationError, start and cancel ran on the loop thread"
@@ -98,7 +100,7 @@ enum ThreadAffineScenarios {
         return .pass
     }
 
-    static let callerNotBlocked = Scenario<any ThreadAffineAdapter>(
+    static let callerNotBlocked = Scenario<any ThreadAffineAdapter, LabContext>(
         name: "thread-affine-caller-not-blocked",
         summary:
             "while the SDK's loop is busy, a caller's call waits for it without blocking the caller's thread"
