@@ -130,8 +130,7 @@ enum CoalescedFixtureScenarios<Value: Sendable> {
         _ fixture: Fixture, key: UInt64, attempt: UInt64, _ context: FixtureContext, after what: String,
         stillRunning: UInt64? = nil
     ) async -> Check? {
-        let call = fixture.call
-        let later = Calls.launch(context) { probe in try await call(key, probe) }
+        let later = fixture.launch(key, context)
         let recorder = later.recorder
         _ = await eventually {
             let snapshot = recorder.snapshot

@@ -25,14 +25,6 @@ enum KeyedFixtureScenarios<Value: Sendable> {
     /// A token for the `attempt`-th reply made for `id`: unique in a run.
     static func token(_ id: UInt64, _ attempt: UInt64 = 1) -> UInt64 { id << 8 | attempt }
 
-    /// Launches the fixture's request under `id` with a fresh recorder, watched to the end.
-    static func launch(
-        _ fixture: Fixture, id: UInt64, _ context: FixtureContext, _ hostility: CallHostility<Value> = .init()
-    ) -> LaunchedCall<Value> {
-        let request = fixture.request
-        return TokenedCalls<Value>.launch(context, hostility) { probe in try await request(id, probe) }
-    }
-
     /// Waits until each call's SDK request was made; the reason the scenario cannot go on if not.
     static func madeAll(_ calls: [LaunchedCall<Value>], _ context: FixtureContext) async -> Check? {
         await TokenedCalls<Value>.madeAll(calls)
@@ -57,9 +49,9 @@ enum KeyedFixtureScenarios<Value: Sendable> {
             summary: "six requests answered in reverse order: each caller gets the reply to its own id"
         ) { fixture, context in
             let ids = ids(1, count: 6)
-            let calls = ids.map { launch(fixture, id: $0, context) }
+            let calls = ids.map { fixture.launch($0, context) }
             if let problem = await madeAll(calls, context) { return problem }
-            for id in ids.reversed() { await fixture.reply(id, token(id)) }
+            for id in ids.reversed() { await fixture.answer(id, token(id)) }
             for (id, call) in zip(ids, calls) {
                 let result = await outcome(of: call, within: context.patience)
                 if let problem = expect(result, id: id, token: token(id), fixture, context) { return problem }
@@ -79,10 +71,10 @@ enum KeyedFixtureScenarios<Value: Sendable> {
             }
             let ids = ids(2, count: 3)
             let (first, stranger, next) = (ids[0], ids[1], ids[2])
-            let call = launch(fixture, id: first, context)
+            let call = fixture.launch(first, context)
             if let problem = await madeAll([call], context) { return problem }
             await stray(stranger, token(stranger))
-            await fixture.reply(first, token(first))
+            await fixture.answer(first, token(first))
             let result = await outcome(of: call, within: context.patience)
             if let problem = expect(
                 result, id: first, token: token(first), fixture, context,
@@ -92,11 +84,11 @@ enum KeyedFixtureScenarios<Value: Sendable> {
             }
             // The duplicate comes while another request is pending, and just before a newer
             // request reuses the answered id: it must complete neither.
-            let following = launch(fixture, id: next, context)
+            let following = fixture.launch(next, context)
             if let problem = await madeAll([following], context) { return problem }
             await stray(first, token(first, 2))
             let duplicate = [token(first, 2): "a duplicate of an earlier request's reply"]
-            let reuse = launch(fixture, id: first, context)
+            let reuse = fixture.launch(first, context)
             if let problem = await madeAll([reuse], context) {
                 guard case .usageError = problem, let early = await outcome(of: reuse, within: context.patience)
                 else { return problem }
@@ -109,8 +101,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
                 }
                 return problem
             }
-            await fixture.reply(first, token(first, 3))
-            await fixture.reply(next, token(next))
+            await fixture.answer(first, token(first, 3))
+            await fixture.answer(next, token(next))
             for (id, call, own) in [(next, following, token(next)), (first, reuse, token(first, 3))] {
                 let result = await outcome(of: call, within: context.patience)
                 if let problem = expect(result, id: id, token: own, fixture, context, others: duplicate) {
@@ -131,7 +123,7 @@ enum KeyedFixtureScenarios<Value: Sendable> {
                 return .notChecked("the fixture gives no failing: the SDK cannot be made to fail a request")
             }
             let ids = ids(3, count: 2)
-            let call = launch(fixture, id: ids[0], context)
+            let call = fixture.launch(ids[0], context)
             if let problem = await madeAll([call], context) { return problem }
             await failing(ids[0])
             switch await outcome(of: call, within: context.patience) {
@@ -146,7 +138,7 @@ enum KeyedFixtureScenarios<Value: Sendable> {
             case .failure?:
                 break
             }
-            let next = launch(fixture, id: ids[1], context)
+            let next = fixture.launch(ids[1], context)
             if let problem = await madeAll([next], context) {
                 if case .notChecked = problem {
                     return .fail(
@@ -155,7 +147,7 @@ enum KeyedFixtureScenarios<Value: Sendable> {
                 }
                 return problem
             }
-            await fixture.reply(ids[1], token(ids[1]))
+            await fixture.answer(ids[1], token(ids[1]))
             let result = await outcome(of: next, within: context.patience)
             if let problem = expect(result, id: ids[1], token: token(ids[1]), fixture, context) {
                 return problem
@@ -173,7 +165,7 @@ enum KeyedFixtureScenarios<Value: Sendable> {
             let id = ids(4, count: 1)[0]
             let late = fixture.requestCancellation == .none
             let hold = CancelHold(bound: context.patience / 4)
-            let first = launch(fixture, id: id, context, CallHostility(holdCancel: late ? nil : hold))
+            let first = fixture.launch(id, context, CallHostility(holdCancel: late ? nil : hold))
             if let problem = await madeAll([first], context) {
                 hold.open()
                 return problem
@@ -197,10 +189,10 @@ enum KeyedFixtureScenarios<Value: Sendable> {
                 // The SDK answers the old request while its cancel is held: the reply loses against
                 // the cancel, and the SDK is done with it. A cancel by id made after this reaches
                 // whatever request holds the id then.
-                await fixture.reply(id, token(id, 1))
+                await fixture.answer(id, token(id, 1))
             }
             // The newer request, while the old one's SDK cancel is held (or its late reply due).
-            var reuse = launch(fixture, id: id, context)
+            var reuse = fixture.launch(id, context)
             let newer = reuse.recorder
             _ = await eventually(within: context.patience / 4) {
                 let snapshot = newer.snapshot
@@ -222,7 +214,7 @@ enum KeyedFixtureScenarios<Value: Sendable> {
                 // Refused: the adapter keeps the id while the SDK may still answer or cancel the
                 // old request. Then it must free it once the SDK is done: retry until accepted.
                 if !lateSent {
-                    await fixture.reply(id, token(id, 1))
+                    await fixture.answer(id, token(id, 1))
                     lateSent = true
                 }
                 let clock = ContinuousClock()
@@ -230,7 +222,7 @@ enum KeyedFixtureScenarios<Value: Sendable> {
                 var accepted = false
                 while clock.now < deadline {
                     try? await Task.sleep(for: .milliseconds(10))
-                    reuse = launch(fixture, id: id, context)
+                    reuse = fixture.launch(id, context)
                     let retried = reuse.recorder
                     _ = await eventually {
                         let snapshot = retried.snapshot
@@ -248,8 +240,8 @@ enum KeyedFixtureScenarios<Value: Sendable> {
                 }
             }
             if let problem = await madeAll([reuse], context) { return problem }
-            if !lateSent { await fixture.reply(id, token(id, 1)) }
-            await fixture.reply(id, token(id, 2))
+            if !lateSent { await fixture.answer(id, token(id, 1)) }
+            await fixture.answer(id, token(id, 2))
             let result = await outcome(of: reuse, within: context.patience)
             let why =
                 late
@@ -272,10 +264,10 @@ enum KeyedFixtureScenarios<Value: Sendable> {
             summary: "32 requests outstanding at once, answered in a seeded random order: each gets its own reply"
         ) { fixture, context in
             let ids = ids(5, count: 32)
-            let calls = ids.map { launch(fixture, id: $0, context) }
+            let calls = ids.map { fixture.launch($0, context) }
             if let problem = await madeAll(calls, context) { return problem }
             var random = SplitMix64(seed: context.options.seed ^ 0x1D5)
-            for id in ids.shuffled(using: &random) { await fixture.reply(id, token(id)) }
+            for id in ids.shuffled(using: &random) { await fixture.answer(id, token(id)) }
             for (id, call) in zip(ids, calls) {
                 let result = await outcome(of: call, within: context.patience)
                 if let problem = expect(result, id: id, token: token(id), fixture, context) { return problem }

@@ -23,15 +23,6 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
     /// The token of the answer made for `key`: unique in a run.
     static func token(_ key: UInt64) -> UInt64 { key << 8 | 1 }
 
-    /// Launches the fixture's call for `key` with a fresh recorder, watched to the end. A call
-    /// the scenario will supersede is marked so: the adapter's error for that ends it as a cancel.
-    static func launch(
-        _ fixture: Fixture, key: UInt64, _ context: FixtureContext, _ hostility: CallHostility<Value> = .init()
-    ) -> LaunchedCall<Value> {
-        let call = fixture.call
-        return Calls.launch(context, hostility) { probe in try await call(key, probe) }
-    }
-
     static func expectOwn(
         _ result: Result<Value, any Error>?, key: UInt64, _ fixture: Fixture, _ context: FixtureContext,
         others: [UInt64: String] = [:]
@@ -65,7 +56,7 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
     static func nextCallAnswers(
         _ fixture: Fixture, key: UInt64, _ context: FixtureContext, after what: String
     ) async -> Check? {
-        let next = launch(fixture, key: key, context)
+        let next = fixture.launch(key, context)
         if let problem = await Calls.madeAll([next], answer: "answer") {
             if case .notChecked = problem {
                 return .fail(
@@ -92,13 +83,13 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
             // Opened right after call 1's answer; the bound only matters to an adapter that never
             // lets the newer call go on while its cancel waits.
             let hold = CancelHold(bound: context.patience)
-            let first = launch(
-                fixture, key: older, context, CallHostility(superseded: true, holdCancel: late ? nil : hold))
+            let first = fixture.launch(
+                older, context, CallHostility(superseded: true, holdCancel: late ? nil : hold))
             if let problem = await Calls.madeAll([first], answer: "answer") {
                 hold.open()
                 return problem
             }
-            let second = launch(fixture, key: newer, context)
+            let second = fixture.launch(newer, context)
             // The adapter has taken the newer call once its cancel of the older request reached
             // the hold, or the newer request reached the SDK.
             let taken = await eventually {
@@ -149,11 +140,11 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
         ) { fixture, context in
             let keys = keys(2, count: 2)
             let (older, newer) = (keys[0], keys[1])
-            let first = launch(fixture, key: older, context, CallHostility(superseded: true))
+            let first = fixture.launch(older, context, CallHostility(superseded: true))
             if let problem = await Calls.madeAll([first], answer: "answer") { return problem }
             // What one call holds, to tell the older request's resources from the newer's.
             let perCall = (context.live ?? 0) - (context.liveBaseline ?? 0)
-            let second = launch(fixture, key: newer, context)
+            let second = fixture.launch(newer, context)
             if let problem = await Calls.madeAll([second], answer: "answer") { return problem }
             if let problem = expectSupersededError(
                 await Calls.outcome(of: first, within: context.patience), key: older, context)
@@ -205,7 +196,7 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
                 return .notChecked("the fixture gives no failing: the SDK cannot be made to fail a call")
             }
             let keys = keys(3, count: 2)
-            let call = launch(fixture, key: keys[0], context)
+            let call = fixture.launch(keys[0], context)
             if let problem = await Calls.madeAll([call], answer: "answer") { return problem }
             await failing(keys[0])
             switch await Calls.outcome(of: call, within: context.patience) {
@@ -234,7 +225,7 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
                 "the newest caller's task is cancelled while its SDK request waits: CancellationError at once, the SDK's cancel made (its resources come back), and the next call gets its answer"
         ) { fixture, context in
             let keys = keys(4, count: 2)
-            let call = launch(fixture, key: keys[0], context)
+            let call = fixture.launch(keys[0], context)
             if let problem = await Calls.madeAll([call], answer: "answer") { return problem }
             call.task.cancel()
             guard let result = await Calls.outcome(of: call, within: context.patience) else {
@@ -278,7 +269,7 @@ enum LatestWinsFixtureScenarios<Value: Sendable> {
             var calls: [LaunchedCall<Value>] = []
             for (index, key) in keys.enumerated() {
                 let last = index == keys.count - 1
-                let call = launch(fixture, key: key, context, CallHostility(superseded: !last))
+                let call = fixture.launch(key, context, CallHostility(superseded: !last))
                 if let problem = await Calls.madeAll([call], answer: "answer") { return problem }
                 calls.append(call)
             }
