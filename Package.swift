@@ -35,12 +35,13 @@ let package = Package(
         .target(name: "LegacyBridge"),
         // The simulated SDK's Swift face (LegacyClient and friends), over the C simulator.
         .target(name: "LegacySimulator", dependencies: ["LegacyBridge", "CLegacySDK"]),
-        // The conformance suite users import to check their own adapters.
-        .target(name: "LegacyBridgeConformance", dependencies: ["LegacyBridge", "LegacySimulator"]),
+        // The conformance suite users import to check their own adapters. Its runner parses its
+        // command line and fits its output with ToolSupport, as the executables do.
+        .target(name: "LegacyBridgeConformance", dependencies: ["LegacyBridge", "LegacySimulator", "ToolSupport"]),
         // The bad-adapter gallery, wrong on purpose: no product exposes it; the CLI and tests run it.
         .target(name: "LegacyBridgeGallery", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
-        // What both executables share: argument parsing, terminal width, text layout, exit codes,
-        // and atomics at the package's platform floors (AtomicCell).
+        // What the executables and the conformance runner share: argument parsing, terminal width,
+        // text layout, exit codes, and atomics at the package's platform floors (AtomicCell).
         .target(name: "ToolSupport", dependencies: ["LegacyBridge"]),
         .executableTarget(
             name: "legacy-bridge",

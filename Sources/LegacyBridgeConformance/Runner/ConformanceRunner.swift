@@ -1,4 +1,6 @@
 import Foundation
+import LegacyBridge
+import ToolSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -159,7 +161,7 @@ public enum ConformanceRunner {
         let out = RunnerOutput()
         do {
             return try await runParsed(subjects, arguments: arguments, configuration: configuration, out: out)
-        } catch let usage as RunnerUsageError {
+        } catch let usage as UsageError {
             out.error("\(configuration.command): \(usage.message)")
             out.error("Run '\(configuration.command) --help' for usage.")
             return 2
@@ -172,20 +174,22 @@ public enum ConformanceRunner {
     private static func runParsed(
         _ subjects: [ConformanceSubject], arguments: [String], configuration: Configuration, out: RunnerOutput
     ) async throws -> Int32 {
-        let parsed = try RunnerArguments(arguments)
-        if parsed.switches.contains("help") {
+        let parsed = try ParsedArguments(
+            command: configuration.command, arguments: arguments, valueOptions: runnerValueOptions,
+            switchOptions: runnerSwitchOptions)
+        if parsed.wantsHelp {
             out.line(help(configuration))
             return 0
         }
         var seen = Set<String>()
         for subject in subjects where !seen.insert(subject.name).inserted {
-            throw RunnerUsageError(message: "two adapters are named '\(subject.name)'; names must be unique")
+            throw usage("two adapters are named '\(subject.name)'; names must be unique")
         }
-        if parsed.switches.contains("list-adapters") {
+        if parsed.flag("list-adapters") {
             for subject in subjects { out.line("\(subject.name) \(subject.summary)") }
             return 0
         }
-        if parsed.switches.contains("list-scenarios") {
+        if parsed.flag("list-scenarios") {
             for kind in AdapterKind.allCases {
                 for scenario in ConformanceSuite.scenarios(for: kind) {
                     out.line("\(kind.rawValue) \(scenario.name) \(scenario.summary)")
@@ -200,31 +204,31 @@ public enum ConformanceRunner {
             return 0
         }
         var options = ConformanceOptions()
-        if parsed.values["watchdog"] != nil {  // otherwise the options' default (TSan-aware)
+        if parsed.string("watchdog") != nil {  // otherwise the options' default (TSan-aware)
             options.watchdog = .milliseconds(Int64(try parsed.seconds("watchdog", default: 5, in: 0.1...600) * 1000))
         }
         options.seed = try parsed.unsigned("seed", default: 1)
         options.burstSize = try parsed.integer("burst", default: 500, in: 1...100_000)
 
         let chosen =
-            try parsed.values["adapter"].map { try adapters(named: $0, in: subjects) } ?? configuration.defaultSubjects
-        if let list = parsed.values["scenario"] {
+            try parsed.string("adapter").map { try adapters(named: $0, in: subjects) } ?? configuration.defaultSubjects
+        if let list = parsed.string("scenario") {
             let names = Set(list.split(separator: ",").map { String($0) })
             let known = Set(chosen.flatMap(\.scenarioNames))
             if let unknown = names.subtracting(known).sorted().first {
-                throw RunnerUsageError(
-                    message: "unknown scenario '\(unknown)' for the chosen adapters (see --list-scenarios)")
+                throw usage(
+                    "unknown scenario '\(unknown)' for the chosen adapters (see --list-scenarios)")
             }
             options.only = names
         }
 
-        if let scenario = parsed.values["run-scenario"] {
+        if let scenario = parsed.string("run-scenario") {
             // Child mode: one scenario of one adapter, its result as one JSON line.
-            guard parsed.values["adapter"] != nil, chosen.count == 1, let subject = chosen.first else {
-                throw RunnerUsageError(message: "--run-scenario needs --adapter NAME")
+            guard parsed.string("adapter") != nil, chosen.count == 1, let subject = chosen.first else {
+                throw usage("--run-scenario needs --adapter NAME")
             }
             guard subject.scenarioNames.contains(scenario) else {
-                throw RunnerUsageError(message: "adapter '\(subject.name)' has no scenario '\(scenario)'")
+                throw usage("adapter '\(subject.name)' has no scenario '\(scenario)'")
             }
             options.only = [scenario]
             installIsolationTrapReporter()
@@ -235,9 +239,9 @@ public enum ConformanceRunner {
             return 0
         }
 
-        let json = parsed.switches.contains("json")
-        let isolated = crashIsolationIsAvailable && !parsed.switches.contains("in-process")
-        if !crashIsolationIsAvailable && !parsed.switches.contains("in-process") {
+        let json = parsed.flag("json")
+        let isolated = crashIsolationIsAvailable && !parsed.flag("in-process")
+        if !crashIsolationIsAvailable && !parsed.flag("in-process") {
             // Said on standard error, so that --json output stays a single document.
             out.error(
                 "note: this platform cannot start processes, so every scenario runs in this process "
@@ -245,7 +249,7 @@ public enum ConformanceRunner {
                     + "is reported as hung by the watchdog but keeps its threads.")
         }
         var reports: [(ConformanceSubject, ConformanceReport)] = []
-        let flaggingOnly = parsed.switches.contains("flagging-only")
+        let flaggingOnly = parsed.flag("flagging-only")
         for subject in chosen {
             var options = options
             if flaggingOnly && subject.isGallery {
@@ -264,7 +268,7 @@ public enum ConformanceRunner {
             if !json { out.line(ConformanceEvaluation.verdict(subject, report).line) }
         }
         let evaluation = ConformanceEvaluation(reports)
-        out.line(json ? jsonText(evaluation.json) : evaluation.summaryLine)
+        out.line(json ? jsonString(evaluation.json) : evaluation.summaryLine)
         return evaluation.clean ? 0 : 1
     }
 
@@ -276,14 +280,14 @@ public enum ConformanceRunner {
         let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && seen.insert($0).inserted }
         guard !names.isEmpty else {
-            throw RunnerUsageError(message: "--adapter needs adapter names (comma-separated) or all")
+            throw usage("--adapter needs adapter names (comma-separated) or all")
         }
         if names.contains("all") { return subjects }
         let unknown = names.filter { name in !subjects.contains { $0.name == name } }
         guard unknown.isEmpty else {
             let quoted = unknown.map { "'\($0)'" }.joined(separator: ", ")
-            throw RunnerUsageError(
-                message: "unknown adapter\(unknown.count == 1 ? "" : "s") \(quoted) (see --list-adapters)")
+            throw usage(
+                "unknown adapter\(unknown.count == 1 ? "" : "s") \(quoted) (see --list-adapters)")
         }
         return names.compactMap { name in subjects.first { $0.name == name } }
     }
@@ -559,8 +563,8 @@ extension ScenarioResult {
 /// The runner's output: lines flushed as they are printed (so a pipe sees each scenario as it
 /// ends), and on a terminal one status line redrawn in place while a child runs.
 package final class RunnerOutput: Sendable {
-    private let isTerminal = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
-    private let statusShown = LockedStatus()
+    private let isTerminal = Terminal.isInteractive
+    private let statusShown = LockedBox(false)
 
     package init() {}
 
@@ -577,128 +581,31 @@ package final class RunnerOutput: Sendable {
     /// Shows `text` as the transient status line (terminals only), cut to the terminal's width.
     func status(_ text: String) {
         guard isTerminal else { return }
-        let width = max(20, terminalColumns() - 1)
-        let shown = text.count > width ? String(text.prefix(width - 1)) + "…" : text
+        let shown = TextLayout.truncate(text, to: Terminal.width - 1)
         print("\r\u{1B}[2K\(shown)", terminator: "")
         fflush(nil)
-        statusShown.set(true)
+        statusShown.withLock { $0 = true }
     }
 
     func clearStatus() {
-        guard isTerminal, statusShown.take() else { return }
+        guard isTerminal,
+            statusShown.withLock({ shown in
+                defer { shown = false }; return shown
+            })
+        else { return }
         print("\r\u{1B}[2K", terminator: "")
         fflush(nil)
     }
 }
 
-/// Whether a status line is on screen.
-private final class LockedStatus: @unchecked Sendable {
-    // @unchecked Sendable: `shown` is only touched under `lock`.
-    private let lock = NSLock()
-    private var shown = false
-    func set(_ value: Bool) { lock.withLock { shown = value } }
-    func take() -> Bool {
-        lock.withLock {
-            defer { shown = false }
-            return shown
-        }
-    }
-}
+/// The runner's options (``ParsedArguments`` parses them: `--name value`, `--name=value`,
+/// switches, `--help`/`-h`).
+private let runnerValueOptions: Set<String> = ["adapter", "scenario", "watchdog", "seed", "burst", "run-scenario"]
+private let runnerSwitchOptions: Set<String> = [
+    "list-adapters", "list-scenarios", "json", "in-process", "flagging-only",
+]
 
-/// The terminal's width in columns (80 when unknown).
-private func terminalColumns() -> Int {
-    var size = winsize()
-    if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
-    if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init), columns > 0 { return columns }
-    return 80
-}
-
-/// Pretty, key-sorted JSON.
-private func jsonText(_ value: some Encodable) -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    guard let data = try? encoder.encode(value), let text = String(data: data, encoding: .utf8) else { return "{}" }
-    return text
-}
-
-/// A usage mistake: reported with the command's `--help` hint, exit status 2.
-struct RunnerUsageError: Error {
-    let message: String
-}
-
-/// The runner's options: `--name value`, `--name=value`, switches, `--help`/`-h`.
-struct RunnerArguments {
-    static let valueOptions: Set<String> = ["adapter", "scenario", "watchdog", "seed", "burst", "run-scenario"]
-    static let switchOptions: Set<String> = [
-        "list-adapters", "list-scenarios", "json", "in-process", "flagging-only", "help",
-    ]
-
-    var values: [String: String] = [:]
-    var switches: Set<String> = []
-
-    init(_ arguments: [String]) throws {
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            if argument == "-h" {
-                switches.insert("help")
-                continue
-            }
-            guard argument.hasPrefix("--") else { throw RunnerUsageError(message: "unexpected argument '\(argument)'") }
-            var name = String(argument.dropFirst(2))
-            var inline: String?
-            if let equals = name.firstIndex(of: "=") {
-                inline = String(name[name.index(after: equals)...])
-                name = String(name[..<equals])
-            }
-            if Self.switchOptions.contains(name) {
-                guard inline == nil else { throw RunnerUsageError(message: "--\(name) takes no value") }
-                switches.insert(name)
-            } else if Self.valueOptions.contains(name) {
-                if let inline {
-                    values[name] = inline
-                } else {
-                    guard index < arguments.count, !arguments[index].hasPrefix("--") else {
-                        throw RunnerUsageError(message: "--\(name) needs a value")
-                    }
-                    values[name] = arguments[index]
-                    index += 1
-                }
-            } else {
-                throw RunnerUsageError(message: "unknown option '--\(name)'")
-            }
-        }
-    }
-
-    func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
-        guard let text = values[name] else { return fallback }
-        guard let value = Int(text.filter { $0 != "_" }), range.contains(value) else {
-            throw RunnerUsageError(
-                message:
-                    "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
-        }
-        return value
-    }
-
-    func seconds(_ name: String, default fallback: Double, in range: ClosedRange<Double>) throws -> Double {
-        guard let text = values[name] else { return fallback }
-        guard let value = Double(text), value.isFinite, range.contains(value) else {
-            throw RunnerUsageError(
-                message:
-                    "--\(name) must be a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
-            )
-        }
-        return value
-    }
-
-    func unsigned(_ name: String, default fallback: UInt64) throws -> UInt64 {
-        guard let text = values[name] else { return fallback }
-        let cleaned = text.filter { $0 != "_" }
-        let parsed = cleaned.hasPrefix("0x") ? UInt64(cleaned.dropFirst(2), radix: 16) : UInt64(cleaned)
-        guard let value = parsed else {
-            throw RunnerUsageError(message: "--\(name) must be an unsigned 64-bit number, not '\(text)'")
-        }
-        return value
-    }
+/// A usage mistake of the runner: reported with the command's `--help` hint, exit status 2.
+private func usage(_ message: String) -> UsageError {
+    UsageError(message: message, command: "")
 }
