@@ -97,7 +97,7 @@ public struct ConformanceSubject: Sendable {
     /// - Parameter fixture: Calls of your adapter, what it declares, what its SDK counts.
     /// - Returns: The subject.
     public static func oneShot<Value: Sendable>(_ fixture: OneShotFixture<Value>) -> ConformanceSubject {
-        ConformanceSubject(fixture, gallery: false)
+        fixture.conformanceSubject
     }
 
     /// Your stream adapter over its SDK, through a fixture; expected to pass every scenario the
@@ -106,7 +106,7 @@ public struct ConformanceSubject: Sendable {
     /// - Returns: The subject.
     @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
     public static func stream<Element: Sendable>(_ fixture: StreamFixture<Element>) -> ConformanceSubject {
-        ConformanceSubject(fixture, gallery: false)
+        fixture.conformanceSubject
     }
 
     /// Your keyed-request adapter over its SDK, through a fixture; expected to pass every scenario
@@ -114,7 +114,7 @@ public struct ConformanceSubject: Sendable {
     /// - Parameter fixture: Requests of your adapter by id, how to make its SDK answer them.
     /// - Returns: The subject.
     public static func keyed<Value: Sendable>(_ fixture: KeyedFixture<Value>) -> ConformanceSubject {
-        ConformanceSubject(fixture, gallery: false)
+        fixture.conformanceSubject
     }
 
     /// Your shared-subscription adapter over its SDK, through a fixture; expected to pass every
@@ -123,7 +123,7 @@ public struct ConformanceSubject: Sendable {
     /// - Returns: The subject.
     @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
     public static func shared<Element: Sendable>(_ fixture: SharedSubscriptionFixture<Element>) -> ConformanceSubject {
-        ConformanceSubject(fixture, gallery: false)
+        fixture.conformanceSubject
     }
 
     /// Your latest-wins adapter over its SDK, through a fixture; expected to pass every scenario
@@ -131,7 +131,7 @@ public struct ConformanceSubject: Sendable {
     /// - Parameter fixture: Calls of your adapter by key, how to make its SDK answer them.
     /// - Returns: The subject.
     public static func latestWins<Value: Sendable>(_ fixture: LatestWinsFixture<Value>) -> ConformanceSubject {
-        ConformanceSubject(fixture, gallery: false)
+        fixture.conformanceSubject
     }
 
     /// Your coalesced-call adapter over its SDK, through a fixture; expected to pass every scenario
@@ -139,7 +139,7 @@ public struct ConformanceSubject: Sendable {
     /// - Parameter fixture: Calls of your adapter by key, how to make its SDK answer them.
     /// - Returns: The subject.
     public static func coalesced<Value: Sendable>(_ fixture: CoalescedFixture<Value>) -> ConformanceSubject {
-        ConformanceSubject(fixture, gallery: false)
+        fixture.conformanceSubject
     }
 
     /// Your blocking-call adapter over its SDK, through a fixture; expected to pass every scenario
@@ -147,12 +147,12 @@ public struct ConformanceSubject: Sendable {
     /// - Parameter fixture: Calls of your adapter, what it declares, what its SDK counts.
     /// - Returns: The subject.
     public static func blocking<Value: Sendable>(_ fixture: BlockingFixture<Value>) -> ConformanceSubject {
-        ConformanceSubject(fixture, gallery: false)
+        fixture.conformanceSubject
     }
 
     private init(
         name: String, summary: String, kind: AdapterKind, gallery: Bool, flaggedBy: [String],
-        onlyUnder sanitizer: Sanitizer?, scenarios: [(name: String, summary: String)]? = nil,
+        onlyUnder sanitizer: Sanitizer?, scenarios: [ScenarioInfo],
         runner:
             @escaping @Sendable (ConformanceOptions, (@Sendable (ScenarioResult) -> Void)?) async
             -> ConformanceReport
@@ -163,161 +163,119 @@ public struct ConformanceSubject: Sendable {
         self.isGallery = gallery
         self.flaggedBy = flaggedBy
         self.flaggedOnlyUnder = sanitizer
-        self.scenarios = (scenarios ?? ConformanceSuite.scenarios(for: kind)).map {
-            ScenarioInfo(name: $0.name, summary: $0.summary)
-        }
+        self.scenarios = scenarios
         self.runner = runner
     }
 
-    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
-    package init<Element: Sendable>(
-        _ fixture: StreamFixture<Element>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
+    /// `scenarios` run against `subject` in the one run loop, each on a context from `makeContext`.
+    init<Subject: Sendable, Context: ScenarioContext>(
+        _ subject: Subject, name: String, summary: String, kind: AdapterKind, gallery: Bool = false,
+        flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil, scenarios: [Scenario<Subject, Context>],
+        makeContext: @escaping @Sendable (ScenarioSetup) throws -> Context
+    ) {
+        self.init(
+            name: name, summary: summary, kind: kind, gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
+            scenarios: scenarios.map { ScenarioInfo(name: $0.name, summary: $0.summary) },
+            runner: { options, onResult in
+                let results = await runScenarios(
+                    scenarios, on: subject, options: options, onResult: onResult, makeContext: makeContext)
+                return ConformanceReport(adapter: name, kind: kind, results: results)
+            })
+    }
+
+    /// A fixture of the suite's own kinds, checked over the user's SDK.
+    init<Fixture: Sendable>(
+        fixture: Fixture, name: String, kind: AdapterKind, summary: String, common: FixtureCommon,
+        scenarios: [Scenario<Fixture, FixtureContext>]
+    ) {
+        self.init(
+            fixture, name: name, summary: summary, kind: kind, scenarios: scenarios,
+            makeContext: FixtureContext.maker(common))
+    }
+
+    /// `fixture`, with what is expected of it: to pass, or (`gallery`) to be flagged by `flaggedBy`.
+    package init(
+        _ fixture: some ConformanceFixture, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
         onlyUnder sanitizer: Sanitizer? = nil
     ) {
+        let subject = fixture.conformanceSubject
         self.init(
-            name: fixture.name, summary: summary ?? "a stream adapter over its SDK (fixture)", kind: .stream,
-            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
-            scenarios: ConformanceSuite.fixtureScenarios(for: .stream),
-            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
-    }
-
-    package init<Value: Sendable>(
-        _ fixture: BlockingFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
-        onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: fixture.name, summary: summary ?? "a blocking-call adapter over its SDK (fixture)", kind: .blocking,
-            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
-            scenarios: ConformanceSuite.fixtureScenarios(for: .blocking),
-            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
-    }
-
-    package init<Value: Sendable>(
-        _ fixture: OneShotFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
-        onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: fixture.name, summary: summary ?? "a one-shot adapter over its SDK (fixture)", kind: .oneShot,
-            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
-            scenarios: ConformanceSuite.fixtureScenarios(for: .oneShot),
-            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
-    }
-
-    package init<Value: Sendable>(
-        _ fixture: KeyedFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
-        onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: fixture.name, summary: summary ?? "a keyed-request adapter over its SDK (fixture)", kind: .keyed,
-            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
-            scenarios: ConformanceSuite.fixtureScenarios(for: .keyed),
-            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
-    }
-
-    package init<Value: Sendable>(
-        _ fixture: LatestWinsFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
-        onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: fixture.name, summary: summary ?? "a latest-wins adapter over its SDK (fixture)", kind: .latestWins,
-            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
-            scenarios: ConformanceSuite.fixtureScenarios(for: .latestWins),
-            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
-    }
-
-    package init<Value: Sendable>(
-        _ fixture: CoalescedFixture<Value>, gallery: Bool, summary: String? = nil, flaggedBy: [String] = [],
-        onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: fixture.name, summary: summary ?? "a coalesced-call adapter over its SDK (fixture)", kind: .coalesced,
-            gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
-            scenarios: ConformanceSuite.fixtureScenarios(for: .coalesced),
-            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
-    }
-
-    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
-    package init<Element: Sendable>(
-        _ fixture: SharedSubscriptionFixture<Element>, gallery: Bool, summary: String? = nil,
-        flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: fixture.name, summary: summary ?? "a shared-subscription adapter over its SDK (fixture)",
-            kind: .shared, gallery: gallery, flaggedBy: flaggedBy, onlyUnder: sanitizer,
-            scenarios: ConformanceSuite.fixtureScenarios(for: .shared),
-            runner: { await ConformanceSuite.run(fixture, options: $0, onResult: $1) })
-    }
-
-    package init<Adapter: BlockingAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: adapter.name, summary: adapter.summary, kind: .blocking, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnder: sanitizer,
-            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
-    }
-
-    package init<Adapter: ThreadAffineAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: adapter.name, summary: adapter.summary, kind: .threadAffine, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnder: sanitizer,
-            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
-    }
-
-    package init<Adapter: KeyedRequestAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: adapter.name, summary: adapter.summary, kind: .keyed, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnder: sanitizer,
-            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
-    }
-
-    package init<Adapter: SharedSubscriptionAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: adapter.name, summary: adapter.summary, kind: .shared, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnder: sanitizer,
-            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
-    }
-
-    package init<Adapter: LatestWinsAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: adapter.name, summary: adapter.summary, kind: .latestWins, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnder: sanitizer,
-            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
-    }
-
-    package init<Adapter: CoalescedAdapter>(
-        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
-    ) {
-        self.init(
-            name: adapter.name, summary: adapter.summary, kind: .coalesced, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnder: sanitizer,
-            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
+            name: subject.name, summary: summary ?? subject.summary, kind: subject.kind, gallery: gallery,
+            flaggedBy: flaggedBy, onlyUnder: sanitizer, scenarios: subject.scenarios, runner: subject.runner)
     }
 
     package init<Adapter: OneShotAdapter>(
         _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
-            name: adapter.name, summary: adapter.summary, kind: .oneShot, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnder: sanitizer,
-            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
+            adapter as any OneShotAdapter, name: adapter.name, summary: adapter.summary, kind: .oneShot,
+            gallery: gallery,
+            flaggedBy: flaggedBy, onlyUnder: sanitizer, scenarios: OneShotScenarios.all, makeContext: LabContext.make)
     }
 
     package init<Adapter: StreamAdapter>(
         _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
     ) {
         self.init(
-            name: adapter.name, summary: adapter.summary, kind: .stream, gallery: gallery, flaggedBy: flaggedBy,
-            onlyUnder: sanitizer,
-            runner: { await ConformanceSuite.run(adapter, options: $0, onResult: $1) })
+            adapter, name: adapter.name, summary: adapter.summary, kind: .stream, gallery: gallery,
+            flaggedBy: flaggedBy, onlyUnder: sanitizer, scenarios: StreamScenarios<Adapter>.all,
+            makeContext: LabContext.make)
+    }
+
+    package init<Adapter: BlockingAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            adapter as any BlockingAdapter, name: adapter.name, summary: adapter.summary, kind: .blocking,
+            gallery: gallery,
+            flaggedBy: flaggedBy, onlyUnder: sanitizer, scenarios: BlockingScenarios.all, makeContext: LabContext.make)
+    }
+
+    package init<Adapter: ThreadAffineAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            adapter as any ThreadAffineAdapter, name: adapter.name, summary: adapter.summary, kind: .threadAffine,
+            gallery: gallery,
+            flaggedBy: flaggedBy, onlyUnder: sanitizer, scenarios: ThreadAffineScenarios.all,
+            makeContext: LabContext.make)
+    }
+
+    package init<Adapter: KeyedRequestAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            adapter as any KeyedRequestAdapter, name: adapter.name, summary: adapter.summary, kind: .keyed,
+            gallery: gallery,
+            flaggedBy: flaggedBy, onlyUnder: sanitizer, scenarios: KeyedScenarios.all, makeContext: LabContext.make)
+    }
+
+    package init<Adapter: SharedSubscriptionAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            adapter, name: adapter.name, summary: adapter.summary, kind: .shared, gallery: gallery,
+            flaggedBy: flaggedBy, onlyUnder: sanitizer, scenarios: SharedSubscriptionScenarios<Adapter>.all,
+            makeContext: LabContext.make)
+    }
+
+    package init<Adapter: LatestWinsAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            adapter as any LatestWinsAdapter, name: adapter.name, summary: adapter.summary, kind: .latestWins,
+            gallery: gallery,
+            flaggedBy: flaggedBy, onlyUnder: sanitizer, scenarios: LatestWinsScenarios.all, makeContext: LabContext.make
+        )
+    }
+
+    package init<Adapter: CoalescedAdapter>(
+        _ adapter: Adapter, gallery: Bool, flaggedBy: [String] = [], onlyUnder sanitizer: Sanitizer? = nil
+    ) {
+        self.init(
+            adapter as any CoalescedAdapter, name: adapter.name, summary: adapter.summary, kind: .coalesced,
+            gallery: gallery,
+            flaggedBy: flaggedBy, onlyUnder: sanitizer, scenarios: CoalescedScenarios.all, makeContext: LabContext.make)
     }
 
     /// Runs the suite (or the scenarios `options.only` names) against this adapter, in process.

@@ -23,7 +23,7 @@ public enum ConformanceSuite {
     public static func run<Adapter: OneShotAdapter>(
         _ adapter: Adapter, options: ConformanceOptions = .init()
     ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
+        await ConformanceSubject(adapter, gallery: false).run(options: options)
     }
 
     /// Runs every stream scenario against `adapter`.
@@ -34,7 +34,7 @@ public enum ConformanceSuite {
     public static func run<Adapter: StreamAdapter>(
         _ adapter: Adapter, options: ConformanceOptions = .init()
     ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
+        await ConformanceSubject(adapter, gallery: false).run(options: options)
     }
 
     /// Runs every blocking-call scenario against `adapter`.
@@ -45,7 +45,7 @@ public enum ConformanceSuite {
     public static func run<Adapter: BlockingAdapter>(
         _ adapter: Adapter, options: ConformanceOptions = .init()
     ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
+        await ConformanceSubject(adapter, gallery: false).run(options: options)
     }
 
     /// Runs every thread-affine scenario against `adapter`.
@@ -56,7 +56,7 @@ public enum ConformanceSuite {
     public static func run<Adapter: ThreadAffineAdapter>(
         _ adapter: Adapter, options: ConformanceOptions = .init()
     ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
+        await ConformanceSubject(adapter, gallery: false).run(options: options)
     }
 
     /// Runs every keyed-request scenario against `adapter`.
@@ -67,7 +67,7 @@ public enum ConformanceSuite {
     public static func run<Adapter: KeyedRequestAdapter>(
         _ adapter: Adapter, options: ConformanceOptions = .init()
     ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
+        await ConformanceSubject(adapter, gallery: false).run(options: options)
     }
 
     /// Runs every shared-subscription scenario against `adapter`.
@@ -78,7 +78,7 @@ public enum ConformanceSuite {
     public static func run<Adapter: SharedSubscriptionAdapter>(
         _ adapter: Adapter, options: ConformanceOptions = .init()
     ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
+        await ConformanceSubject(adapter, gallery: false).run(options: options)
     }
 
     /// Runs every latest-wins scenario against `adapter`.
@@ -89,7 +89,7 @@ public enum ConformanceSuite {
     public static func run<Adapter: LatestWinsAdapter>(
         _ adapter: Adapter, options: ConformanceOptions = .init()
     ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
+        await ConformanceSubject(adapter, gallery: false).run(options: options)
     }
 
     /// Runs every coalesced-call scenario against `adapter`.
@@ -100,88 +100,12 @@ public enum ConformanceSuite {
     public static func run<Adapter: CoalescedAdapter>(
         _ adapter: Adapter, options: ConformanceOptions = .init()
     ) async -> ConformanceReport {
-        await run(adapter, options: options, onResult: nil)
+        await ConformanceSubject(adapter, gallery: false).run(options: options)
     }
 
-    /// ``run(_:options:)-(OneShotAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: OneShotAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            OneShotScenarios.all, on: adapter as any OneShotAdapter, name: adapter.name, kind: .oneShot,
-            options: options,
-            onResult: onResult, makeContext: LabContext.make)
-    }
-
-    /// ``run(_:options:)-(StreamAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: StreamAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            StreamScenarios<Adapter>.all, on: adapter, name: adapter.name, kind: .stream, options: options,
-            onResult: onResult, makeContext: LabContext.make)
-    }
-
-    /// ``run(_:options:)-(BlockingAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: BlockingAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            BlockingScenarios.all, on: adapter as any BlockingAdapter, name: adapter.name, kind: .blocking,
-            options: options,
-            onResult: onResult, makeContext: LabContext.make)
-    }
-
-    /// ``run(_:options:)-(ThreadAffineAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: ThreadAffineAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            ThreadAffineScenarios.all, on: adapter as any ThreadAffineAdapter, name: adapter.name, kind: .threadAffine,
-            options: options,
-            onResult: onResult, makeContext: LabContext.make)
-    }
-
-    /// ``run(_:options:)-(KeyedRequestAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: KeyedRequestAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            KeyedScenarios.all, on: adapter as any KeyedRequestAdapter, name: adapter.name, kind: .keyed,
-            options: options,
-            onResult: onResult, makeContext: LabContext.make)
-    }
-
-    /// ``run(_:options:)-(SharedSubscriptionAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: SharedSubscriptionAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            SharedSubscriptionScenarios<Adapter>.all, on: adapter, name: adapter.name, kind: .shared, options: options,
-            onResult: onResult, makeContext: LabContext.make)
-    }
-
-    /// ``run(_:options:)-(LatestWinsAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: LatestWinsAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            LatestWinsScenarios.all, on: adapter as any LatestWinsAdapter, name: adapter.name, kind: .latestWins,
-            options: options,
-            onResult: onResult, makeContext: LabContext.make)
-    }
-
-    /// ``run(_:options:)-(CoalescedAdapter,_)``, calling `onResult` as each scenario ends.
-    package static func run<Adapter: CoalescedAdapter>(
-        _ adapter: Adapter, options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            CoalescedScenarios.all, on: adapter as any CoalescedAdapter, name: adapter.name, kind: .coalesced,
-            options: options,
-            onResult: onResult, makeContext: LabContext.make)
-    }
-
-    /// Runs every one-shot scenario against your adapter over your SDK, as `fixture` makes it possible.
+    /// Runs every scenario against your adapter over your SDK, as `fixture` makes it possible:
+    /// a ``OneShotFixture``, ``StreamFixture``, ``BlockingFixture``, ``KeyedFixture``,
+    /// ``SharedSubscriptionFixture``, ``LatestWinsFixture`` or ``CoalescedFixture``.
     ///
     /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
     /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a
@@ -190,174 +114,12 @@ public enum ConformanceSuite {
     ///   - fixture: Calls of your adapter, what it declares, what its SDK counts.
     ///   - options: Watchdog bound, burst size, seed, scenario filter.
     /// - Returns: One result per scenario.
-    public static func run<Value: Sendable>(
-        _ fixture: OneShotFixture<Value>, options: ConformanceOptions = .init()
-    ) async -> ConformanceReport {
-        await run(fixture, options: options, onResult: nil)
-    }
-
-    /// ``run(_:options:)-(OneShotFixture<Value>,_)``, calling `onResult` as each scenario ends.
-    package static func run<Value: Sendable>(
-        _ fixture: OneShotFixture<Value>, options: ConformanceOptions,
-        onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            OneShotFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .oneShot, options: options,
-            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
-    }
-
-    /// Runs every stream scenario against your adapter over your SDK, as `fixture` makes it possible.
-    ///
-    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
-    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
-    /// - Parameters:
-    ///   - fixture: Subscriptions of your adapter, what it declares, what its SDK counts.
-    ///   - options: Watchdog bound, seed, scenario filter.
-    /// - Returns: One result per scenario.
-    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
-    public static func run<Element: Sendable>(
-        _ fixture: StreamFixture<Element>, options: ConformanceOptions = .init()
-    ) async -> ConformanceReport {
-        await run(fixture, options: options, onResult: nil)
-    }
-
-    /// ``run(_:options:)-(StreamFixture<Element>,_)``, calling `onResult` as each scenario ends.
-    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
-    package static func run<Element: Sendable>(
-        _ fixture: StreamFixture<Element>, options: ConformanceOptions,
-        onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            StreamFixtureScenarios<Element>.all, on: fixture, name: fixture.name, kind: .stream, options: options,
-            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
-    }
-
-    /// Runs every blocking-call scenario against your adapter over your SDK, as `fixture` makes it
-    /// possible.
-    ///
-    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
-    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
-    /// - Parameters:
-    ///   - fixture: Calls of your adapter, what it declares, what its SDK counts.
-    ///   - options: Watchdog bound, seed, scenario filter.
-    /// - Returns: One result per scenario.
-    public static func run<Value: Sendable>(
-        _ fixture: BlockingFixture<Value>, options: ConformanceOptions = .init()
-    ) async -> ConformanceReport {
-        await run(fixture, options: options, onResult: nil)
-    }
-
-    /// ``run(_:options:)-(BlockingFixture<Value>,_)``, calling `onResult` as each scenario ends.
-    package static func run<Value: Sendable>(
-        _ fixture: BlockingFixture<Value>, options: ConformanceOptions,
-        onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            BlockingFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .blocking, options: options,
-            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
-    }
-
-    /// Runs every keyed-request scenario against your adapter over your SDK, as `fixture` makes it
-    /// possible.
-    ///
-    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
-    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
-    /// - Parameters:
-    ///   - fixture: Requests of your adapter by id, how to make the SDK answer them, what it counts.
-    ///   - options: Watchdog bound, seed, scenario filter.
-    /// - Returns: One result per scenario.
-    public static func run<Value: Sendable>(
-        _ fixture: KeyedFixture<Value>, options: ConformanceOptions = .init()
-    ) async -> ConformanceReport {
-        await run(fixture, options: options, onResult: nil)
-    }
-
-    /// ``run(_:options:)-(KeyedFixture<Value>,_)``, calling `onResult` as each scenario ends.
-    package static func run<Value: Sendable>(
-        _ fixture: KeyedFixture<Value>, options: ConformanceOptions,
-        onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            KeyedFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .keyed, options: options,
-            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
-    }
-
-    /// Runs every shared-subscription scenario against your adapter over your SDK, as `fixture`
-    /// makes it possible.
-    ///
-    /// Scenarios the fixture does not make possible are reported as not checked, with the reason.
-    /// - Parameters:
-    ///   - fixture: Consumers of your adapter, how to make the SDK deliver, how to count listeners.
-    ///   - options: Watchdog bound, seed, scenario filter.
-    /// - Returns: One result per scenario.
-    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
-    public static func run<Element: Sendable>(
-        _ fixture: SharedSubscriptionFixture<Element>, options: ConformanceOptions = .init()
-    ) async -> ConformanceReport {
-        await run(fixture, options: options, onResult: nil)
-    }
-
-    /// ``run(_:options:)-(SharedSubscriptionFixture<Element>,_)``, calling `onResult` as each
-    /// scenario ends.
-    @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
-    package static func run<Element: Sendable>(
-        _ fixture: SharedSubscriptionFixture<Element>, options: ConformanceOptions,
-        onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            SharedSubscriptionFixtureScenarios<Element>.all, on: fixture, name: fixture.name, kind: .shared,
-            options: options,
-            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
-    }
-
-    /// Runs every latest-wins scenario against your adapter over your SDK, as `fixture` makes it
-    /// possible.
-    ///
-    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
-    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
-    /// - Parameters:
-    ///   - fixture: Calls of your adapter by key, how to make the SDK answer them, what it counts.
-    ///   - options: Watchdog bound, seed, scenario filter.
-    /// - Returns: One result per scenario.
-    public static func run<Value: Sendable>(
-        _ fixture: LatestWinsFixture<Value>, options: ConformanceOptions = .init()
-    ) async -> ConformanceReport {
-        await run(fixture, options: options, onResult: nil)
-    }
-
-    /// ``run(_:options:)-(LatestWinsFixture<Value>,_)``, calling `onResult` as each scenario ends.
-    package static func run<Value: Sendable>(
-        _ fixture: LatestWinsFixture<Value>, options: ConformanceOptions,
-        onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            LatestWinsFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .latestWins, options: options,
-            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
-    }
-
-    /// Runs every coalesced-call scenario against your adapter over your SDK, as `fixture` makes it
-    /// possible.
-    ///
-    /// Scenarios the fixture does not make possible are reported as not checked, with the reason;
-    /// a fixture that contradicts its own declaration gets a usage error. Neither counts as a failure.
-    /// - Parameters:
-    ///   - fixture: Calls of your adapter by key, how to make the SDK answer them, what it counts.
-    ///   - options: Watchdog bound, seed, scenario filter.
-    /// - Returns: One result per scenario.
-    public static func run<Value: Sendable>(
-        _ fixture: CoalescedFixture<Value>, options: ConformanceOptions = .init()
-    ) async -> ConformanceReport {
-        await run(fixture, options: options, onResult: nil)
-    }
-
-    /// ``run(_:options:)-(CoalescedFixture<Value>,_)``, calling `onResult` as each scenario ends.
-    package static func run<Value: Sendable>(
-        _ fixture: CoalescedFixture<Value>, options: ConformanceOptions,
-        onResult: (@Sendable (ScenarioResult) -> Void)?
-    ) async -> ConformanceReport {
-        await report(
-            CoalescedFixtureScenarios<Value>.all, on: fixture, name: fixture.name, kind: .coalesced, options: options,
-            onResult: onResult, makeContext: FixtureContext.maker(fixture.common))
+    public static func run(
+        _ fixture: some ConformanceFixture, options: ConformanceOptions = .init()
+    ) async
+        -> ConformanceReport
+    {
+        await fixture.conformanceSubject.run(options: options)
     }
 
     /// The scenarios of the real-adapter path for one kind of adapter (``OneShotFixture``,
@@ -411,17 +173,6 @@ public enum ConformanceSuite {
         case .coalesced:
             return CoalescedScenarios.all.map { ($0.name, $0.summary) }
         }
-    }
-
-    /// Runs `scenarios` against `subject` in the one run loop, as a report.
-    private static func report<Subject: Sendable, Context: ScenarioContext>(
-        _ scenarios: [Scenario<Subject, Context>], on subject: Subject, name: String, kind: AdapterKind,
-        options: ConformanceOptions, onResult: (@Sendable (ScenarioResult) -> Void)?,
-        makeContext: @escaping @Sendable (ScenarioSetup) throws -> Context
-    ) async -> ConformanceReport {
-        let results = await runScenarios(
-            scenarios, on: subject, options: options, onResult: onResult, makeContext: makeContext)
-        return ConformanceReport(adapter: name, kind: kind, results: results)
     }
 }
 

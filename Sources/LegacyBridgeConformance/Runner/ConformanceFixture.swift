@@ -1,0 +1,81 @@
+import LegacyBridge
+
+/// Your adapter over your SDK, as the conformance suite checks it: ``OneShotFixture``,
+/// ``StreamFixture``, ``BlockingFixture``, ``SharedSubscriptionFixture``, and ``KeyedCallFixture``
+/// (``KeyedFixture``, ``LatestWinsFixture``, ``CoalescedFixture``).
+///
+/// One `ConformanceSuite.run(_:options:)` takes any of them, and ``conformanceSubject`` makes one
+/// a subject for ``ConformanceRunner``. Scenarios a fixture gives
+/// the suite no means for are reported as not checked, with the reason.
+public protocol ConformanceFixture: Sendable {
+    /// The fixture as a subject the suite runs, expected to pass every scenario it makes possible.
+    var conformanceSubject: ConformanceSubject { get }
+}
+
+extension OneShotFixture: ConformanceFixture {
+    /// The fixture as a subject the suite runs, expected to pass every scenario it makes possible.
+    public var conformanceSubject: ConformanceSubject {
+        ConformanceSubject(
+            fixture: self, name: name, kind: .oneShot, summary: "a one-shot adapter over its SDK (fixture)",
+            common: common, scenarios: OneShotFixtureScenarios<Value>.all)
+    }
+}
+
+extension BlockingFixture: ConformanceFixture {
+    /// The fixture as a subject the suite runs, expected to pass every scenario it makes possible.
+    public var conformanceSubject: ConformanceSubject {
+        ConformanceSubject(
+            fixture: self, name: name, kind: .blocking, summary: "a blocking-call adapter over its SDK (fixture)",
+            common: common, scenarios: BlockingFixtureScenarios<Value>.all)
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension StreamFixture: ConformanceFixture {
+    /// The fixture as a subject the suite runs, expected to pass every scenario it makes possible.
+    public var conformanceSubject: ConformanceSubject {
+        ConformanceSubject(
+            fixture: self, name: name, kind: .stream, summary: "a stream adapter over its SDK (fixture)",
+            common: common, scenarios: StreamFixtureScenarios<Element>.all)
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension SharedSubscriptionFixture: ConformanceFixture {
+    /// The fixture as a subject the suite runs, expected to pass every scenario it makes possible.
+    public var conformanceSubject: ConformanceSubject {
+        ConformanceSubject(
+            fixture: self, name: name, kind: .shared, summary: "a shared-subscription adapter over its SDK (fixture)",
+            common: common, scenarios: SharedSubscriptionFixtureScenarios<Element>.all)
+    }
+}
+
+extension KeyedCallFixture: ConformanceFixture {
+    /// The kind's scenarios: keyed requests, latest-wins or coalesced calls.
+    public var conformanceSubject: ConformanceSubject {
+        switch Kind.self {
+        case is KeyedCallKind.LatestWins.Type:
+            return ConformanceSubject(
+                fixture: retyped(), name: name, kind: .latestWins,
+                summary: "a latest-wins adapter over its SDK (fixture)", common: common,
+                scenarios: LatestWinsFixtureScenarios<Value>.all)
+        case is KeyedCallKind.Coalesced.Type:
+            return ConformanceSubject(
+                fixture: retyped(), name: name, kind: .coalesced,
+                summary: "a coalesced-call adapter over its SDK (fixture)", common: common,
+                scenarios: CoalescedFixtureScenarios<Value>.all)
+        default:
+            return ConformanceSubject(
+                fixture: retyped(), name: name, kind: .keyed, summary: "a keyed-request adapter over its SDK (fixture)",
+                common: common, scenarios: KeyedFixtureScenarios<Value>.all)
+        }
+    }
+
+    /// The same fixture under another kind.
+    func retyped<Other>() -> KeyedCallFixture<Value, Other> {
+        KeyedCallFixture<Value, Other>(
+            name: name, threading: threading, call: call, answer: answer, token: token, failing: failing,
+            strayReply: strayReply, liveResources: liveResources, offThreadCalls: offThreadCalls,
+            requestCancellation: requestCancellation)
+    }
+}
