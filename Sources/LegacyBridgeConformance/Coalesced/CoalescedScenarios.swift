@@ -36,24 +36,37 @@ enum CoalescedScenarios {
         return tasks
     }
 
-    static let sharesOneCall = Scenario<any CoalescedAdapter, LabContext>(
-        name: "coalesced-shares-one-call",
-        summary:
-            "3 concurrent callers for one key share one SDK call and its answer; a caller after the answer starts a new call"
-    ) { adapter, _ in
+    typealias CallerTask = Task<Result<LegacyAnswer, any Error>, Never>
+
+    /// Opens the adapter and starts `count` callers for key 5, each suspended in it before this
+    /// returns; stops the scenario when that cannot be done.
+    static func sharing(
+        _ count: Int, _ adapter: any CoalescedAdapter
+    ) async throws -> (CallDesk, any CoalescedSession, [CallerTask]) {
         guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
-            return .notChecked("this scenario needs task executors (macOS 15, iOS 18 or later)")
+            throw ScenarioStop(check: .notChecked("this scenario needs task executors (macOS 15, iOS 18 or later)"))
         }
         let desk: CallDesk
         let session: any CoalescedSession
         do {
             (desk, session) = try await open(adapter)
         } catch {
-            return .fail("could not open the adapter: \(error)")
+            throw ScenarioStop(check: .fail("could not open the adapter: \(error)"))
         }
-        guard let tasks = await callers(3, key: 5, of: session) else {
-            return .fail("3 callers did not all suspend within \(Patience.bound) (the adapter blocks its callers)")
+        guard let tasks = await callers(count, key: 5, of: session) else {
+            throw ScenarioStop(
+                check: .fail(
+                    "\(count) callers did not all suspend within \(Patience.bound) (the adapter blocks its callers)"))
         }
+        return (desk, session, tasks)
+    }
+
+    static let sharesOneCall = Scenario<any CoalescedAdapter, LabContext>(
+        name: "coalesced-shares-one-call",
+        summary:
+            "3 concurrent callers for one key share one SDK call and its answer; a caller after the answer starts a new call"
+    ) { adapter, _ in
+        let (desk, session, tasks) = try await sharing(3, adapter)
         guard desk.starts == 1 else {
             await desk.answerAllPending()
             return .fail(
@@ -88,19 +101,7 @@ enum CoalescedScenarios {
         summary:
             "of 3 callers sharing one call, the first is cancelled: it throws CancellationError, the call goes on and the other 2 get its answer"
     ) { adapter, _ in
-        guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
-            return .notChecked("this scenario needs task executors (macOS 15, iOS 18 or later)")
-        }
-        let desk: CallDesk
-        let session: any CoalescedSession
-        do {
-            (desk, session) = try await open(adapter)
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
-        guard let tasks = await callers(3, key: 5, of: session) else {
-            return .fail("3 callers did not all suspend within \(Patience.bound) (the adapter blocks its callers)")
-        }
+        let (desk, _, tasks) = try await sharing(3, adapter)
         cancelFromForeignThread(tasks[0])
         guard let leaver = await values(of: [tasks[0]], within: Patience.bound)?.first else {
             await desk.answerAllPending()
@@ -132,19 +133,7 @@ enum CoalescedScenarios {
         summary:
             "both callers sharing one call are cancelled: each throws CancellationError, the SDK call is cancelled once"
     ) { adapter, _ in
-        guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
-            return .notChecked("this scenario needs task executors (macOS 15, iOS 18 or later)")
-        }
-        let desk: CallDesk
-        let session: any CoalescedSession
-        do {
-            (desk, session) = try await open(adapter)
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
-        guard let tasks = await callers(2, key: 5, of: session) else {
-            return .fail("2 callers did not all suspend within \(Patience.bound) (the adapter blocks its callers)")
-        }
+        let (desk, _, tasks) = try await sharing(2, adapter)
         for task in tasks { cancelFromForeignThread(task) }
         guard let results = await values(of: tasks, within: Patience.bound) else {
             await desk.answerAllPending()
@@ -173,19 +162,7 @@ enum CoalescedScenarios {
         summary:
             "2 callers share one call, which fails: both get its error; a caller for the same key after it starts a new SDK call and gets its answer"
     ) { adapter, _ in
-        guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
-            return .notChecked("this scenario needs task executors (macOS 15, iOS 18 or later)")
-        }
-        let desk: CallDesk
-        let session: any CoalescedSession
-        do {
-            (desk, session) = try await open(adapter)
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
-        guard let tasks = await callers(2, key: 5, of: session) else {
-            return .fail("2 callers did not all suspend within \(Patience.bound) (the adapter blocks its callers)")
-        }
+        let (desk, session, tasks) = try await sharing(2, adapter)
         // An adapter may start its SDK call from a task of its own: wait for it (it must come).
         guard await eventually({ desk.starts >= 1 }), desk.starts == 1 else {
             await desk.answerAllPending()

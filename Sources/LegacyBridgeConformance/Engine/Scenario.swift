@@ -23,6 +23,11 @@ enum Check: Sendable {
     }
 }
 
+/// Thrown by a scenario (or a helper it calls) that cannot go on: `check` is its verdict.
+struct ScenarioStop: Error {
+    let check: Check
+}
+
 /// What one scenario runs against besides its subject, and the checks every scenario of its
 /// kind ends with: the bundled simulator's lab (``LabContext``), or the user's own SDK as its
 /// fixture declares it (``FixtureContext``). The run loop (``runScenarios(_:on:options:onResult:makeContext:)``)
@@ -50,7 +55,8 @@ struct ScenarioSetup: Sendable {
 struct Scenario<Subject: Sendable, Context: ScenarioContext>: Sendable {
     let name: String
     let summary: String
-    let body: @Sendable (Subject, Context) async -> Check
+    /// The hazard, checked; a ``ScenarioStop`` it throws ends it with that verdict.
+    let body: @Sendable (Subject, Context) async throws -> Check
 }
 
 /// The one run loop: runs each scenario `options.only` selects, in order, against `subject`, each
@@ -90,7 +96,15 @@ private func execute<Subject: Sendable, Context: ScenarioContext>(
             return .fail("\(error)")
         }
         made.withLock { $0 = context }
-        return await context.conclude(await scenario.body(subject, context))
+        let check: Check
+        do {
+            check = try await scenario.body(subject, context)
+        } catch let stop as ScenarioStop {
+            check = stop.check
+        } catch {
+            check = .fail("the scenario stopped: \(error)")
+        }
+        return await context.conclude(check)
     }
     let replaced = await made.withLock({ $0 })?.wrapUp(hung: check == nil)
     return result(for: replaced ?? check, name: scenario.name, summary: scenario.summary, watchdog: options.watchdog)

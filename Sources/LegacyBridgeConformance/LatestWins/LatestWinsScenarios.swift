@@ -14,28 +14,39 @@ enum LatestWinsScenarios {
         return (desk, try await adapter.open(LegacyCallSDK(desk: desk)))
     }
 
-    static let lateResultNeverLands = Scenario<any LatestWinsAdapter, LabContext>(
-        name: "latest-late-answer-never-lands",
-        summary:
-            "call 1 answers after call 2 superseded it, then call 2 answers: the newest caller gets call 2's answer, the superseded one an error"
-    ) { adapter, _ in
+    typealias CallerTask = Task<Result<LegacyAnswer, any Error>, Never>
+
+    /// Opens the adapter and makes call 1, then call 2 once call 1 reached the SDK; returns once
+    /// call 2 reached it too, or stops the scenario.
+    static func twoCalls(
+        _ adapter: any LatestWinsAdapter
+    ) async throws -> (CallDesk, CallerTask, CallerTask) {
         let desk: CallDesk
         let session: any LatestWinsSession
         do {
             (desk, session) = try await open(adapter)
         } catch {
-            return .fail("could not open the adapter: \(error)")
+            throw ScenarioStop(check: .fail("could not open the adapter: \(error)"))
         }
         let first = launchCall { try await session.latest(1) }
         guard await eventually({ desk.starts == 1 }) else {
             first.cancel()
-            return .fail("the first call never reached the SDK")
+            throw ScenarioStop(check: .fail("the first call never reached the SDK"))
         }
         let second = launchCall { try await session.latest(2) }
         guard await eventually({ desk.starts == 2 }) else {
             await desk.answerAllPending()
-            return .fail("the second call never reached the SDK")
+            throw ScenarioStop(check: .fail("the second call never reached the SDK"))
         }
+        return (desk, first, second)
+    }
+
+    static let lateResultNeverLands = Scenario<any LatestWinsAdapter, LabContext>(
+        name: "latest-late-answer-never-lands",
+        summary:
+            "call 1 answers after call 2 superseded it, then call 2 answers: the newest caller gets call 2's answer, the superseded one an error"
+    ) { adapter, _ in
+        let (desk, first, second) = try await twoCalls(adapter)
         // Call 1's result was already on its way when call 2 superseded it.
         await desk.answer(1, evenIfCancelled: true)
         await desk.answer(2)
@@ -60,23 +71,7 @@ enum LatestWinsScenarios {
         summary:
             "call 2 starts while call 1 waits for its answer: call 1's SDK call is cancelled once and its caller throws, call 2 returns its answer"
     ) { adapter, _ in
-        let desk: CallDesk
-        let session: any LatestWinsSession
-        do {
-            (desk, session) = try await open(adapter)
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
-        let first = launchCall { try await session.latest(1) }
-        guard await eventually({ desk.starts == 1 }) else {
-            first.cancel()
-            return .fail("the first call never reached the SDK")
-        }
-        let second = launchCall { try await session.latest(2) }
-        guard await eventually({ desk.starts == 2 }) else {
-            await desk.answerAllPending()
-            return .fail("the second call never reached the SDK")
-        }
+        let (desk, first, second) = try await twoCalls(adapter)
         guard await eventually({ desk.wasCancelled(1) }) else {
             await desk.answerAllPending()
             return .fail(
