@@ -13,17 +13,22 @@ enum KeyedScenarios {
         outOfOrder, synchronousReply, disconnectFailsAll, timeoutAndCancelLeaveNothing,
     ]
 
-    /// A connection on the lab's client, `behavior` per id, opened by `adapter`.
+    /// A connection on the lab's client, `behavior` per id, opened by `adapter`; stops the
+    /// scenario when that fails.
     static func open(
         _ adapter: any KeyedRequestAdapter, _ context: LabContext,
         disconnectReport: SDKConnection.DisconnectReport = .synchronous, unknownRepliesPerMille: Int = 0,
         router: RPCRouter = RPCRouter(), behavior: @escaping @Sendable (UInt64) -> SimulatedBehavior
     ) async throws -> (LegacyRPCConnection, any KeyedRequestSession) {
-        let connection = try SDKConnection(
-            client: context.lab.sdk, disconnectReport: disconnectReport, unknownRepliesPerMille: unknownRepliesPerMille,
-            seed: context.options.seed, handlers: router.handlers)
-        let rpc = LegacyRPCConnection(connection: connection, router: router, behavior: behavior)
-        return (rpc, try await adapter.open(rpc))
+        do {
+            let connection = try SDKConnection(
+                client: context.lab.sdk, disconnectReport: disconnectReport,
+                unknownRepliesPerMille: unknownRepliesPerMille, seed: context.options.seed, handlers: router.handlers)
+            let rpc = LegacyRPCConnection(connection: connection, router: router, behavior: behavior)
+            return (rpc, try await adapter.open(rpc))
+        } catch {
+            throw ScenarioStop(check: .fail("could not open the adapter: \(error)"))
+        }
     }
 
     /// Ends the scenario's connection: the adapter's callbacks are dropped and the connection is
@@ -101,21 +106,15 @@ enum KeyedScenarios {
     ) { adapter, context in
         let count = 8
         let reverser = ReplyReverser(count: count, patience: context.lab.patience)
-        let rpc: LegacyRPCConnection
-        let session: any KeyedRequestSession
-        do {
-            (rpc, session) = try await open(
-                adapter, context, unknownRepliesPerMille: 1000,
-                router: RPCRouter(beforeReply: reverser.before, afterReply: reverser.after),
-                behavior: { _ in
-                    .wellBehaved.with {
-                        $0.delivery = .freshThread
-                        $0.outcomes = [.success, .success]
-                    }
-                })
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
+        let (rpc, session) = try await open(
+            adapter, context, unknownRepliesPerMille: 1000,
+            router: RPCRouter(beforeReply: reverser.before, afterReply: reverser.after),
+            behavior: { _ in
+                .wellBehaved.with {
+                    $0.delivery = .freshThread
+                    $0.outcomes = [.success, .success]
+                }
+            })
         defer { close(rpc) }
         let tasks = (1...UInt64(count)).map { (id: $0, task: launch(session, id: $0)) }
         let results: [Result<LegacyRPCAnswer, any Error>]
@@ -152,13 +151,7 @@ enum KeyedScenarios {
         name: "keyed-synchronous-reply",
         summary: "the SDK replies inside the send, before it returns: the reply finds its caller"
     ) { adapter, context in
-        let rpc: LegacyRPCConnection
-        let session: any KeyedRequestSession
-        do {
-            (rpc, session) = try await open(adapter, context, behavior: { _ in .synchronous })
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
+        let (rpc, session) = try await open(adapter, context, behavior: { _ in .synchronous })
         defer { close(rpc) }
         let task = launch(session, id: 1)
         let result: Result<LegacyRPCAnswer, any Error>
@@ -183,15 +176,9 @@ enum KeyedScenarios {
     ) { adapter, context in
         let count = 6
         let router = RPCRouter()
-        let rpc: LegacyRPCConnection
-        let session: any KeyedRequestSession
-        do {
-            (rpc, session) = try await open(
-                adapter, context, disconnectReport: .silent, router: router,
-                behavior: { _ in SimulatedBehavior.neverCompletes.with { $0.lateCallbackAfterCancel = true } })
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
+        let (rpc, session) = try await open(
+            adapter, context, disconnectReport: .silent, router: router,
+            behavior: { _ in SimulatedBehavior.neverCompletes.with { $0.lateCallbackAfterCancel = true } })
         defer { close(rpc) }
         let tasks = (1...UInt64(count)).map { (id: $0, task: launch(session, id: $0)) }
         guard await eventually({ rpc.connection.client.counters.rpcRequestsPending == UInt64(count) }) else {
@@ -231,20 +218,14 @@ enum KeyedScenarios {
             "a request times out, another is cancelled and then gets a late reply: each caller throws, the SDK request is cancelled by id, the adapter tracks nothing"
     ) { adapter, context in
         let router = RPCRouter()
-        let rpc: LegacyRPCConnection
-        let session: any KeyedRequestSession
-        do {
-            (rpc, session) = try await open(
-                adapter, context, router: router,
-                behavior: { id in
-                    SimulatedBehavior.neverCompletes.with {
-                        $0.cancelMode = .silent
-                        $0.lateCallbackAfterCancel = id == 2
-                    }
-                })
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
+        let (rpc, session) = try await open(
+            adapter, context, router: router,
+            behavior: { id in
+                SimulatedBehavior.neverCompletes.with {
+                    $0.cancelMode = .silent
+                    $0.lateCallbackAfterCancel = id == 2
+                }
+            })
         defer { close(rpc) }
         var counters: SDKCounters { rpc.connection.client.counters }
         // Never answered: only the timeout ends it.

@@ -9,10 +9,18 @@ enum ThreadAffineScenarios {
         callsOnSDKThread, cancelOnSDKThread, callerNotBlocked,
     ]
 
-    /// A loop-thread SDK client whose affinity is its loop, in `behavior` for `start`.
-    static func makeSDK(_ context: LabContext, behavior: SimulatedBehavior) throws -> LegacyAffineSDK {
-        let client = try SDKClient(workerThreads: 2, seed: context.options.seed, loopThread: true, affinity: .loop)
-        return LegacyAffineSDK(client: client, behavior: behavior, probe: AffineProbe())
+    /// A loop-thread SDK client whose affinity is its loop, in `behavior` for `start`, opened by
+    /// `adapter`; stops the scenario when that fails.
+    static func open(
+        _ adapter: any ThreadAffineAdapter, _ context: LabContext, behavior: SimulatedBehavior
+    ) async throws -> (LegacyAffineSDK, any ThreadAffineSession) {
+        do {
+            let client = try SDKClient(workerThreads: 2, seed: context.options.seed, loopThread: true, affinity: .loop)
+            let sdk = LegacyAffineSDK(client: client, behavior: behavior, probe: AffineProbe())
+            return (sdk, try await adapter.open(sdk))
+        } catch {
+            throw ScenarioStop(check: .fail("could not open the adapter: \(error)"))
+        }
     }
 
     static let callsOnSDKThread = Scenario<any ThreadAffineAdapter, LabContext>(
@@ -20,14 +28,7 @@ enum ThreadAffineScenarios {
         summary:
             "40 calls from 8 concurrent tasks (some on the main actor) all reach a loop-thread-only SDK on its loop thread"
     ) { adapter, context in
-        let sdk: LegacyAffineSDK
-        let session: any ThreadAffineSession
-        do {
-            sdk = try makeSDK(context, behavior: .wellBehaved)
-            session = try await adapter.open(sdk)
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
+        let (sdk, session) = try await open(adapter, context, behavior: .wellBehaved)
         let wrong = LockedBox<[String]>([])
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
@@ -65,14 +66,7 @@ enum ThreadAffineScenarios {
         summary:
             "a pending operation of a loop-thread-only SDK is cancelled: the caller gets CancellationError, start and cancel ran on the loop thread"
     ) { adapter, context in
-        let sdk: LegacyAffineSDK
-        let session: any ThreadAffineSession
-        do {
-            sdk = try makeSDK(context, behavior: .neverCompletes)
-            session = try await adapter.open(sdk)
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
+        let (sdk, session) = try await open(adapter, context, behavior: .neverCompletes)
         let task = Task { try await session.value() }
         guard await eventually({ sdk.client.counters.operationsStarted == 1 }) else {
             return .fail("the operation was never started")
@@ -108,14 +102,7 @@ enum ThreadAffineScenarios {
         guard #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) else {
             return .fail("this scenario needs task executors (macOS 15, iOS 18 or later)")
         }
-        let sdk: LegacyAffineSDK
-        let session: any ThreadAffineSession
-        do {
-            sdk = try makeSDK(context, behavior: .wellBehaved)
-            session = try await adapter.open(sdk)
-        } catch {
-            return .fail("could not open the adapter: \(error)")
-        }
+        let (sdk, session) = try await open(adapter, context, behavior: .wellBehaved)
         let promptly = Patience.bound / 3
         // The loop is busy with work of its own until the verdict: a call posted to it waits. Its
         // bound only keeps an abandoned scenario from holding the loop for good: it must outlast
