@@ -39,14 +39,12 @@ public struct BlockingFixture<Value: Sendable>: Sendable {
     }
 
     /// The fixture's name, unique among the adapters of a run.
-    public let name: String
-    let threading: AdapterThreading
+    public var name: String { common.name }
+    /// What every fixture declares besides its calls.
+    let common: FixtureCommon
     let succeeding: Call?
     let failing: Call?
     let blocking: HangingCall?
-    let liveResources: (@Sendable () -> Int)?
-    let offThreadCalls: (@Sendable () -> Int)?
-    let requestCancellation: SDKRequestCancellation
 
     /// Creates a fixture.
     ///
@@ -74,21 +72,14 @@ public struct BlockingFixture<Value: Sendable>: Sendable {
         offThreadCalls: (@Sendable () -> Int)? = nil,
         requestCancellation: SDKRequestCancellation = .perRequest
     ) {
-        self.name = name
-        self.threading = threading
+        self.common = FixtureCommon(
+            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls,
+            requestCancellation: requestCancellation)
         self.succeeding = succeeding
         self.failing = failing
         self.blocking = blocking
-        self.liveResources = liveResources
-        self.offThreadCalls = offThreadCalls
-        self.requestCancellation = requestCancellation
     }
 
-    var common: FixtureCommon {
-        FixtureCommon(
-            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls,
-            requestCancellation: requestCancellation)
-    }
 }
 
 /// Records one call made through a ``BlockingProbe``.

@@ -17,6 +17,18 @@ struct FixtureCommon: Sendable {
     var requestCancellation: SDKRequestCancellation = .perRequest
 }
 
+/// A fixture's declarations, read where its scenarios need them.
+protocol DeclaresCommon {
+    var common: FixtureCommon { get }
+}
+
+extension DeclaresCommon {
+    var threading: AdapterThreading { common.threading }
+    var liveResources: (@Sendable () -> Int)? { common.liveResources }
+    var offThreadCalls: (@Sendable () -> Int)? { common.offThreadCalls }
+    var requestCancellation: SDKRequestCancellation { common.requestCancellation }
+}
+
 /// One call or subscription a scenario watched through its probe, with a verdict of its own once
 /// the scenario is over.
 protocol FixtureWatch: Sendable {

@@ -30,17 +30,15 @@ public struct KeyedCallFixture<Value: Sendable, Kind>: Sendable {
     public typealias Reply = Answer
 
     /// The fixture's name, unique among the adapters of a run.
-    public let name: String
-    let threading: AdapterThreading
+    public var name: String { common.name }
+    /// What every fixture declares besides its calls.
+    let common: FixtureCommon
     let call: Call
     let answer: Answer
     let token: @Sendable (Value) -> UInt64?
     let failing: (@Sendable (_ key: UInt64) async -> Void)?
     /// Keyed requests only: a reply that answers none of the SDK's requests.
     let strayReply: Answer?
-    let liveResources: (@Sendable () -> Int)?
-    let offThreadCalls: (@Sendable () -> Int)?
-    let requestCancellation: SDKRequestCancellation
 
     /// Creates a fixture.
     ///
@@ -74,33 +72,23 @@ public struct KeyedCallFixture<Value: Sendable, Kind>: Sendable {
         requestCancellation: SDKRequestCancellation = .perRequest
     ) {
         self.init(
-            name: name, threading: threading, call: call, answer: answer, token: token, failing: failing,
-            strayReply: nil, liveResources: liveResources, offThreadCalls: offThreadCalls,
-            requestCancellation: requestCancellation)
+            common: FixtureCommon(
+                name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls,
+                requestCancellation: requestCancellation),
+            call: call, answer: answer, token: token, failing: failing, strayReply: nil)
     }
 
     init(
-        name: String, threading: AdapterThreading, call: @escaping Call, answer: @escaping Answer,
+        common: FixtureCommon, call: @escaping Call, answer: @escaping Answer,
         token: @escaping @Sendable (Value) -> UInt64?, failing: (@Sendable (_ key: UInt64) async -> Void)?,
-        strayReply: Answer?, liveResources: (@Sendable () -> Int)?, offThreadCalls: (@Sendable () -> Int)?,
-        requestCancellation: SDKRequestCancellation
+        strayReply: Answer?
     ) {
-        self.name = name
-        self.threading = threading
+        self.common = common
         self.call = call
         self.answer = answer
         self.token = token
         self.failing = failing
         self.strayReply = strayReply
-        self.liveResources = liveResources
-        self.offThreadCalls = offThreadCalls
-        self.requestCancellation = requestCancellation
-    }
-
-    var common: FixtureCommon {
-        FixtureCommon(
-            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls,
-            requestCancellation: requestCancellation)
     }
 }
 
@@ -183,9 +171,10 @@ extension KeyedCallFixture where Kind == KeyedCallKind.Requests {
         requestCancellation: SDKRequestCancellation = .perRequest
     ) {
         self.init(
-            name: name, threading: threading, call: request, answer: reply, token: token, failing: failing,
-            strayReply: strayReply, liveResources: liveResources, offThreadCalls: offThreadCalls,
-            requestCancellation: requestCancellation)
+            common: FixtureCommon(
+                name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls,
+                requestCancellation: requestCancellation),
+            call: request, answer: reply, token: token, failing: failing, strayReply: strayReply)
     }
 }
 

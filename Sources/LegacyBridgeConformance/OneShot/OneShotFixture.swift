@@ -66,15 +66,13 @@ public struct OneShotFixture<Value: Sendable>: Sendable {
     }
 
     /// The fixture's name, unique among the adapters of a run.
-    public let name: String
-    let threading: AdapterThreading
+    public var name: String { common.name }
+    /// What every fixture declares besides its calls.
+    let common: FixtureCommon
     let succeeding: Call?
     let failing: Call?
     let hanging: HangingCall?
     let timingOut: TimedCall?
-    let liveResources: (@Sendable () -> Int)?
-    let offThreadCalls: (@Sendable () -> Int)?
-    let requestCancellation: SDKRequestCancellation
     /// What is wrong with a value of the succeeding call (nil: nothing), when the fixture says
     /// which value it must be.
     let checkValue: (@Sendable (Value) -> String?)?
@@ -108,36 +106,25 @@ public struct OneShotFixture<Value: Sendable>: Sendable {
         offThreadCalls: (@Sendable () -> Int)? = nil,
         requestCancellation: SDKRequestCancellation = .perRequest
     ) {
-        self.name = name
-        self.threading = threading
+        self.common = FixtureCommon(
+            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls,
+            requestCancellation: requestCancellation)
         self.succeeding = succeeding
         self.failing = failing
         self.hanging = hanging
         self.timingOut = timingOut
-        self.liveResources = liveResources
-        self.offThreadCalls = offThreadCalls
-        self.requestCancellation = requestCancellation
         self.checkValue = nil
     }
 
     init(_ fixture: OneShotFixture, checkValue: @escaping @Sendable (Value) -> String?) {
-        self.name = fixture.name
-        self.threading = fixture.threading
+        self.common = fixture.common
         self.succeeding = fixture.succeeding
         self.failing = fixture.failing
         self.hanging = fixture.hanging
         self.timingOut = fixture.timingOut
-        self.liveResources = fixture.liveResources
-        self.offThreadCalls = fixture.offThreadCalls
-        self.requestCancellation = fixture.requestCancellation
         self.checkValue = checkValue
     }
 
-    var common: FixtureCommon {
-        FixtureCommon(
-            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls,
-            requestCancellation: requestCancellation)
-    }
 }
 
 extension OneShotFixture where Value: Equatable {

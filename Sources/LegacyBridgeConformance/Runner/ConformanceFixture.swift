@@ -74,8 +74,15 @@ extension KeyedCallFixture: ConformanceFixture {
     /// The same fixture under another kind.
     func retyped<Other>() -> KeyedCallFixture<Value, Other> {
         KeyedCallFixture<Value, Other>(
-            name: name, threading: threading, call: call, answer: answer, token: token, failing: failing,
-            strayReply: strayReply, liveResources: liveResources, offThreadCalls: offThreadCalls,
-            requestCancellation: requestCancellation)
+            common: common, call: call, answer: answer, token: token, failing: failing, strayReply: strayReply)
     }
 }
+
+// Where the scenarios read a fixture's declarations (`threading`, `liveResources`, ...).
+extension OneShotFixture: DeclaresCommon {}
+extension BlockingFixture: DeclaresCommon {}
+extension KeyedCallFixture: DeclaresCommon {}
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension StreamFixture: DeclaresCommon {}
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension SharedSubscriptionFixture: DeclaresCommon {}

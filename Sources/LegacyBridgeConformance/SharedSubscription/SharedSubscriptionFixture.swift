@@ -31,16 +31,15 @@ public struct SharedSubscriptionFixture<Element: Sendable>: Sendable {
         nonisolated(nonsending) @Sendable () async throws -> any AsyncSequence<Element, any Error>
 
     /// The fixture's name, unique among the adapters of a run.
-    public let name: String
-    let threading: AdapterThreading
+    public var name: String { common.name }
+    /// What every fixture declares besides its calls.
+    let common: FixtureCommon
     let subscribe: Subscribe
     let publish: @Sendable (_ token: UInt64) async -> Void
     let token: @Sendable (Element) -> UInt64?
     let listeners: @Sendable () async -> Int
     let endListener: (@Sendable () async -> Void)?
     let listenerCancelsAfterEnd: (@Sendable () -> Int)?
-    let liveResources: (@Sendable () -> Int)?
-    let offThreadCalls: (@Sendable () -> Int)?
 
     /// Creates a fixture.
     ///
@@ -69,19 +68,14 @@ public struct SharedSubscriptionFixture<Element: Sendable>: Sendable {
         liveResources: (@Sendable () -> Int)? = nil,
         offThreadCalls: (@Sendable () -> Int)? = nil
     ) {
-        self.name = name
-        self.threading = threading
+        self.common = FixtureCommon(
+            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls)
         self.subscribe = subscribe
         self.publish = publish
         self.token = token
         self.listeners = listeners
         self.endListener = endListener
         self.listenerCancelsAfterEnd = listenerCancelsAfterEnd
-        self.liveResources = liveResources
-        self.offThreadCalls = offThreadCalls
     }
 
-    var common: FixtureCommon {
-        FixtureCommon(name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls)
-    }
 }

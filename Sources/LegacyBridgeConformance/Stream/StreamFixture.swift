@@ -83,16 +83,15 @@ public struct StreamFixture<Element: Sendable>: Sendable {
     }
 
     /// The fixture's name, unique among the adapters of a run.
-    public let name: String
-    let threading: AdapterThreading
+    public var name: String { common.name }
+    /// What every fixture declares besides its calls.
+    let common: FixtureCommon
     let finite: Subscribe?
     let finiteCount: Int?
     let failing: Subscribe?
     let endless: EndlessStream?
     let ordered: (@Sendable (Element) -> UInt64)?
     let bound: Bound
-    let liveResources: (@Sendable () -> Int)?
-    let offThreadCalls: (@Sendable () -> Int)?
 
     /// Creates a fixture.
     ///
@@ -124,20 +123,14 @@ public struct StreamFixture<Element: Sendable>: Sendable {
         liveResources: (@Sendable () -> Int)? = nil,
         offThreadCalls: (@Sendable () -> Int)? = nil
     ) {
-        self.name = name
-        self.threading = threading
+        self.common = FixtureCommon(
+            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls)
         self.finite = finite
         self.finiteCount = finiteCount
         self.failing = failing
         self.endless = endless
         self.ordered = ordered
         self.bound = bound
-        self.liveResources = liveResources
-        self.offThreadCalls = offThreadCalls
     }
 
-    var common: FixtureCommon {
-        FixtureCommon(
-            name: name, threading: threading, liveResources: liveResources, offThreadCalls: offThreadCalls)
-    }
 }
