@@ -225,23 +225,15 @@ enum BlockingFixtureScenarios<Value: Sendable> {
             name: "blocking-thread-affinity",
             summary: "an SDK that must be called on its own thread: the blocking call ran there"
         ) { fixture, context in
-            guard case .sdkThread = context.threading.kind else {
-                return .notChecked("the fixture declares threading .anyThread: its SDK may be called from any thread")
+            try await context.threadAffinity(
+                noCall: "the fixture gives no succeeding call",
+                notThroughProbe: "the adapter does not pass its SDK call through the probe (probe.body)"
+            ) {
+                guard let succeeding = fixture.succeeding else { return [] }
+                let recorder = recorder(context)
+                _ = await LegacyBridgeConformance.value(of: launch(succeeding, recorder), within: context.patience)
+                return [recorder.snapshot.bodiesBegun > 0]
             }
-            guard let succeeding = fixture.succeeding else {
-                return .notChecked("the fixture gives no succeeding call")
-            }
-            guard context.threading.knowsSDKThread || fixture.offThreadCalls != nil else {
-                return .notChecked(
-                    "the scheduler given to \(context.threading.declared) was made without isCurrent and the fixture counts no offThreadCalls"
-                )
-            }
-            let recorder = recorder(context)
-            _ = await LegacyBridgeConformance.value(of: launch(succeeding, recorder), within: context.patience)
-            if recorder.snapshot.bodiesBegun == 0 && fixture.offThreadCalls == nil {
-                return .notChecked("the adapter does not pass its SDK call through the probe (probe.body)")
-            }
-            return .pass
         }
     }
 }

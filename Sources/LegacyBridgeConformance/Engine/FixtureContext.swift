@@ -185,6 +185,30 @@ final class FixtureContext: ScenarioContext {
         return nil
     }
 
+    /// The thread-affinity hazard, written once for every fixture kind: an SDK that must be called
+    /// on its own thread was called only there. `exercise` runs the fixture's calls, each watched
+    /// by a recorder that reports an SDK call off that thread in the final check, and says per call
+    /// whether the probe saw any SDK call; `offThreadCalls` counts the rest. What cannot be seen is
+    /// not checked: `noCall` when the fixture gives no call, `notThroughProbe` when the adapter
+    /// passes nothing through the probe and the SDK counts nothing.
+    func threadAffinity(
+        noCall: String, notThroughProbe: String, exercise: () async throws -> [Bool]
+    ) async throws -> Check {
+        guard case .sdkThread = threading.kind else {
+            return .notChecked("the fixture declares threading .anyThread: its SDK may be called from any thread")
+        }
+        let counts = common.offThreadCalls != nil
+        guard threading.knowsSDKThread || counts else {
+            return .notChecked(
+                "the scheduler given to \(threading.declared) was made without isCurrent and the fixture counts no offThreadCalls, so where the SDK was called cannot be seen"
+            )
+        }
+        let seen = try await exercise()
+        guard !seen.isEmpty else { return .notChecked(noCall) }
+        if !counts && !seen.contains(true) { return .notChecked(notThroughProbe) }
+        return .pass
+    }
+
     /// SDK calls made off the SDK's thread since the scenario started.
     var offThreadGrowth: Int {
         guard let offThreadBaseline, let now = common.offThreadCalls?() else { return 0 }

@@ -851,42 +851,34 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             summary:
                 "an SDK that must be called on its own thread: start and cancel ran there, and the SDK counted no call off it"
         ) { fixture, context in
-            guard case .sdkThread = context.threading.kind else {
-                return .notChecked("the fixture declares threading .anyThread: its SDK may be called from any thread")
-            }
-            let counts = fixture.offThreadCalls != nil
-            guard context.threading.knowsSDKThread || counts else {
-                return .notChecked(
-                    "the scheduler given to \(context.threading.declared) was made without isCurrent and the fixture counts no offThreadCalls, so where the SDK was called cannot be seen"
-                )
-            }
-            var recorders: [CallRecorder<Value>] = []
-            if let succeeding = fixture.succeeding {
-                let (result, recorder) = await run(succeeding, context)
-                if let problem = expectValue(result, recorder, fixture).problem { return problem }
-                recorders.append(recorder)
-            }
-            if let hanging = fixture.hanging {
-                let (result, recorder, _, problem) = await cancelInFlight(hanging, context)
-                if let problem { return problem }
-                if let result, case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
-                if fixture.requestCancellation == .perRequest {
-                    // A cancel posted to the SDK's thread runs after the jobs already there.
-                    await drainSDKThread(fixture.threading)
-                    _ = await eventually { recorder.snapshot.cancels > 0 || recorder.snapshot.startsBegun == 0 }
-                }
-                recorders.append(recorder)
-            }
-            guard !recorders.isEmpty else {
-                return .notChecked("the fixture gives neither a succeeding nor a hanging call")
-            }
-            // Each recorder reports a start or cancel off the SDK's thread in the final check.
-            if !counts && recorders.allSatisfy({ $0.snapshot.startSpots.isEmpty && $0.snapshot.cancelSpots.isEmpty }) {
-                return .notChecked(
+            try await context.threadAffinity(
+                noCall: "the fixture gives neither a succeeding nor a hanging call",
+                notThroughProbe:
                     "the adapter passes neither its start nor its cancel through the probe, and the fixture counts no offThreadCalls"
-                )
+            ) {
+                var recorders: [CallRecorder<Value>] = []
+                if let succeeding = fixture.succeeding {
+                    let (result, recorder) = await run(succeeding, context)
+                    if let problem = expectValue(result, recorder, fixture).problem {
+                        throw ScenarioStop(check: problem)
+                    }
+                    recorders.append(recorder)
+                }
+                if let hanging = fixture.hanging {
+                    let (result, recorder, _, problem) = await cancelInFlight(hanging, context)
+                    if let problem { throw ScenarioStop(check: problem) }
+                    if let result, case .fail(let why) = expectCancellation(result, recorder) {
+                        throw ScenarioStop(check: .fail(why))
+                    }
+                    if fixture.requestCancellation == .perRequest {
+                        // A cancel posted to the SDK's thread runs after the jobs already there.
+                        await drainSDKThread(fixture.threading)
+                        _ = await eventually { recorder.snapshot.cancels > 0 || recorder.snapshot.startsBegun == 0 }
+                    }
+                    recorders.append(recorder)
+                }
+                return recorders.map { !$0.snapshot.startSpots.isEmpty || !$0.snapshot.cancelSpots.isEmpty }
             }
-            return .pass
         }
     }
 }

@@ -488,40 +488,28 @@ enum StreamFixtureScenarios<Element: Sendable> {
             summary:
                 "an SDK that must be called on its own thread: start, pause, resume and cancel ran there, and the SDK counted no call off it"
         ) { fixture, context in
-            guard case .sdkThread = context.threading.kind else {
-                return .notChecked("the fixture declares threading .anyThread: its SDK may be called from any thread")
-            }
-            let counts = fixture.offThreadCalls != nil
-            guard context.threading.knowsSDKThread || counts else {
-                return .notChecked(
-                    "the scheduler given to .sdkThread was made without isCurrent and the fixture counts no offThreadCalls, so where the SDK was called cannot be seen"
-                )
-            }
-            var recorders: [StreamRecorder<Element>] = []
-            if let finite = fixture.finite {
-                let recorder = recorder(context)
-                _ = await consume(finite, recorder)
-                recorders.append(recorder)
-            }
-            if let endless = fixture.endless {
-                context.releaseAtEnd(endless.release)
-                let recorder = recorder(context)
-                // A stall long enough for a pause, then what was held and a few more for a
-                // resume, then leave.
-                _ = await consumeAroundStall(endless.start, recorder, fixture, context)
-                _ = await eventually { recorder.snapshot.cancels > 0 }
-                recorders.append(recorder)
-            }
-            guard !recorders.isEmpty else {
-                return .notChecked("the fixture gives neither a finite nor an endless subscription")
-            }
-            if !counts && recorders.allSatisfy({ $0.snapshot.spots.isEmpty }) {
-                return .notChecked(
+            try await context.threadAffinity(
+                noCall: "the fixture gives neither a finite nor an endless subscription",
+                notThroughProbe:
                     "the adapter passes neither its start nor its controls through the probe, and the fixture counts no offThreadCalls"
-                )
+            ) {
+                var recorders: [StreamRecorder<Element>] = []
+                if let finite = fixture.finite {
+                    let recorder = recorder(context)
+                    _ = await consume(finite, recorder)
+                    recorders.append(recorder)
+                }
+                if let endless = fixture.endless {
+                    context.releaseAtEnd(endless.release)
+                    let recorder = recorder(context)
+                    // A stall long enough for a pause, then what was held and a few more for a
+                    // resume, then leave.
+                    _ = await consumeAroundStall(endless.start, recorder, fixture, context)
+                    _ = await eventually { recorder.snapshot.cancels > 0 }
+                    recorders.append(recorder)
+                }
+                return recorders.map { !$0.snapshot.spots.isEmpty }
             }
-            // Each recorder reports an SDK call off the SDK's thread in the final check.
-            return .pass
         }
     }
 
