@@ -15,18 +15,14 @@ public protocol ConformanceFixture: Sendable {
 extension OneShotFixture: ConformanceFixture {
     /// The fixture as a subject the suite runs, expected to pass every scenario it makes possible.
     public var conformanceSubject: ConformanceSubject {
-        ConformanceSubject(
-            fixture: self, name: name, kind: .oneShot, summary: "a one-shot adapter over its SDK (fixture)",
-            common: common, scenarios: OneShotFixtureScenarios<Value>.all)
+        subject(.oneShot, "one-shot", OneShotFixtureScenarios<Value>.all)
     }
 }
 
 extension BlockingFixture: ConformanceFixture {
     /// The fixture as a subject the suite runs, expected to pass every scenario it makes possible.
     public var conformanceSubject: ConformanceSubject {
-        ConformanceSubject(
-            fixture: self, name: name, kind: .blocking, summary: "a blocking-call adapter over its SDK (fixture)",
-            common: common, scenarios: BlockingFixtureScenarios<Value>.all)
+        subject(.blocking, "blocking-call", BlockingFixtureScenarios<Value>.all)
     }
 }
 
@@ -34,9 +30,7 @@ extension BlockingFixture: ConformanceFixture {
 extension StreamFixture: ConformanceFixture {
     /// The fixture as a subject the suite runs, expected to pass every scenario it makes possible.
     public var conformanceSubject: ConformanceSubject {
-        ConformanceSubject(
-            fixture: self, name: name, kind: .stream, summary: "a stream adapter over its SDK (fixture)",
-            common: common, scenarios: StreamFixtureScenarios<Element>.all)
+        subject(.stream, "stream", StreamFixtureScenarios<Element>.all)
     }
 }
 
@@ -44,9 +38,7 @@ extension StreamFixture: ConformanceFixture {
 extension SharedSubscriptionFixture: ConformanceFixture {
     /// The fixture as a subject the suite runs, expected to pass every scenario it makes possible.
     public var conformanceSubject: ConformanceSubject {
-        ConformanceSubject(
-            fixture: self, name: name, kind: .shared, summary: "a shared-subscription adapter over its SDK (fixture)",
-            common: common, scenarios: SharedSubscriptionFixtureScenarios<Element>.all)
+        subject(.shared, "shared-subscription", SharedSubscriptionFixtureScenarios<Element>.all)
     }
 }
 
@@ -55,19 +47,13 @@ extension KeyedCallFixture: ConformanceFixture {
     public var conformanceSubject: ConformanceSubject {
         switch Kind.self {
         case is KeyedCallKind.LatestWins.Type:
-            return ConformanceSubject(
-                fixture: retyped(), name: name, kind: .latestWins,
-                summary: "a latest-wins adapter over its SDK (fixture)", common: common,
-                scenarios: LatestWinsFixtureScenarios<Value>.all)
+            return (retyped() as LatestWinsFixture<Value>).subject(
+                .latestWins, "latest-wins", LatestWinsFixtureScenarios<Value>.all)
         case is KeyedCallKind.Coalesced.Type:
-            return ConformanceSubject(
-                fixture: retyped(), name: name, kind: .coalesced,
-                summary: "a coalesced-call adapter over its SDK (fixture)", common: common,
-                scenarios: CoalescedFixtureScenarios<Value>.all)
+            return (retyped() as CoalescedFixture<Value>).subject(
+                .coalesced, "coalesced-call", CoalescedFixtureScenarios<Value>.all)
         default:
-            return ConformanceSubject(
-                fixture: retyped(), name: name, kind: .keyed, summary: "a keyed-request adapter over its SDK (fixture)",
-                common: common, scenarios: KeyedFixtureScenarios<Value>.all)
+            return (retyped() as KeyedFixture<Value>).subject(.keyed, "keyed-request", KeyedFixtureScenarios<Value>.all)
         }
     }
 
@@ -86,3 +72,14 @@ extension KeyedCallFixture: DeclaresCommon {}
 extension StreamFixture: DeclaresCommon {}
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 extension SharedSubscriptionFixture: DeclaresCommon {}
+
+extension DeclaresCommon where Self: Sendable {
+    /// This fixture as a subject: `scenarios` run over it, as "a `what` adapter over its SDK".
+    func subject(
+        _ kind: AdapterKind, _ what: String, _ scenarios: [Scenario<Self, FixtureContext>]
+    ) -> ConformanceSubject {
+        ConformanceSubject(
+            fixture: self, name: common.name, kind: kind, summary: "a \(what) adapter over its SDK (fixture)",
+            common: common, scenarios: scenarios)
+    }
+}
