@@ -101,8 +101,8 @@ struct EdgeTriggeredLoopTests {
         // then on nothing wakes it but the descriptor, which the send below keeps quiet, or a wake.
         let before = try await loop.run { queue.asked.load(ordering: .acquiring) }
         #expect(await eventually { queue.asked.load(ordering: .acquiring) > before })
-        queue.arrive(1)
-        queue.send(100)  // on this thread, as an SDK with thread-safe sends allows
+        // On this thread, as an SDK with thread-safe sends allows: the descriptor never signals.
+        queue.send(100, replyArriving: 1)
         watch.recheck()
         #expect(await eventually { received.withLock { $0.count } == 1 }, "the waiting loop was not woken to ask")
         watch.cancel()

@@ -72,6 +72,16 @@ final class EdgeTriggeredQueue: Sendable {
         }
     }
 
+    /// Sends a message while a reply arrives, as ZeroMQ's send takes in the I/O thread's command
+    /// that carries the reply: the reply becomes receivable and the descriptor never signals.
+    func send(_ message: Int, replyArriving reply: Int) {
+        state.withLock { state in
+            process(&state)
+            state.receivable.append(reply)
+            state.sent.append(message)
+        }
+    }
+
     /// Whether the descriptor is readable now.
     var signalPending: Bool { state.withLock { $0.raised } }
 
