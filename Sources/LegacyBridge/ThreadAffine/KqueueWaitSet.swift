@@ -12,6 +12,10 @@
 // - Ready descriptors left for a later wait. The event buffer is sized to the watches (two filters
 //   each) and read again without blocking while it comes back full.
 // The watch id travels in the 64-bit udata of kevent64, on every Apple architecture.
+// Where kqueue differs from poll, and is not papered over: a watch with an empty interest has no
+// filter, so its hang-up is heard only once it asks for readable or writable (the end of the
+// stream comes with them, as EV_EOF); a regular file is readable while its offset is before its
+// end, where poll calls it always ready.
 
 #if canImport(Darwin)
 import Darwin

@@ -109,7 +109,8 @@ public final class SDKLoop: Sendable {
     ///   already collected in the same iteration; the same holds for timers. When
     ///   ``DescriptorWatch/cancel(closingDescriptor:)`` returns, from any thread, the loop no
     ///   longer waits on the descriptor: closing it is safe.
-    /// - Errors and hang-ups reach the handler whatever its interest. A descriptor that is not
+    /// - Errors and hang-ups reach the handler whatever its interest; with `kqueue`, once the
+    ///   interest holds readable or writable. A descriptor that is not
     ///   open is reported once as ``DescriptorEvents/invalid``; the watch then ends. Cancel a watch
     ///   before its descriptor is closed.
     /// - A number that comes to name a new file under a live watch (the SDK closed its socket and
