@@ -97,6 +97,34 @@ struct QuickStartRunTests {
         await driven.shutdown()
     }
 
+    @Test("guide, single-threaded libraries: a reply whose signal the send took is delivered by the readiness query")
+    func guideMessageQueueLoop() async throws {
+        let loop = try SDKLoop(name: "guide-mq")
+        let socket = MessageQueueSocket()
+        let watch = try guideWatchMessageQueue(loop: loop, socket: socket, request: 41)
+        #expect(await eventually { mqDelivered.withLock { $0 }.contains(42) })
+        watch.cancel()
+        await loop.shutdown()
+        close(socket.signal)
+        close(socket.raise)
+    }
+
+    @Test("guide, single-threaded libraries: a LoopBound table is filled by a job and emptied by a handler")
+    func guideLoopBoundTable() async throws {
+        let loop = try SDKLoop(name: "guide-bound")
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
+        let (pending, replies) = try guideLoopBound(loop: loop, socket: pair[0])
+        #expect(try await loop.run { pending.value } == [7: "GET /"])
+        #expect(write(pair[1], "x", 1) == 1)
+        let deadline = ContinuousClock.now + .seconds(testHangBoundSeconds)
+        while try await loop.run({ !pending.value.isEmpty }), ContinuousClock.now < deadline {}
+        #expect(try await loop.run { pending.value.isEmpty })
+        replies.cancel(closingDescriptor: true)
+        await loop.shutdown()
+        close(pair[1])
+    }
+
     @Test("guide, MainActor by default: the documented adapter runs; without its @Sendable, the SDK's call traps")
     func guideMainActorByDefault() async throws {
         #expect(try await readSensor(4).value == 40)

@@ -353,59 +353,25 @@ private enum TimerFD {
 }
 #endif
 
-/// A binary min-heap of timers by deadline (ties: the earlier scheduled first); each timer knows
-/// its position, so cancelling one is O(log n).
+/// The timer thread's deadlines: a ``BinaryHeap`` of timers by deadline (ties: the earlier
+/// scheduled first); each timer knows its position, so cancelling one is O(log n).
 struct DeadlineHeap {
-    private(set) var timers: [DeadlineTimer] = []
+    private var heap = BinaryHeap<DeadlineTimer>()
+
+    var timers: [DeadlineTimer] { heap.elements }
 
     mutating func insert(_ timer: DeadlineTimer) {
-        timer.index = timers.count
-        timers.append(timer)
-        siftUp(timers.count - 1)
+        heap.insert(timer)
     }
 
     /// Removes the timer at `index` and returns it.
     @discardableResult
     mutating func remove(at index: Int) -> DeadlineTimer {
-        let removed = timers[index]
-        let last = timers.count - 1
-        if index != last {
-            timers.swapAt(index, last)
-            timers[index].index = index
-        }
-        timers.removeLast()
-        removed.index = -1
-        if index < timers.count {
-            siftDown(index)
-            siftUp(index)
-        }
-        return removed
+        heap.remove(at: index)
     }
+}
 
-    private mutating func siftUp(_ start: Int) {
-        var child = start
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard timers[child].fires(before: timers[parent]) else { return }
-            timers.swapAt(child, parent)
-            timers[child].index = child
-            timers[parent].index = parent
-            child = parent
-        }
-    }
-
-    private mutating func siftDown(_ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            guard left < timers.count else { return }
-            var first = left
-            if left + 1 < timers.count && timers[left + 1].fires(before: timers[left]) { first = left + 1 }
-            guard timers[first].fires(before: timers[parent]) else { return }
-            timers.swapAt(first, parent)
-            timers[first].index = first
-            timers[parent].index = parent
-            parent = first
-        }
-    }
+extension DeadlineTimer: BinaryHeapElement {
+    func precedes(_ other: DeadlineTimer) -> Bool { fires(before: other) }
+    func heapPositionChanged(to index: Int) { self.index = index }
 }

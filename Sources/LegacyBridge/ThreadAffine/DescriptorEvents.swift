@@ -98,6 +98,19 @@ public final class DescriptorWatch: Sendable {
         if poller.update(id, interest: interest), !core.isCurrent { poller.wake() }
     }
 
+    /// Has the loop ask the SDK's readiness query again soon, for a watch made with
+    /// ``SDKLoop/watch(_:for:readiness:_:)``. Does nothing for other watches, or once the watch
+    /// ended.
+    ///
+    /// The loop asks the query before each of its waits, so code on the loop thread (a handler,
+    /// a timer, a posted job that sent a message) never needs it. Call it where the SDK's state
+    /// changed on another thread, for an SDK whose calls are thread-safe: a send there may take
+    /// the descriptor's signal while the loop waits, and only this wakes the loop to ask.
+    public func recheck() {
+        guard !core.isCurrent, poller.isQueried(id) else { return }
+        poller.wake()
+    }
+
     /// Ends the watch. Calling it again is harmless.
     ///
     /// When it returns, from any thread, the loop no longer waits on the descriptor: closing it

@@ -10,6 +10,11 @@
 // lock, then asks the registry again before each handler call: a watch or timer ended in the
 // meantime (by an earlier handler of the same batch, for example) is skipped, and readiness the
 // watch is no longer interested in is dropped. No handler is called under the lock.
+//
+// A watch may carry the SDK's own readiness query, for a descriptor that only signals a change
+// (ZeroMQ's ZMQ_FD): the loop asks it before each wait, and again after a wait in which the
+// descriptor signalled (GLib's prepare and check), outside the lock, so that a send that took the
+// signal of a waiting message never leaves the loop blocked on a quiet descriptor.
 
 #if canImport(Darwin)
 import Darwin
@@ -23,13 +28,20 @@ import Musl
 final class DescriptorPoller: Sendable {
     typealias WatchHandler = @Sendable (DescriptorEvents) throws -> Void
     typealias TimerHandler = @Sendable () throws -> Void
+    typealias ReadinessQuery = @Sendable () -> DescriptorEvents
 
     struct Watch {
         var descriptor: Int32
         var interest: DescriptorEvents
         var handler: WatchHandler
+        /// The SDK's own readiness query: the descriptor only signals that it may have changed.
+        var readiness: ReadinessQuery?
         /// The kernel set cannot wait on it (a regular file): reported ready at every iteration.
         var unpollable = false
+
+        /// What the wait set waits for: the interest, or only the signal (readable) of a
+        /// descriptor whose SDK is asked for the rest.
+        var waitedFor: DescriptorEvents { readiness == nil ? interest : .readable }
     }
 
     struct Timer {
@@ -55,6 +67,8 @@ final class DescriptorPoller: Sendable {
         var pendingInvalid: [UInt64] = []
         /// Watches the kernel set cannot wait on, always ready.
         var unpollable: Set<UInt64> = []
+        /// Watches that carry the SDK's readiness query, asked before each wait.
+        var queried: Set<UInt64> = []
         /// Watches ended by `.invalid` whose handle is still alive: their number was not open, so
         /// `cancel(closingDescriptor: true)` must not close it (it may name someone else's file).
         var endedInvalid: Set<UInt64> = []
@@ -128,6 +142,16 @@ final class DescriptorPoller: Sendable {
                 throw error
             }
         #endif
+        #if canImport(Darwin)
+        case .kqueue:
+            do {
+                self.waitSet = .kernel(try KqueueWaitSet(wakeDescriptor: ends[0]))
+            } catch {
+                close(ends[0])
+                close(ends[1])
+                throw error
+            }
+        #endif
         }
     }
 
@@ -148,7 +172,9 @@ final class DescriptorPoller: Sendable {
 
     /// Registers a watch; nil when the loop thread has left. A kernel set watches it before this
     /// returns.
-    func add(descriptor: Int32, interest: DescriptorEvents, handler: @escaping WatchHandler) -> UInt64? {
+    func add(
+        descriptor: Int32, interest: DescriptorEvents, readiness: ReadinessQuery?, handler: @escaping WatchHandler
+    ) -> UInt64? {
         registry.withLock { registry -> UInt64? in
             guard !registry.exited else { return nil }
             precondition(
@@ -159,8 +185,10 @@ final class DescriptorPoller: Sendable {
                 (cancel(closingDescriptor: true) does both)
                 """)
             let id = registry.takeID()
-            registry.watches[id] = Watch(descriptor: descriptor, interest: interest, handler: handler)
+            registry.watches[id] = Watch(
+                descriptor: descriptor, interest: interest, handler: handler, readiness: readiness)
             registry.watchedDescriptors[descriptor] = id
+            if readiness != nil { registry.queried.insert(id) }
             registry.version &+= 1
             // The kernel set changes with the registry, under its lock (see the file's header).
             arm(id, adding: true, in: &registry)
@@ -184,8 +212,9 @@ final class DescriptorPoller: Sendable {
                 let invalidBefore = registry.pendingInvalid.count
                 let wasUnpollable = watch.unpollable
                 arm(id, adding: false, in: &registry)
+                // A query's new interest is applied by the loop's next ask, before its next wait.
                 return registry.pendingInvalid.count != invalidBefore || wasUnpollable
-                    || registry.watches[id]?.unpollable == true
+                    || registry.watches[id]?.unpollable == true || (changed && watch.readiness != nil)
             }
         }
     }
@@ -204,6 +233,11 @@ final class DescriptorPoller: Sendable {
 
     func isWatching(_ id: UInt64) -> Bool {
         registry.withLock { $0.watches[id] != nil }
+    }
+
+    /// Whether a live watch carries a readiness query.
+    func isQueried(_ id: UInt64) -> Bool {
+        registry.withLock { $0.queried.contains(id) }
     }
 
     /// Whether a watch that is no longer registered ended because its descriptor was not open.
@@ -260,7 +294,7 @@ final class DescriptorPoller: Sendable {
     /// Arms a watch in a kernel set; records what the set could not watch.
     private func arm(_ id: UInt64, adding: Bool, in registry: inout Registry) {
         guard case .kernel(let set) = waitSet, var watch = registry.watches[id] else { return }
-        switch set.arm(descriptor: watch.descriptor, id: id, interest: watch.interest, adding: adding) {
+        switch set.arm(descriptor: watch.descriptor, id: id, interest: watch.waitedFor, adding: adding) {
         case .armed:
             if watch.unpollable {
                 watch.unpollable = false
@@ -281,6 +315,7 @@ final class DescriptorPoller: Sendable {
         guard let watch = registry.watches.removeValue(forKey: id) else { return nil }
         registry.watchedDescriptors[watch.descriptor] = nil
         registry.unpollable.remove(id)
+        registry.queried.remove(id)
         registry.version &+= 1
         if case .kernel(let set) = waitSet, !watch.unpollable { set.disarm(descriptor: watch.descriptor, id: id) }
         return watch
@@ -288,17 +323,32 @@ final class DescriptorPoller: Sendable {
 
     // MARK: The loop thread
 
-    /// One iteration: waits until a descriptor is ready, a timer is due or a wake came (without
-    /// blocking unless `mayBlock`), then runs the handlers of every ready descriptor, then the due
-    /// timers.
+    /// One iteration: asks the SDKs that keep their own readiness, waits until a descriptor is
+    /// ready, a timer is due or a wake came (without blocking unless `mayBlock`, or when an SDK
+    /// said it is ready), then runs the handlers of every ready descriptor, then the due timers.
     func runOnce(mayBlock: Bool) {
         beforeWait?()
-        let (version, nextDeadline, urgent, watchCount) = registry.withLock { registry in
+        let (version, nextDeadline, urgent, watchCount, queries) = registry.withLock { registry in
             let deadline = registry.withDeadlines { heap, isLive in heap.top(isLive: isLive)?.deadline }
             let urgent = !registry.pendingInvalid.isEmpty || !registry.unpollable.isEmpty
-            return (registry.version, deadline, urgent, registry.watches.count)
+            let queries: [(id: UInt64, wanted: DescriptorEvents, query: ReadinessQuery)] =
+                registry.queried.isEmpty
+                ? []
+                : registry.queried.compactMap { id in
+                    registry.watches[id].flatMap { watch in
+                        watch.readiness.map { (id, watch.interest.union([.error, .hangUp]), $0) }
+                    }
+                }
+            return (registry.version, deadline, urgent, registry.watches.count, queries)
         }
-        let timeout = mayBlock && !urgent ? Self.milliseconds(until: nextDeadline) : 0
+        // Before the wait, each query says whether its SDK is ready already, whatever its
+        // descriptor says (GLib's prepare). Asked outside the lock: it is the SDK's code.
+        var prepared: [UInt64: DescriptorEvents] = [:]
+        for (id, wanted, query) in queries {
+            let events = query().intersection(wanted)
+            if !events.isEmpty { prepared[id] = events }
+        }
+        let timeout = mayBlock && !urgent && prepared.isEmpty ? Self.milliseconds(until: nextDeadline) : 0
         var ready: [(id: UInt64, events: DescriptorEvents)]
         let rearming: Bool
         switch waitSet {
@@ -308,7 +358,7 @@ final class DescriptorPoller: Sendable {
                 if set.version != version {
                     let watches = registry.withLock { registry in
                         registry.watches.map {
-                            WatchedDescriptor(id: $0.key, descriptor: $0.value.descriptor, interest: $0.value.interest)
+                            WatchedDescriptor(id: $0.key, descriptor: $0.value.descriptor, interest: $0.value.waitedFor)
                         }
                         .sorted { $0.id < $1.id }
                     }
@@ -324,21 +374,39 @@ final class DescriptorPoller: Sendable {
                 return scratch
             }
         }
-        let (invalid, alwaysReady) = registry.withLock { registry in
+        let (invalid, alwaysReady, queried) = registry.withLock { registry in
             defer { registry.pendingInvalid = [] }
             return (
                 registry.pendingInvalid,
                 registry.unpollable.compactMap { id in
                     registry.watches[id].map { (id: id, events: $0.interest) }
-                }
+                },
+                registry.queried
             )
         }
-        for id in invalid { dispatch(id, .invalid, rearming: false) }
+        for id in invalid { dispatch(id, .invalid, rearming: false, asking: false) }
         if !alwaysReady.isEmpty {
             ready.append(contentsOf: alwaysReady)
             ready.sort { $0.id < $1.id }
         }
-        for (id, events) in ready { dispatch(id, events, rearming: rearming) }
+        guard !queried.isEmpty else {
+            for (id, events) in ready { dispatch(id, events, rearming: rearming, asking: false) }
+            if nextDeadline != nil { fireDueTimers() }
+            return
+        }
+        // A descriptor that signalled has its SDK asked again (GLib's check); an SDK that said
+        // it was ready before the wait is dispatched with what it said.
+        var merged: [(id: UInt64, events: DescriptorEvents, asking: Bool)] = ready.map {
+            ($0.id, $0.events, queried.contains($0.id))
+        }
+        for entry in merged where entry.asking { prepared[entry.id] = nil }
+        if !prepared.isEmpty {
+            merged.append(contentsOf: prepared.map { ($0.key, $0.value, false) })
+            merged.sort { $0.id < $1.id }
+        }
+        for (id, events, asking) in merged {
+            dispatch(id, events, rearming: rearming && (asking || !queried.contains(id)), asking: asking)
+        }
         if nextDeadline != nil { fireDueTimers() }
     }
 
@@ -364,8 +432,13 @@ final class DescriptorPoller: Sendable {
     }
 
     /// Calls a watch's handler if it is still registered and still wants some of `events`, then
-    /// re-arms it in a kernel set (`rearming`), where it was one-shot.
-    private func dispatch(_ id: UInt64, _ events: DescriptorEvents, rearming: Bool) {
+    /// re-arms it in a kernel set (`rearming`), where it was one-shot. `asking`: the descriptor
+    /// signalled a watch with a readiness query, whose SDK says what it is ready for.
+    private func dispatch(_ id: UInt64, _ events: DescriptorEvents, rearming: Bool, asking: Bool) {
+        var events = events
+        if asking, !events.contains(.invalid), let query = registry.withLock({ $0.watches[id]?.readiness }) {
+            events = events.intersection([.error, .hangUp]).union(query())
+        }
         let target = registry.withLock { registry -> (WatchHandler, DescriptorEvents)? in
             guard let watch = registry.watches[id] else { return nil }
             let delivered = events.intersection(watch.interest.union([.error, .hangUp, .invalid]))
@@ -462,8 +535,8 @@ final class DescriptorPoller: Sendable {
 public enum DescriptorLoopError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The wake pipe could not be created (`pipe` failed with `code`, e.g. `EMFILE`).
     case wakePipeFailed(code: Int32)
-    /// The wait set could not be created (on Linux, `epoll_create1` or `epoll_ctl` failed with
-    /// `code`).
+    /// The wait set could not be created (`epoll_create1`, `kqueue` or their first change failed
+    /// with `code`).
     case waitSetFailed(code: Int32)
     /// The loop thread could not be started (see ``OffloadError/threadCreationFailed(code:)``).
     case threadCreationFailed(code: Int32)

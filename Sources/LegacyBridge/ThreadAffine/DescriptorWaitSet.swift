@@ -1,7 +1,7 @@
 // What a descriptor loop's thread waits on, one kind per kernel interface:
-// - epoll (Linux, the default there; EpollWaitSet.swift) keeps the watched descriptors in the
-//   kernel. It is changed from any thread, under the poller's registry lock, so that a cancel is
-//   final when it returns; only the loop thread waits on it.
+// - epoll (Linux, the default there; EpollWaitSet.swift) and kqueue (Apple platforms, the default
+//   there; KqueueWaitSet.swift) keep the watched descriptors in the kernel. They are changed from
+//   any thread, so that a cancel is final when it returns; only the loop thread waits on them.
 // - poll (every platform, the fallback) is a poll set rebuilt from the registry when a watch
 //   changed. Only the loop thread uses it.
 // Both give the loop the same contract (DescriptorPoller.swift says how).
@@ -22,11 +22,18 @@ package enum DescriptorBackend: Sendable, Hashable, CustomStringConvertible {
     /// `epoll`: a wait costs the same with one descriptor watched or thousands.
     case epoll
     #endif
+    #if canImport(Darwin)
+    /// `kqueue`: a wait costs the same with one descriptor watched or thousands.
+    case kqueue
+    #endif
 
-    /// The backend a loop uses unless told otherwise: epoll on Linux, poll elsewhere.
+    /// The backend a loop uses unless told otherwise: epoll on Linux, kqueue on Apple platforms,
+    /// poll elsewhere.
     package static var platformDefault: DescriptorBackend {
         #if os(Linux)
         return .epoll
+        #elseif canImport(Darwin)
+        return .kqueue
         #else
         return .poll
         #endif
@@ -36,6 +43,8 @@ package enum DescriptorBackend: Sendable, Hashable, CustomStringConvertible {
     package static var available: [DescriptorBackend] {
         #if os(Linux)
         return [.epoll, .poll]
+        #elseif canImport(Darwin)
+        return [.kqueue, .poll]
         #else
         return [.poll]
         #endif
@@ -47,6 +56,9 @@ package enum DescriptorBackend: Sendable, Hashable, CustomStringConvertible {
         case .poll: return "poll"
         #if os(Linux)
         case .epoll: return "epoll"
+        #endif
+        #if canImport(Darwin)
+        case .kqueue: return "kqueue"
         #endif
         }
     }
@@ -63,7 +75,7 @@ enum KernelArmResult: Equatable {
     case unpollable
 }
 
-/// A wait set whose watched descriptors live in the kernel (epoll).
+/// A wait set whose watched descriptors live in the kernel (epoll, kqueue).
 ///
 /// `arm` and `disarm` are called from any thread, with the poller's registry lock held, so that the
 /// kernel's set and the registry change together; `wait` is called by the loop thread only.

@@ -12,31 +12,35 @@
 /// - `compact(isLive:liveCount:)` rebuilds the heap from its live entries once dead ones outnumber
 ///   them, so a client that arms and cancels a timeout per request does not grow it without bound.
 struct LoopTimerHeap {
-    struct Entry: Equatable {
+    struct Entry: Equatable, BinaryHeapElement {
         var deadline: ContinuousClock.Instant
         var id: UInt64
 
         static func < (lhs: Entry, rhs: Entry) -> Bool {
             (lhs.deadline, lhs.id) < (rhs.deadline, rhs.id)
         }
+
+        func precedes(_ other: Entry) -> Bool { self < other }
     }
 
-    private(set) var entries: [Entry] = []
+    private var heap = BinaryHeap<Entry>()
+
+    /// The entries, dead ones included, in heap order.
+    var entries: [Entry] { heap.elements }
 
     /// Entries held, dead ones included.
-    var count: Int { entries.count }
+    var count: Int { heap.elements.count }
 
     /// Adds an entry: O(log n).
     mutating func push(_ entry: Entry) {
-        entries.append(entry)
-        siftUp(entries.count - 1)
+        heap.insert(entry)
     }
 
     /// The live entry with the nearest deadline, dropping the dead ones above it.
     mutating func top(isLive: (Entry) -> Bool) -> Entry? {
-        while let first = entries.first {
+        while let first = heap.elements.first {
             if isLive(first) { return first }
-            removeTop()
+            heap.remove(at: 0)
         }
         return nil
     }
@@ -46,7 +50,7 @@ struct LoopTimerHeap {
         var due: [Entry] = []
         while let first = top(isLive: isLive), first.deadline <= now {
             due.append(first)
-            removeTop()
+            heap.remove(at: 0)
         }
         return due
     }
@@ -54,44 +58,12 @@ struct LoopTimerHeap {
     /// Rebuilds the heap from its live entries when the dead ones are more than the live ones (and
     /// more than a few): amortised O(1) per cancelled timer.
     mutating func compact(isLive: (Entry) -> Bool, liveCount: Int) {
-        guard entries.count > 64, entries.count > 2 * liveCount else { return }
-        entries.removeAll { !isLive($0) }
-        guard entries.count > 1 else { return }
-        for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+        guard heap.elements.count > 64, heap.elements.count > 2 * liveCount else { return }
+        heap.filter(isLive)
     }
 
     /// Empties the heap.
     mutating func removeAll() {
-        entries = []
-    }
-
-    private mutating func removeTop() {
-        let last = entries.removeLast()
-        guard !entries.isEmpty else { return }
-        entries[0] = last
-        siftDown(0)
-    }
-
-    private mutating func siftUp(_ start: Int) {
-        var child = start
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard entries[child] < entries[parent] else { return }
-            entries.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    private mutating func siftDown(_ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            guard left < entries.count else { return }
-            let right = left + 1
-            let smaller = right < entries.count && entries[right] < entries[left] ? right : left
-            guard entries[smaller] < entries[parent] else { return }
-            entries.swapAt(smaller, parent)
-            parent = smaller
-        }
+        heap.removeAll()
     }
 }

@@ -93,21 +93,24 @@ public final class SDKLoop: Sendable {
     ///
     /// The thread waits on the descriptors given to ``watch(_:for:_:)``, the nearest timer of
     /// ``schedule(after:repeating:_:)`` and a wake pipe of its own, so that posted jobs interrupt
-    /// the wait. It waits with `epoll` on Linux and `poll` elsewhere, under one contract. Each
-    /// iteration runs a bounded batch of posted jobs, then waits (without blocking while jobs are
-    /// queued), then runs the handlers of every ready descriptor (in the order they were watched),
+    /// the wait. It waits with `epoll` on Linux, `kqueue` on Apple platforms and `poll` elsewhere,
+    /// under one contract. Each iteration runs a bounded batch of posted jobs, then waits (without
+    /// blocking while jobs are queued), then runs the handlers of every ready descriptor (in the order they were watched),
     /// then the due timers (in deadline order). Every guarantee of a loop with a driver holds, and
     /// also:
     /// - Every ready descriptor's handler runs before the timers that fell due, however many are
     ///   ready. A burst of posted jobs is run in batches, with a look at the descriptors and
     ///   timers between two batches.
     /// - Readiness is level-triggered, as with `poll`: a handler that leaves data unread is called
-    ///   again at the next wait. Change the interest when the SDK wants something else.
+    ///   again at the next wait. Change the interest when the SDK wants something else. For a
+    ///   descriptor that only signals a change, give the watch the SDK's own readiness query
+    ///   (``watch(_:for:readiness:_:)``).
     /// - A watch cancelled on the loop thread never reaches its handler again, even for readiness
     ///   already collected in the same iteration; the same holds for timers. When
     ///   ``DescriptorWatch/cancel(closingDescriptor:)`` returns, from any thread, the loop no
     ///   longer waits on the descriptor: closing it is safe.
-    /// - Errors and hang-ups reach the handler whatever its interest. A descriptor that is not
+    /// - Errors and hang-ups reach the handler whatever its interest; with `kqueue`, once the
+    ///   interest holds readable or writable. A descriptor that is not
     ///   open is reported once as ``DescriptorEvents/invalid``; the watch then ends. Cancel a watch
     ///   before its descriptor is closed.
     /// - A number that comes to name a new file under a live watch (the SDK closed its socket and
@@ -188,12 +191,67 @@ public final class SDKLoop: Sendable {
         _ descriptor: Int32, for interest: DescriptorEvents,
         _ handler: @escaping @Sendable (DescriptorEvents) throws -> Void
     ) throws(OffloadError) -> DescriptorWatch {
-        let poller = requirePoller("watch(_:for:_:)")
+        try watch(descriptor, interest, readiness: nil, "watch(_:for:_:)", handler)
+    }
+
+    /// Watches a descriptor that only says "go look": the SDK keeps its own readiness, and its
+    /// descriptor becomes readable when that readiness may have changed. ZeroMQ's `ZMQ_FD` with
+    /// `ZMQ_EVENTS`, and SDK queues that signal through an eventfd, are of this kind.
+    ///
+    /// The loop asks `readiness` for what the SDK is ready for, as GLib asks a source's
+    /// `prepare` and `check`:
+    /// - before each wait, so after every handler, timer and batch of posted jobs. An SDK that
+    ///   reports ready is dispatched without a wait that blocks. A send that took the
+    ///   descriptor's signal is therefore never missed, and no adapter keeps a list of drains.
+    /// - after each wait in which the descriptor signalled: the handler runs only when the SDK
+    ///   says it is ready.
+    ///
+    /// `handler` receives what `readiness` reported, narrowed to `interest`, with the errors
+    /// and hang-ups of the descriptor itself. Like any watch it is called again at the next
+    /// iteration while the SDK stays ready, so a handler may take one message per call.
+    /// The descriptor is waited on for readable only, whatever `interest` says.
+    ///
+    /// ```swift
+    /// let watch = try loop.watch(queue.signal, for: .readable, readiness: { queue.events() }) { events in
+    ///     while let message = queue.receive() { deliver(message) }   // on the loop thread
+    /// }
+    /// ```
+    ///
+    /// Only for a loop made with ``init(name:onHandlerError:beforeWait:)``. Call it from any thread.
+    ///
+    /// - Parameters:
+    ///   - descriptor: The SDK's signal descriptor, open and not watched by this loop already.
+    ///   - interest: What the handler wants of the SDK: ``DescriptorEvents/readable``,
+    ///     ``DescriptorEvents/writable``, both, or neither.
+    ///   - readiness: The SDK's own readiness, asked on the loop thread, for example
+    ///     `ZMQ_EVENTS` turned into ``DescriptorEvents``. Keep it cheap: it is asked at every
+    ///     iteration. It, or the handler, must take the descriptor's signal, as `ZMQ_EVENTS`
+    ///     does, or reading the eventfd does. A signal left pending makes every wait return at
+    ///     once.
+    ///   - handler: Receives what the SDK is ready for. It runs on the loop thread.
+    /// - Returns: The watch, to change its interest, ask for a ``DescriptorWatch/recheck()``
+    ///   or cancel it.
+    /// - Throws: ``OffloadError/shutDown`` once shutdown has begun; the handler then never runs.
+    @discardableResult
+    public func watch(
+        _ descriptor: Int32, for interest: DescriptorEvents,
+        readiness: @escaping @Sendable () -> DescriptorEvents,
+        _ handler: @escaping @Sendable (DescriptorEvents) throws -> Void
+    ) throws(OffloadError) -> DescriptorWatch {
+        try watch(descriptor, interest, readiness: readiness, "watch(_:for:readiness:_:)", handler)
+    }
+
+    private func watch(
+        _ descriptor: Int32, _ interest: DescriptorEvents, readiness: (@Sendable () -> DescriptorEvents)?,
+        _ method: String, _ handler: @escaping @Sendable (DescriptorEvents) throws -> Void
+    ) throws(OffloadError) -> DescriptorWatch {
+        let poller = requirePoller(method)
         precondition(descriptor >= 0, "SDKLoop.watch: \(descriptor) is not a descriptor")
         precondition(
             DescriptorEvents.interests.isSuperset(of: interest),
             "SDKLoop.watch: an interest holds only .readable and .writable, not \(interest)")
-        guard core.acceptsJobs, let id = poller.add(descriptor: descriptor, interest: interest, handler: handler)
+        guard core.acceptsJobs,
+            let id = poller.add(descriptor: descriptor, interest: interest, readiness: readiness, handler: handler)
         else { throw .shutDown }
         if !core.isCurrent { poller.wake() }
         return DescriptorWatch(descriptor: descriptor, id: id, core: core, poller: poller)

@@ -58,6 +58,71 @@ func guideWatchSocket(loop: SDKLoop, socket: Int32) throws -> (DescriptorWatch, 
     return (watch, ticks)
 }
 
+/// A message-queue library whose descriptor only signals a change (ZeroMQ's shape), as the guide's
+/// recipe uses it: a queue of messages, and a pipe as its signal.
+nonisolated final class MessageQueueSocket: Sendable {
+    let messages = LockedValue<[Int]>([])
+    let signal: Int32
+    let raise: Int32
+    init() {
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0)
+        _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
+        (signal, raise) = (ends[0], ends[1])
+    }
+}
+
+nonisolated let mqDelivered = LockedValue<[Int]>([])
+
+// swift-format-ignore: AlwaysUseLowerCamelCase
+nonisolated func mq_signal(_ socket: MessageQueueSocket) -> Int32 { socket.signal }
+
+// swift-format-ignore: AlwaysUseLowerCamelCase
+nonisolated func mq_events(_ socket: MessageQueueSocket) -> DescriptorEvents {
+    var byte: UInt8 = 0
+    while read(socket.signal, &byte, 1) == 1 {}
+    return socket.messages.withLock { $0.isEmpty } ? [] : .readable
+}
+
+// swift-format-ignore: AlwaysUseLowerCamelCase
+nonisolated func mq_receive(_ socket: MessageQueueSocket) -> Int? {
+    socket.messages.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+}
+
+// swift-format-ignore: AlwaysUseLowerCamelCase
+nonisolated func mq_deliver(_ message: Int) { mqDelivered.withLock { $0.append(message) } }
+
+/// The library's send takes the signal of whatever arrived before it, as ZeroMQ's does: the
+/// reply is queued and the descriptor stays quiet.
+// swift-format-ignore: AlwaysUseLowerCamelCase
+nonisolated func mq_send(_ socket: MessageQueueSocket, _ request: Int) {
+    socket.messages.withLock { $0.append(request + 1) }
+}
+
+func guideWatchMessageQueue(loop: SDKLoop, socket: MessageQueueSocket, request: Int) throws -> DescriptorWatch {
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
+    let watch = try loop.watch(mq_signal(socket), for: .readable, readiness: {
+        mq_events(socket)                    // the library's own state; asking takes the signal
+    }) { events in
+        while let message = mq_receive(socket) { mq_deliver(message) }   // on the loop thread
+    }
+    try loop.post { mq_send(socket, request) }   // the loop asks mq_events before it waits again
+    // end snippet
+    return watch
+}
+
+func guideLoopBound(loop: SDKLoop, socket: Int32) throws -> (LoopBound<[UInt64: String]>, DescriptorWatch) {
+    // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
+    let pending = LoopBound([UInt64: String](), on: loop.scheduler)   // the loop thread's own table
+    try loop.post { pending.value[7] = "GET /" }
+    let replies = try loop.watch(socket, for: .readable) { _ in
+        sdk_process(socket, true, false)                              // reads the reply
+        pending.value[7] = nil                                        // on the loop thread too
+    }
+    // end snippet
+    return (pending, replies)
+}
+
 func guideMakeDrivenLoop(driver: LoopFunctionDriver) throws -> SDKLoop {
     // snippet: Sources/LegacyBridge/LegacyBridge.docc/SingleThreadedLibraries.md
     let loop = try SDKLoop(name: "curl", driver: .iterating(
