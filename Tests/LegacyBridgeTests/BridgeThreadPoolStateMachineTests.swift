@@ -29,6 +29,32 @@ struct BridgeThreadPoolStateMachineTests {
         #expect(machine.peakThreads == 4)
     }
 
+    @Test("after shutdown every thread ends once idle: parked ones are woken, busy ones end after their job, a later job still runs")
+    func shutdownEndsIdleThreads() {
+        var machine = Machine(limit: 4)
+        var slot: Int? = nil
+        #expect(machine.submit(1) == .startThread)
+        #expect(machine.submit(2) == .startThread)
+        #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))  // thread A runs job 1
+        #expect(slot.take() == 1)
+        #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))  // thread B runs job 2
+        #expect(slot.take() == 2)
+        #expect(machine.workerNext(into: &slot) == .park)  // A parks
+        #expect(machine.shutdown() == true, "a parked thread must be woken to end")
+        #expect(machine.workerWoke(into: &slot) == .exit(wakeParked: false))  // A ends
+        #expect(machine.submit(3) == .startThread, "B is busy and none is parked: a job still gets a thread")
+        #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))  // the new thread C runs job 3
+        #expect(slot.take() == 3)
+        #expect(machine.workerNext(into: &slot) == .exit(wakeParked: false), "idle after shutdown: B ends")
+        #expect(machine.workerNext(into: &slot) == .exit(wakeParked: false), "idle after shutdown: C ends")
+        #expect(machine.threads == 0 && machine.parked == 0 && machine.queuedJobs == 0)
+        #expect(machine.submit(4) == .startThread, "a job after shutdown still gets a thread")
+        #expect(machine.workerNext(into: &slot) == .run(wakeParked: false))
+        #expect(slot.take() == 4)
+        #expect(machine.workerNext(into: &slot) == .exit(wakeParked: false))
+        #expect(machine.shutdown() == false, "nothing parked: nothing to wake")
+    }
+
     @Test("a refused start with other threads alive loses nothing: a busy thread takes the job after its own")
     func refusedStartWithThreadsAlive() {
         var machine = Machine(limit: 4)

@@ -58,6 +58,7 @@ struct BridgeThreadPoolTests {
     func stormStaysWithinTheLimit() async {
         let starter = CountingStarter()
         let pool = BridgeThreadPool(name: "test-storm", limit: 4, startThread: starter.starter)
+        defer { pool.shutdown() }  // its threads end with the test
         let latch = OffloadLatch()
         let concurrency = Concurrency()
         for _ in 0..<200 {
@@ -84,6 +85,7 @@ struct BridgeThreadPoolTests {
         // job holds, the count would stop short and the jobs would give up at the hang bound.
         let count = 12
         let pool = BridgeThreadPool(name: "test-wide", limit: count)
+        defer { pool.shutdown() }  // its threads end with the test
         let started = Concurrency()
         let sawAll = Concurrency()
         let allStarted = DispatchSemaphore(value: 0)
@@ -108,6 +110,7 @@ struct BridgeThreadPoolTests {
     func parkedThreadsAreReused() async {
         let starter = CountingStarter()
         let pool = BridgeThreadPool(name: "test-reuse", limit: 8, startThread: starter.starter)
+        defer { pool.shutdown() }  // its threads end with the test
         let ran = AtomicCell<Int>(0)
         for round in 1...50 {
             pool.run { ran.add(1, ordering: .relaxed) }
@@ -125,6 +128,7 @@ struct BridgeThreadPoolTests {
     func refusedStartRunsOnAnExistingThread() async {
         let starter = CountingStarter()
         let pool = BridgeThreadPool(name: "test-refused", limit: 4, startThread: starter.starter)
+        defer { pool.shutdown() }  // its threads end with the test
         let latch = OffloadLatch()
         let order = LockedBox<[Int]>([])
         pool.run {
@@ -145,6 +149,7 @@ struct BridgeThreadPoolTests {
         let starter = CountingStarter()
         starter.refusing.store(true, ordering: .releasing)
         let pool = BridgeThreadPool(name: "test-none", limit: 4, startThread: starter.starter)
+        defer { pool.shutdown() }  // its threads end with the test
         let order = LockedBox<[Int]>([])
         pool.run { order.withLock { $0.append(1) } }
         pool.run { order.withLock { $0.append(2) } }
@@ -160,6 +165,7 @@ struct BridgeThreadPoolTests {
         let starter = CountingStarter()
         starter.refusing.store(true, ordering: .releasing)
         let pool = BridgeThreadPool(name: "test-retry", limit: 4, startThread: starter.starter)
+        defer { pool.shutdown() }  // its threads end with the test
         let ran = OffloadFlag()
         pool.run { ran.set() }
         // The retry comes from the timer thread; refused again, it is asked for again.
@@ -172,6 +178,7 @@ struct BridgeThreadPoolTests {
     @Test("a pool thread knows it is one, and the shared pool's limit is BridgeThreads.limit")
     func identity() async {
         let pool = BridgeThreadPool(name: "test-identity", limit: 2)
+        defer { pool.shutdown() }  // its threads end with the test
         let onPool = OffloadFlag()
         pool.run { if pool.isCurrentThread { onPool.set() } }
         #expect(await eventually { onPool.isSet })

@@ -92,6 +92,13 @@ final class BridgeThreadPool: @unchecked Sendable {
         for _ in 0..<action.start { startOneThread() }
     }
 
+    /// Ends every thread once it has no job: parked threads now, busy ones after their jobs. Jobs
+    /// submitted later still run, each on a thread that ends when idle. For pools that are not
+    /// the process's own (the tests make some), so that they leave no thread behind.
+    func shutdown() {
+        if locked({ $0.shutdown() }) { parking.broadcast(0) }
+    }
+
     /// Whether the calling code runs on one of this pool's threads.
     var isCurrentThread: Bool { ThreadOwnerMarker.isMarked(self) }
 

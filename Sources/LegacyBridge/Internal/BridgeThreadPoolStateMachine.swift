@@ -22,6 +22,8 @@
 ///   before its next job, handing what waits to a parked thread. So, while the limit does not go
 ///   down, no thread ever ends and no more than `limit` threads ever exist, even for the moment
 ///   an ending thread takes to be gone.
+/// - After `shutdown()`, a thread that finds no job waiting ends instead of parking, and the
+///   parked ones are woken to end: jobs submitted later still run, on threads that end once idle.
 struct BridgeThreadPoolStateMachine<Job> {
     /// The most threads alive at once.
     private(set) var limit: Int
@@ -38,6 +40,8 @@ struct BridgeThreadPoolStateMachine<Job> {
     private(set) var peakThreads = 0
     /// Thread starts the system refused.
     private(set) var refusedStarts = 0
+    /// Whether `shutdown()` ran: idle threads end instead of parking.
+    private(set) var isShutDown = false
 
     /// Result of `submit`.
     enum SubmitAction: Hashable {
@@ -130,6 +134,10 @@ struct BridgeThreadPoolStateMachine<Job> {
             wakeups += 1
             return .run(wakeParked: true)
         }
+        if isShutDown {
+            threads -= 1
+            return .exit(wakeParked: false)
+        }
         parked += 1
         return .park
     }
@@ -158,6 +166,12 @@ struct BridgeThreadPoolStateMachine<Job> {
             action.start = max(action.start, 0)
         }
         return action
+    }
+
+    /// The pool is shut down: returns whether to wake every parked thread (each then ends).
+    mutating func shutdown() -> Bool {
+        isShutDown = true
+        return parked > 0
     }
 
     // MARK: - Helpers
