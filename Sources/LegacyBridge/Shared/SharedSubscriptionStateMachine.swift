@@ -33,7 +33,7 @@
 ///   as if it had stopped. One that already has its terminal keeps it.
 @usableFromInline
 struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: Sendable>: Sendable {
-    typealias Control = ProducerControlStateMachine
+    @usableFromInline typealias Control = ProducerControlStateMachine
 
     /// How a generation ended.
     @usableFromInline
@@ -42,7 +42,8 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         case failed(any Error)
     }
 
-    private enum Linger: Sendable {
+    @usableFromInline
+    enum Linger: Sendable {
         /// Consumers are present, or the generation has no linger.
         case off
         /// The timer with this token is being armed.
@@ -50,15 +51,17 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         case armed(token: UInt64, timer: Timer)
     }
 
-    private struct Generation: Sendable {
-        let id: UInt64
-        var control: Control
-        var linger: Linger
+    @usableFromInline
+    struct Generation: Sendable {
+        @usableFromInline let id: UInt64
+        @usableFromInline var control: Control
+        @usableFromInline var linger: Linger
         /// Whether `start` returned.
         var started = false
     }
 
-    private enum State: Sendable {
+    @usableFromInline
+    enum State: Sendable {
         /// No generation: the next consumer starts one.
         case idle
         /// Generation `id` was started and has not ended.
@@ -70,10 +73,11 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
     }
 
     /// A consumer taking its replay and backlog before it goes live.
-    private struct Joining: Sendable {
-        let sink: Sink
-        var backlog: [Element]
-        var terminal: Terminal?
+    @usableFromInline
+    struct Joining: Sendable {
+        @usableFromInline let sink: Sink
+        @usableFromInline var backlog: [Element]
+        @usableFromInline var terminal: Terminal?
     }
 
     /// What the storage does after an event, with no lock held, in this order.
@@ -134,22 +138,25 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
         case stale
     }
 
-    /// Counts of the subscription's life.
-    private(set) var statistics = SharedSubscriptionStatistics()
+    // The properties a yield reads are `@usableFromInline`, so that it runs specialized for the
+    // element and sink types: as generic code it spent most of its time looking up metadata.
 
-    private var state = State.idle
+    /// Counts of the subscription's life.
+    @usableFromInline var statistics = SharedSubscriptionStatistics()
+
+    @usableFromInline var state = State.idle
     private var live: [Int: Sink] = [:]
     /// `live`'s sinks, rebuilt when it changes, so a yield hands out an array without building one.
-    private var liveSinks: [Sink] = []
-    private var joining: [Int: Joining] = [:]
+    @usableFromInline var liveSinks: [Sink] = []
+    @usableFromInline var joining: [Int: Joining] = [:]
     private var pausing: Set<Int> = []
-    private var replay: [Element] = []
+    @usableFromInline var replay: [Element] = []
     /// Controls of ended generations with calls still in flight.
     private var retiring: [UInt64: Control] = [:]
     private var lastGeneration: UInt64 = 0
     private var lastLingerToken: UInt64 = 0
 
-    let replayLimit: Int
+    @usableFromInline let replayLimit: Int
     let lingers: Bool
     let restartsAutomatically: Bool
 
@@ -329,7 +336,7 @@ struct SharedSubscriptionStateMachine<Element: Sendable, Sink: Sendable, Timer: 
     }
 
     /// Generation `id`'s producer yields `count` elements, passed as `elements`.
-    @usableFromInline
+    @inlinable
     mutating func yield(_ id: UInt64, _ elements: UnsafeBufferPointer<Element>) -> YieldAction {
         guard case .running(let generation) = state, generation.id == id else {
             statistics.yieldedWhileStopped += elements.count

@@ -8,7 +8,7 @@
 @usableFromInline
 final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
     @usableFromInline typealias Machine = SharedSubscriptionStateMachine<
-        Element, SharedConsumerSink<Element>, DeadlineTimer
+        Element, SharedConsumer<Element>, DeadlineTimer
     >
     typealias Call = ProducerControlStateMachine.Call
 
@@ -55,7 +55,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
             $0 += 1
             return $0
         }
-        let consumer = SharedConsumerSink(sink: sink, limit: limit)
+        let consumer = SharedConsumer(id: id, sink: sink, limit: limit, storage: self)
         let action = box.withLock { $0.machine.join(id, consumer) }
         perform(action.effects)
         if let generation = action.start {
@@ -71,21 +71,18 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
             Self.finish(consumer, terminal)
             return nil
         }
-        let cancel = CancelHandle { self.perform(self.box.withLock { $0.machine.leave(id) }) }
+        // Each closure captures the consumer alone, which then serves as its context: no
+        // allocation per closure.
+        let cancel = CancelHandle { consumer.left() }
         if limit != nil {
             // Its resume is never due: the pause ended it.
-            return StreamControl(
-                cancel: cancel, pause: { self.perform(self.box.withLock { $0.machine.consumerOverflowed(id) }) },
-                resume: {})
+            return StreamControl(cancel: cancel, pause: { consumer.overflowed() }, resume: {})
         }
-        return StreamControl(
-            cancel: cancel,
-            pause: { self.perform(self.box.withLock { $0.machine.consumerPaused(id) }) },
-            resume: { self.perform(self.box.withLock { $0.machine.consumerResumed(id) }) })
+        return StreamControl(cancel: cancel, pause: { consumer.paused() }, resume: { consumer.resumed() })
     }
 
     /// Hands a new consumer its replay and what arrived meanwhile, until it is live.
-    private func catchUp(_ id: Int, _ sink: SharedConsumerSink<Element>) {
+    private func catchUp(_ id: Int, _ sink: SharedConsumer<Element>) {
         while true {
             switch box.withLock({ $0.machine.drain(id) }) {
             case .elements(let batch):
@@ -208,7 +205,7 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
         }
     }
 
-    private static func finish(_ consumer: SharedConsumerSink<Element>, _ terminal: Machine.Terminal) {
+    private static func finish(_ consumer: SharedConsumer<Element>, _ terminal: Machine.Terminal) {
         switch terminal {
         case .finished: consumer.sink.finish()
         case .failed(let error): consumer.sink.finish(throwing: error)
@@ -305,28 +302,64 @@ final class SharedSubscriptionStorage<Element: Sendable>: Sendable {
     }
 }
 
-/// A consumer's sink, and the limit that ends it if it has one.
+/// One consumer of a shared subscription: its sink, the limit that ends it if it has one, and its
+/// number in the subscription's tables. Its stream's control calls come back through it.
+///
+/// A reference, so that the subscription's tables hold one word per consumer and each control
+/// closure captures this object alone, with no context of its own.
 @usableFromInline
-struct SharedConsumerSink<Element: Sendable>: Sendable {
+final class SharedConsumer<Element: Sendable>: Sendable {
     @usableFromInline let sink: EventSink<Element>
-    @usableFromInline let limit: Int?
+    /// Whether the consumer has a limit: its stream's wish to stop then means it is being ended.
+    @usableFromInline let isLimited: Bool
+    let limit: Int?
+    let id: Int
+    let storage: SharedSubscriptionStorage<Element>
+
+    init(id: Int, sink: EventSink<Element>, limit: Int?, storage: SharedSubscriptionStorage<Element>) {
+        self.sink = sink
+        self.isLimited = limit != nil
+        self.limit = limit
+        self.id = id
+        self.storage = storage
+    }
 
     /// Hands over an element. A consumer with a limit never holds the producer back: its
     /// stream's wish to stop means it is being ended.
     @inlinable
     func yield(_ element: Element) -> YieldOutcome {
         let outcome = sink.yield(element)
-        return limit != nil && outcome == .stopProducing ? .enqueued : outcome
+        return isLimited && outcome == .stopProducing ? .enqueued : outcome
     }
 
     @inlinable
     func yield(contentsOf elements: UnsafeBufferPointer<Element>) -> YieldOutcome {
         let outcome = sink.yield(contentsOf: elements)
-        return limit != nil && outcome == .stopProducing ? .enqueued : outcome
+        return isLimited && outcome == .stopProducing ? .enqueued : outcome
     }
 
     func yield(contentsOf elements: [Element]) {
         _ = sink.yield(contentsOf: elements)
+    }
+
+    /// Its stream ended: its task was cancelled, it left its loop, or it went away.
+    func left() {
+        storage.perform(storage.box.withLock { $0.machine.leave(id) })
+    }
+
+    /// Its stream reached its high watermark.
+    func paused() {
+        storage.perform(storage.box.withLock { $0.machine.consumerPaused(id) })
+    }
+
+    /// Its stream drained to its low watermark.
+    func resumed() {
+        storage.perform(storage.box.withLock { $0.machine.consumerResumed(id) })
+    }
+
+    /// Its stream went over the limit: the pause of a limited stream.
+    func overflowed() {
+        storage.perform(storage.box.withLock { $0.machine.consumerOverflowed(id) })
     }
 }
 
@@ -372,7 +405,7 @@ extension SharedSubscriptionStorage {
     @usableFromInline
     struct Locked: Sendable {
         @usableFromInline var machine: Machine
-        @usableFromInline var deliveries = SharedDeliveryQueue<Element, SharedConsumerSink<Element>, Machine.Terminal>()
+        @usableFromInline var deliveries = SharedDeliveryQueue<Element, SharedConsumer<Element>, Machine.Terminal>()
 
         @usableFromInline
         init(machine: Machine) {
@@ -397,7 +430,7 @@ extension SharedSubscriptionStorage {
             deliveries.stopDeliveringIfNothingQueued()
         }
 
-        mutating func nextQueued() -> SharedDeliveryQueue<Element, SharedConsumerSink<Element>, Machine.Terminal>
+        mutating func nextQueued() -> SharedDeliveryQueue<Element, SharedConsumer<Element>, Machine.Terminal>
             .Queued?
         {
             deliveries.next()
@@ -407,7 +440,7 @@ extension SharedSubscriptionStorage {
         /// returned for the caller, which becomes the deliverer.
         mutating func admitTerminal(
             _ effects: inout Machine.Effects
-        ) -> (Machine.Terminal, [SharedConsumerSink<Element>])? {
+        ) -> (Machine.Terminal, [SharedConsumer<Element>])? {
             guard let terminal = effects.terminal, !effects.finish.isEmpty else { return nil }
             let sinks = effects.finish
             effects.finish = []
@@ -423,7 +456,7 @@ extension SharedSubscriptionStorage {
         /// Queued behind the thread delivering, which hands it over.
         case queued(evicted: [Element])
         /// Hand it to these sinks now, then what was queued meanwhile.
-        case deliver([SharedConsumerSink<Element>], acceptsStop: Bool, evicted: [Element])
+        case deliver([SharedConsumer<Element>], acceptsStop: Bool, evicted: [Element])
     }
 }
 
