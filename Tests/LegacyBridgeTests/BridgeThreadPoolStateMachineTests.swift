@@ -29,7 +29,7 @@ struct BridgeThreadPoolStateMachineTests {
         #expect(machine.peakThreads == 4)
     }
 
-    @Test("after shutdown every thread ends once idle: parked ones are woken, busy ones end after their job, a later job still runs")
+    @Test("after shutdown every thread ends once idle: the parked are woken, the busy end after their job")
     func shutdownEndsIdleThreads() {
         var machine = Machine(limit: 4)
         var slot: Int? = nil
