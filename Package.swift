@@ -60,7 +60,12 @@ let package = Package(
         // The README's real-adapter example (an adapter with the probe, over its SDK), compiled and run by a test.
         .executableTarget(name: "MyRealAdapterConformance", dependencies: ["LegacyBridge", "LegacyBridgeConformance"]),
         // What the test targets share: the hang bound, polling, a seeded generator.
-        .target(name: "TestSupport", dependencies: ["TSanDefaults"], path: "Tests/TestSupport"),
+        // It also checks, at the end of every test process, that no test left a client, thread, pool
+        // or loop running (RunEndCheck.swift, installed by RunEndHook).
+        .target(
+            name: "TestSupport", dependencies: ["TSanDefaults", "RunEndHook", "LegacyBridge", "CLegacySDK"],
+            path: "Tests/TestSupport"),
+        .target(name: "RunEndHook", path: "Tests/RunEndHook"),
         // The test process's own ThreadSanitizer suppressions, so that `swift test --sanitize=thread`
         // runs as typed (the list and its reason: .ci/tsan-suppressions.txt).
         .target(name: "TSanDefaults", path: "Tests/TSanDefaults"),
@@ -90,7 +95,8 @@ let package = Package(
         .testTarget(
             name: "LegacyBridgeConformanceTests",
             dependencies: [
-                "LegacyBridgeConformance", "LegacyBridgeGallery", "LegacyBridge", "legacy-bridge", "legacy-bridge-bench",
+                "LegacyBridgeConformance", "LegacyBridgeGallery", "LegacyBridge", "legacy-bridge",
+                "legacy-bridge-bench",
                 "ToolSupport", "MyAdapterConformance", "MyRealAdapterConformance",
             ]
         ),
@@ -99,7 +105,8 @@ let package = Package(
         // from CLegacySDK's threads, in the Swift 5 language mode of most SDK modules, so that the
         // runtime checks the isolation of the closures handed to them, as it does in an app.
         .target(
-            name: "DocumentationSDK", dependencies: ["LegacyBridge", "CLegacySDK"], path: "Tests/DocumentationSDK",
+            name: "DocumentationSDK", dependencies: ["LegacyBridge", "CLegacySDK", "TestSupport"],
+            path: "Tests/DocumentationSDK",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(
@@ -113,7 +120,8 @@ let package = Package(
 
 // Settings applied to every Swift target in one place.
 for target in package.targets where target.name != "CLegacySDK" {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .enableUpcomingFeature("ExistentialAny"),
-    ]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny")
+        ]
 }

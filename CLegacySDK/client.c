@@ -62,6 +62,22 @@ static _Thread_local lsdk_frame_t *tls_frames;
 static _Thread_local uint64_t tls_thread_id;
 static _Atomic uint64_t next_thread_id = 1;
 
+/* What lsdk_live_clients and lsdk_live_threads report. A thread counts from just before its
+   pthread_create to the last statement of its main function. */
+static _Atomic size_t live_clients;
+static _Atomic size_t live_threads;
+
+size_t lsdk_live_clients(void) { return atomic_load(&live_clients); }
+size_t lsdk_live_threads(void) { return atomic_load(&live_threads); }
+
+/* pthread_create, counted in live_threads while the thread runs. */
+static int spawn_counted(pthread_t *thread, void *(*body)(void *), void *argument) {
+    atomic_fetch_add(&live_threads, 1);
+    int status = pthread_create(thread, NULL, body, argument);
+    if (status != 0) atomic_fetch_sub(&live_threads, 1);
+    return status;
+}
+
 void lsdk_frame_push(lsdk_frame_t *frame, const struct lsdk_client *client, const struct lsdk_op *op) {
     frame->client = client;
     frame->op = op;
@@ -145,6 +161,7 @@ static void *worker_main(void *argument) {
         lsdk_lock(&runtime->queue_mutex);
     }
     lsdk_unlock(&runtime->queue_mutex);
+    atomic_fetch_sub(&live_threads, 1);
     return NULL;
 }
 
@@ -179,6 +196,7 @@ static void *fresh_main(void *argument) {
     runtime->fresh_running--;
     if (runtime->fresh_running == 0) LSDK_CHECK(pthread_cond_broadcast(&runtime->fresh_cond));
     lsdk_unlock(&runtime->fresh_mutex);
+    atomic_fetch_sub(&live_threads, 1);
     return NULL;
 }
 
@@ -194,7 +212,7 @@ static void fresh_spawn(struct lsdk_client *client, lsdk_task_t *task) {
         runtime->fresh_running++;
         lsdk_unlock(&runtime->fresh_mutex);
         pthread_t thread;
-        if (pthread_create(&thread, NULL, fresh_main, fresh) == 0) return;
+        if (spawn_counted(&thread, fresh_main, fresh) == 0) return;
         lsdk_lock(&runtime->fresh_mutex);
         runtime->fresh_running--;
         lsdk_unlock(&runtime->fresh_mutex);
@@ -245,6 +263,7 @@ static void *loop_main(void *argument) {
     }
     lsdk_unlock(&runtime->loop_mutex);
     tls_loop_client = NULL;
+    atomic_fetch_sub(&live_threads, 1);
     return NULL;
 }
 
@@ -320,6 +339,7 @@ static void *timer_main(void *argument) {
         lsdk_cond_wait_until(&runtime->timer_cond, &runtime->timer_mutex, top->due_ns);
     }
     lsdk_unlock(&runtime->timer_mutex);
+    atomic_fetch_sub(&live_threads, 1);
     return NULL;
 }
 
@@ -480,17 +500,17 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
     bool loop_started = false;
     bool failed = false;
     for (; started < runtime->worker_count; started++) {
-        if (pthread_create(&workers[started], NULL, worker_main, client) != 0) {
+        if (spawn_counted(&workers[started], worker_main, client) != 0) {
             failed = true;
             break;
         }
     }
     if (!failed) {
-        timer_started = pthread_create(&runtime->timer, NULL, timer_main, client) == 0;
+        timer_started = spawn_counted(&runtime->timer, timer_main, client) == 0;
         failed = !timer_started;
     }
     if (!failed && config->loop_thread) {
-        loop_started = pthread_create(&runtime->loop, NULL, loop_main, client) == 0;
+        loop_started = spawn_counted(&runtime->loop, loop_main, client) == 0;
         failed = !loop_started;
     }
     if (failed) {
@@ -504,6 +524,7 @@ lsdk_status_t lsdk_client_create(const lsdk_client_config_t *config, lsdk_client
         free(client);
         return LSDK_ERR_RESOURCES;
     }
+    atomic_fetch_add(&live_clients, 1);
     *out_client = client;
     return LSDK_OK;
 }
@@ -591,6 +612,7 @@ lsdk_status_t lsdk_client_destroy(lsdk_client_t *client) {
 
     runtime_stop(runtime, runtime->worker_count, true, client->has_loop);
     runtime_free(runtime);
+    atomic_fetch_sub(&live_clients, 1);
 
     lsdk_lock(&client->mutex);
     client->runtime = NULL;

@@ -970,6 +970,15 @@ lsdk_status_t lsdk_client_counters(const lsdk_client_t *client, lsdk_counters_t 
 /** Process-wide counters: every client ever created, destroyed ones included. NULL is ignored. */
 void lsdk_global_counters(lsdk_counters_t *out);
 
+/** Clients created and not yet destroyed, process-wide (a test's end check: a client nobody
+    destroys keeps its threads running for the rest of the process). Any thread. */
+size_t lsdk_live_clients(void);
+
+/** The SDK's threads running now, process-wide: every client's workers, timer and loop thread,
+    and the fresh callback threads still running. Zero when every client is destroyed and its
+    last fresh thread has ended. Any thread. */
+size_t lsdk_live_threads(void);
+
 /* ------------------------------------------------------------------------ */
 /* Test hooks                                                               */
 /* ------------------------------------------------------------------------ */

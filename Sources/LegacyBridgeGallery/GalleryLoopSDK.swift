@@ -150,7 +150,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                     completion(result)
                     if self == .backoffOnLoop, case .failure = result {
                         // WRONG: a backoff on the SDK's loop thread, inside its callback.
-                        _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .seconds(600))
+                        sdk.stallUntilShutdown()
                     }
                     if self == .cancelAfterValue, case .success = result {
                         // "Close" the finished request.
@@ -312,7 +312,7 @@ public enum LoopSDKStreamMistake: String, CaseIterable, Sendable {
                 if let error { sink.finish(throwing: error) } else { sink.finish() }
                 if backoff, error != nil {
                     // WRONG: a backoff on the SDK's loop thread, inside its end callback.
-                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .seconds(600))
+                    sdk.stallUntilShutdown()
                 }
             }
             let handle = LoopHandle()

@@ -125,6 +125,35 @@ public final class LoopSDK: Sendable {
             driver: .iterating(runOnce: { wakeups.wait() }, wake: { wakeups.signal() }))
     }
 
+    /// Threads stalled in ``stallUntilShutdown()``; `nil` once ``shutdown()`` began.
+    private let stalls = LockedValue<[DispatchSemaphore]?>([])
+
+    /// Blocks the calling thread until ``shutdown()`` begins, at once if it has. The gallery's
+    /// adapters that wait on the SDK's loop thread (a backoff inside a callback) wait here, so that
+    /// the test that made the SDK can end their wait with the SDK. Test control, not an SDK function.
+    public func stallUntilShutdown() {
+        let semaphore = DispatchSemaphore(value: 0)
+        let stalled = stalls.withLock { stalls -> Bool in
+            guard stalls != nil else { return false }
+            stalls?.append(semaphore)
+            return true
+        }
+        if stalled { semaphore.wait() }
+    }
+
+    /// Ends the SDK: every stall ends, every held request and query is let go, then the loop thread
+    /// ends once the jobs already posted have run. What a test calls when it is done with the SDK,
+    /// so that nothing it made keeps running. Later posts to ``loop`` fail.
+    public func shutdown() async {
+        let stalled = stalls.withLock { stalls in
+            defer { stalls = nil }
+            return stalls ?? []
+        }
+        for stall in stalled { stall.signal() }
+        releaseHeld()
+        await loop.shutdown()
+    }
+
     /// Contexts the SDK still holds: requests and subscriptions not yet released.
     public var liveContexts: Int { state.withLock { $0.liveContexts } }
 

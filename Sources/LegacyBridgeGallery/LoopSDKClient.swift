@@ -35,7 +35,7 @@ public struct LoopSDKClient: Sendable {
     /// One process-wide client, created on first use (the adapter catalog's fixtures use it).
     public static let shared: LoopSDKClient = {
         do {
-            return LoopSDKClient(sdk: try LoopSDK(name: "loop-sdk"))
+            return LoopSDKClient(sdk: try LoopSDK(name: "loop-sdk-shared"))
         } catch {
             preconditionFailure("LoopSDK could not start its loop thread: \(error)")
         }

@@ -3,6 +3,7 @@
 
 import CLegacySDK
 import LegacyBridge
+import TestSupport
 
 /// The client every stand-in calls, created once.
 package enum DocSDK {
@@ -10,6 +11,9 @@ package enum DocSDK {
     nonisolated(unsafe) package static let client: OpaquePointer = {
         var client: OpaquePointer?
         precondition(lsdk_client_create(nil, &client) == 0 && client != nil, "CLegacySDK: client_create failed")
+        // Destroyed at the end of the test process, before the run-end check counts what is left.
+        let address = UInt(bitPattern: client)
+        RunEnd.atEnd { _ = lsdk_client_destroy(OpaquePointer(bitPattern: address)) }
         return client!
     }()
 

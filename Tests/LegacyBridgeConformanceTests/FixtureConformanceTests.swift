@@ -7,7 +7,7 @@ import Testing
 /// The real-adapter path: fixtures over `LoopSDK`, a C-like SDK on a loop thread of its own
 /// (an `SDKLoop`) whose adapters retain their contexts with `SDKContext`. Each test gets an SDK of
 /// its own, so that its resource counts are its own while other tests run.
-@Suite("Real-adapter path: fixtures over a C-like SDK on its own loop")
+@Suite("Real-adapter path: fixtures over a C-like SDK on its own loop", .shutsDownItsLoopSDKs)
 struct FixtureConformanceTests {
     static let patient = ConformanceOptions(watchdog: testWatchdog)
 
@@ -16,8 +16,15 @@ struct FixtureConformanceTests {
     /// leaking adapter's scenario was reported hung under load (its 8 s of margin ran out).
     static let failingWatchdog: Duration = threadSanitizerIsActive ? .seconds(60) : .seconds(40)
 
+    /// A client over an SDK of its own, shut down when the test ends (``ShutsDownLoopSDKs``).
     static func client(_ name: String = "fixture-test") throws -> LoopSDKClient {
-        LoopSDKClient(sdk: try LoopSDK(name: name))
+        let sdk = try LoopSDK(name: name)
+        guard let made = ShutsDownLoopSDKs.made else {
+            Issue.record("client(_:) outside a test with the .shutsDownItsLoopSDKs trait: its SDK would run on")
+            return LoopSDKClient(sdk: sdk)
+        }
+        made.withLock { $0.append(sdk) }
+        return LoopSDKClient(sdk: sdk)
     }
 
     @Test("the correct one-shot adapter passes every one-shot scenario, none left unchecked")
@@ -347,4 +354,33 @@ struct FixtureConformanceTests {
         #expect(adapters.map { $0["failed"] as? Int } == [0, 0])
         #expect(adapters.map { $0["notChecked"] as? Int } == [0, 1])
     }
+}
+
+/// Shuts down, when each test ends, every `LoopSDK` it made with `FixtureConformanceTests.client(_:)`:
+/// the SDK's loop thread, and the stalls of the gallery adapters that wait on it by mistake, end
+/// with the test instead of running for the rest of the process.
+struct ShutsDownLoopSDKs: SuiteTrait, TestTrait, TestScoping {
+    @TaskLocal static var made: LockedValue<[LoopSDK]>?
+
+    var isRecursive: Bool { true }
+
+    func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? { testCase == nil ? nil : self }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        let made = LockedValue<[LoopSDK]>([])
+        do {
+            try await Self.$made.withValue(made) { try await function() }
+        } catch {
+            for sdk in made.withLock({ $0 }) { await sdk.shutdown() }
+            throw error
+        }
+        for sdk in made.withLock({ $0 }) { await sdk.shutdown() }
+    }
+}
+
+extension Trait where Self == ShutsDownLoopSDKs {
+    /// Every `LoopSDK` a test makes through `FixtureConformanceTests.client(_:)` is shut down when it ends.
+    static var shutsDownItsLoopSDKs: Self { Self() }
 }

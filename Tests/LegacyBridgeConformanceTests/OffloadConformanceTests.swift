@@ -113,7 +113,7 @@ struct OffloadConformanceTests {
 /// Runs the call on an OffloadPool but passes no interrupt: a cancelled caller is let go, and its
 /// call keeps a pool thread for its whole duration.
 private struct NoInterruptAdapter: BlockingAdapter {
-    static let pool = Result { try OffloadPool(threads: 16) }
+    static let pool = Result { try OffloadPool(threads: 16, name: "conf-tests") }
     var name: String { "test-no-interrupt" }
     var summary: String { "OffloadPool.run without the call's interrupt" }
     func value(of call: LegacyBlockingCall, isolation: isolated (any Actor)?) async throws -> LegacyPayload {

@@ -1,6 +1,8 @@
 // What every test target shares to tell "slow" from "hung", and to wait for something that must
 // happen without guessing a schedule.
 
+import Dispatch
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -42,11 +44,34 @@ package func eventually(
     _ condition: () -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    var attempt = 0
     while !condition() {
         if ContinuousClock.now > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(1))
+        await pollPause(attempt)
+        attempt += 1
     }
     return true
+}
+
+/// The pause between two looks of a test's polling loop: 1 ms for the first few, then longer, up to
+/// 16 ms, so that a wait of minutes (a hang bound under ThreadSanitizer) costs a few thousand
+/// wake-ups rather than hundreds of thousands.
+///
+/// It pauses in a cancelled task too. `Task.sleep` does not: it throws at once, so a poller in a
+/// task that was cancelled (a test's helper task, a consumer a scenario cancelled) spun a core
+/// until its bound, and each throw went through the test library's backtrace capture for thrown
+/// errors, which ThreadSanitizer makes slow. That spin stalled a whole TSan run on two cores.
+package func pollPause(_ attempt: Int) async {
+    let milliseconds = attempt < 8 ? 1 : min(16, 1 << min(4, (attempt - 8) / 8 + 1))
+    if !Task.isCancelled {
+        try? await Task.sleep(for: .milliseconds(milliseconds))
+        return
+    }
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            continuation.resume()
+        }
+    }
 }
 
 /// Polls `condition` from a plain thread (never the cooperative pool) until it holds or `seconds`

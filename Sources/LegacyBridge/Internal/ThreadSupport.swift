@@ -139,6 +139,24 @@ enum ThreadOwnerMarker {
     }
 }
 
+/// The threads ``startDetachedThread(name:_:)`` started that have not ended yet, by name. The test
+/// suite's run-end check reads it: a pool, loop or executor nobody shut down shows up by name.
+package enum LiveThreads {
+    private static let names = LockedBox<[String: Int]>([:])
+
+    /// Live threads by their (shortened) name.
+    package static var byName: [String: Int] { names.withLock { $0 } }
+
+    static func started(_ name: String) { names.withLock { $0[name, default: 0] += 1 } }
+
+    static func ended(_ name: String) {
+        names.withLock { names in
+            let left = names[name, default: 1] - 1
+            names[name] = left > 0 ? left : nil
+        }
+    }
+}
+
 /// What a new thread runs, handed to it retained.
 private final class ThreadEntry {
     let name: String
@@ -154,6 +172,7 @@ private func threadMain(_ argument: UnsafeMutableRawPointer) -> UnsafeMutableRaw
     let entry = Unmanaged<ThreadEntry>.fromOpaque(argument).takeRetainedValue()
     entry.name.withCString { _ = pthread_setname_np($0) }
     entry.body()
+    LiveThreads.ended(entry.name)
     return nil
 }
 #else
@@ -168,6 +187,7 @@ private func threadMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRa
     let entry = Unmanaged<ThreadEntry>.fromOpaque(argument).takeRetainedValue()
     if let setThreadName { entry.name.withCString { _ = setThreadName(pthread_self(), $0) } }
     entry.body()
+    LiveThreads.ended(entry.name)
     return nil
 }
 #endif
@@ -182,6 +202,7 @@ package func startDetachedThread(name: String, _ body: @escaping () -> Void) -> 
         shortName.append(character)
     }
     let entry = Unmanaged.passRetained(ThreadEntry(name: shortName, body: body))
+    LiveThreads.started(shortName)
     #if canImport(Darwin)
     var thread: pthread_t? = nil
     #else
@@ -190,6 +211,7 @@ package func startDetachedThread(name: String, _ body: @escaping () -> Void) -> 
     let rc = pthread_create(&thread, nil, threadMain, entry.toOpaque())
     guard rc == 0 else {
         entry.release()
+        LiveThreads.ended(shortName)
         return rc
     }
     #if canImport(Darwin)

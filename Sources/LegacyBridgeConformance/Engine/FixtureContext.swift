@@ -162,6 +162,8 @@ final class FixtureContext: ScenarioContext {
             } else if clock.now - changed > quiet {
                 return
             }
+            // A cancelled task cannot sleep (it would spin): the watchdog has given up on it.
+            if Task.isCancelled { return }
             try? await Task.sleep(for: .milliseconds(2))
         }
     }

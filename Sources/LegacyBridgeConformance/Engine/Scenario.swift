@@ -144,6 +144,9 @@ struct LabContext: ScenarioContext {
     func wrapUp(hung: Bool) async -> Check? {
         // A hung scenario's adapter may still be running: its contexts stay guarded.
         if !hung { lab.releaseContextGuards() }
+        // Whatever the adapter still holds, the scenario's clients end with it. A hung adapter's
+        // callback may never return, and the destroy waits for it: then it is not waited for.
+        _ = await lab.destroyClients(waiting: hung ? .zero : lab.patience)
         return nil
     }
 }

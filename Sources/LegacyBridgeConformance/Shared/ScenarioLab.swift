@@ -20,9 +20,35 @@ final class ScenarioLab: Sendable {
     /// Every one-shot operation handed out, for the context lifetime checks after the scenario.
     let probes = LockedBox<[OperationProbe]>([])
 
+    /// Clients the scenario made besides ``sdk`` (``adopt(_:)``), destroyed with it.
+    private let adopted = LockedBox<[SDKClient]>([])
+
     init(seed: UInt64, patience: Duration = .seconds(2), workerThreads: Int = 4) throws {
         sdk = try SDKClient(workerThreads: workerThreads, seed: seed)
         self.patience = patience
+    }
+
+    /// Makes `client` the lab's to destroy at the scenario's end (see ``destroyClients(waiting:)``).
+    func adopt(_ client: SDKClient) -> SDKClient {
+        adopted.withLock { $0.append(client) }
+        return client
+    }
+
+    /// Destroys the scenario's clients, which an adapter may still hold (a leaked context, a
+    /// session it never closed), so that nothing the scenario made keeps running after it: every
+    /// operation is cancelled and releases its context, and every SDK thread ends. The destroy runs
+    /// on a thread of its own, since it waits for callbacks still running, and a broken adapter's
+    /// may never return; this waits for it at most `bound`.
+    ///
+    /// - Returns: Whether every client was destroyed within `bound`.
+    func destroyClients(waiting bound: Duration) async -> Bool {
+        let clients = [sdk] + adopted.withLock { $0 }
+        let done = LockedBox(false)
+        onDedicatedThread("conformance lab teardown") {
+            for client in clients { client.destroy() }
+            done.withLock { $0 = true }
+        }
+        return await eventually(within: bound) { done.withLock { $0 } }
     }
 
     var counters: SDKCounters { sdk.counters }

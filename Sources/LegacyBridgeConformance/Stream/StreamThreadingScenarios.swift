@@ -24,8 +24,8 @@ extension StreamScenarios {
         ) { adapter, context in
             let client: SDKClient
             do {
-                client = try SDKClient(
-                    workerThreads: 2, seed: context.options.seed, loopThread: true, affinity: .loop)
+                client = context.lab.adopt(
+                    try SDKClient(workerThreads: 2, seed: context.options.seed, loopThread: true, affinity: .loop))
             } catch {
                 return .fail("could not create the loop-thread SDK client: \(error)")
             }

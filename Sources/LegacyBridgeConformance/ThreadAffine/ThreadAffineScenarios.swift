@@ -15,7 +15,8 @@ enum ThreadAffineScenarios {
         _ adapter: any ThreadAffineAdapter, _ context: LabContext, behavior: SimulatedBehavior
     ) async throws -> (LegacyAffineSDK, any ThreadAffineSession) {
         do {
-            let client = try SDKClient(workerThreads: 2, seed: context.options.seed, loopThread: true, affinity: .loop)
+            let client = context.lab.adopt(
+                try SDKClient(workerThreads: 2, seed: context.options.seed, loopThread: true, affinity: .loop))
             let sdk = LegacyAffineSDK(client: client, behavior: behavior, probe: AffineProbe())
             return (sdk, try await adapter.open(sdk))
         } catch {

@@ -31,6 +31,7 @@ extension LegacyClient {
     ///   - isolation: The caller's actor; the call adds no executor hop.
     /// - Returns: The call's key and result.
     /// - Throws: ``LegacySDKError/outOfRange`` for a duration outside 0 ... 60 s;
+    ///   ``LegacySDKError/resources`` when the client's first blocking call cannot start its threads;
     ///   ``LegacySDKError/interrupted`` when the client's destruction ended it;
     ///   `CancellationError` or `BridgeTimeoutError` as above; `OffloadError.queueFull(limit:)` when
     ///   ``Configuration/blockingThreads`` calls run and 1,024 more wait.
@@ -46,7 +47,7 @@ extension LegacyClient {
         let sdk = self.sdk
         let key = self.nextBlockingKey()
         let call = BlockingCallState()
-        return try await self.offload.run(
+        return try await self.offload().run(
             isolation: isolation,
             timeout: timeout,
             cancel: CancelHandle { call.interrupt { (try? sdk.interrupt(key: key)) ?? true } },

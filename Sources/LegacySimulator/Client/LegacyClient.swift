@@ -31,7 +31,7 @@ public final class LegacyClient: Sendable {
         /// - Parameters:
         ///   - workerThreads: The SDK's worker threads, 1 ... 64.
         ///   - seed: The seed of the client's operations.
-        ///   - blockingThreads: Threads for blocking calls (default 4).
+        ///   - blockingThreads: Threads for blocking calls (default 4), started by the first one.
         ///   - loopThread: The SDK client runs a loop thread of its own (default `false`).
         public init(workerThreads: Int = 4, seed: UInt64 = 0, blockingThreads: Int = 4, loopThread: Bool = false) {
             self.workerThreads = workerThreads
@@ -46,8 +46,9 @@ public final class LegacyClient: Sendable {
 
     /// The SDK client every operation of this client runs on.
     let sdk: SDKClient
-    /// Where blocking calls run (threads of its own, never the cooperative pool).
-    let offload: OffloadPool
+    /// Where blocking calls run (threads of its own, never the cooperative pool): made by the first
+    /// blocking call, so a client that never blocks starts no thread for it.
+    private let offloadPool = LockedBox<OffloadPool?>(nil)
     /// The key of the last blocking call made.
     private let blockingKeys = LockedBox<UInt64>(0)
 
@@ -58,27 +59,38 @@ public final class LegacyClient: Sendable {
     ///   thread count outside 1 ... `OffloadPool.maximumThreads`, ``LegacySDKError/resources`` when
     ///   threads cannot be created.
     public init(configuration: Configuration = .init()) throws(LegacySDKError) {
+        try Self.checkBlockingThreads(configuration)
         self.configuration = configuration
-        self.offload = try Self.makeOffloadPool(configuration)
         self.sdk = try SDKClient(
             workerThreads: configuration.workerThreads, seed: configuration.seed, loopThread: configuration.loopThread)
     }
 
     /// Wraps an existing SDK client (tests use it to install a session-token probe).
     init(sdk: SDKClient, configuration: Configuration = .init()) throws(LegacySDKError) {
+        try Self.checkBlockingThreads(configuration)
         self.configuration = configuration
-        self.offload = try Self.makeOffloadPool(configuration)
         self.sdk = sdk
     }
 
-    private static func makeOffloadPool(_ configuration: Configuration) throws(LegacySDKError) -> OffloadPool {
-        do {
-            return try OffloadPool(threads: configuration.blockingThreads, name: "legacy-blocking")
-        } catch .threadCreationFailed {
-            throw .resources
-        } catch {
-            throw .outOfRange
+    private static func checkBlockingThreads(_ configuration: Configuration) throws(LegacySDKError) {
+        guard (1...OffloadPool.maximumThreads).contains(configuration.blockingThreads) else { throw .outOfRange }
+    }
+
+    /// The pool blocking calls run on, made on first use.
+    /// - Throws: ``LegacySDKError/resources`` when its threads cannot be created.
+    func offload() throws(LegacySDKError) -> OffloadPool {
+        let threads = configuration.blockingThreads
+        let made = offloadPool.withLock { pool -> Result<OffloadPool, LegacySDKError> in
+            if let pool { return .success(pool) }
+            do {
+                let made = try OffloadPool(threads: threads, name: "legacy-blocking")
+                pool = made
+                return .success(made)
+            } catch {
+                return .failure(.resources)
+            }
         }
+        return try made.get()
     }
 
     /// A key for the next blocking call, unique within this client.

@@ -224,7 +224,32 @@ package final class SDKClient: @unchecked Sendable {
         self.affinity = affinity
     }
 
+    /// Set once ``destroy()`` destroyed the client: deinit then has nothing to do.
+    private let destroyed = LockedBox(false)
+
+    /// Destroys the client now, as its deinit would: every operation is cancelled and releases its
+    /// context, every SDK thread of the client ends, and later calls fail with
+    /// ``LegacySDKError/clientDestroyed``. Blocks until done; for a scenario's end, so that an
+    /// adapter that keeps the client (a leaked context) does not keep its threads running.
+    ///
+    /// - Returns: `false` when called on one of the client's own threads (the SDK refuses that)
+    ///   or when the client was destroyed already.
+    @discardableResult
+    package func destroy() -> Bool {
+        let first = destroyed.withLock { destroyed in
+            defer { destroyed = true }
+            return !destroyed
+        }
+        guard first else { return false }
+        guard lsdk_client_destroy(raw) == lsdk_status_t(LSDK_OK) else {
+            destroyed.withLock { $0 = false }  // refused on the client's own thread: deinit will try
+            return false
+        }
+        return true
+    }
+
     deinit {
+        if destroyed.withLock({ $0 }) { return }
         let status = lsdk_client_destroy(raw)
         if status == lsdk_status_t(LSDK_ERR_WRONG_THREAD) {
             let pending = SDKPendingDestroy(raw: raw, probe: probe)

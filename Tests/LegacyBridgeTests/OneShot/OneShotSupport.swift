@@ -146,8 +146,10 @@ final class OneShotCall<T: Sendable>: Sendable {
 
     /// The call's result, or nil if it did not end before `deadline`.
     func result(before deadline: ContinuousClock.Instant) async -> Result<T, any Error>? {
+        var attempt = 0
         while self.slot.value == nil && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(1))
+            await pollPause(attempt)
+            attempt += 1
         }
         return self.slot.value
     }

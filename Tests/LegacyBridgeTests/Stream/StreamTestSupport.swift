@@ -49,12 +49,14 @@ func streamPoll(
     until condition: () -> Bool
 ) async {
     let deadline = Date().addingTimeInterval(seconds)
+    var attempt = 0
     while !condition() {
         if Date() > deadline {
             Issue.record("timed out waiting until \(what)", sourceLocation: sourceLocation)
             return
         }
-        try? await Task.sleep(nanoseconds: 1_000_000)
+        await pollPause(attempt)
+        attempt += 1
     }
 }
 

@@ -75,9 +75,11 @@ final class ClientTestCall<Value: Sendable>: Sendable {
         isolation: isolated (any Actor)? = #isolation, within seconds: Double = Double(testHangBoundSeconds)
     ) async -> Result<Value, any Error>? {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        var attempt = 0
         while ContinuousClock.now < deadline {
             if let result = slot.withLock({ $0 }) { return result }
-            try? await Task.sleep(for: .milliseconds(1))
+            await pollPause(attempt)
+            attempt += 1
         }
         return slot.withLock { $0 }
     }
