@@ -17,7 +17,9 @@ public enum LoopSDKGallery {
         LoopSDKMistake.allCases.map { mistake in
             (
                 mistake,
-                LoopSDKFixtures.oneShot(name: mistake.rawValue, client: client) { client, behavior, timeout, probe in
+                LoopSDKFixtures.oneShot(
+                    name: mistake.rawValue, client: client, countsResources: mistake != .cancelDoesNothing
+                ) { client, behavior, timeout, probe in
                     try await mistake.fetch(client, behavior, timeout: timeout, probe: probe)
                 }
             )
@@ -63,6 +65,11 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
     /// the reply or the caller's cancellation, and cancels a request that ended (on a real SDK the
     /// handle may belong to another request by then).
     case timerNeverCancelled = "loop-sdk-timer-never-cancelled"
+    /// Its cancel only sets an abort flag of its own, which the SDK never reads (as a progress
+    /// callback's abort value that is never returned): the caller is let go, and the SDK request
+    /// runs on and answers later. Its fixture counts no `liveResources`, as many a user's does:
+    /// only the answer that comes after the cancel shows it.
+    case cancelDoesNothing = "loop-sdk-cancel-does-nothing"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
@@ -78,6 +85,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
         case .cancelRacesStart: return ["burst-random-cancels"]
         case .backoffOnLoop: return ["failure-throws"]
         case .timerNeverCancelled: return ["timeout"]
+        case .cancelDoesNothing: return ["cancel-in-flight"]
         }
     }
 
@@ -108,6 +116,9 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
         case .timerNeverCancelled:
             return
                 "WRONG ON PURPOSE: over LoopSDK, a deadline timer of its own, never cancelled when the call ends another way"
+        case .cancelDoesNothing:
+            return
+                "WRONG ON PURPOSE: over LoopSDK, its cancel sets a flag the SDK never reads (the request answers later)"
         }
     }
 
@@ -137,7 +148,7 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
             }
 
         case .noSDKCancel, .cancelAfterValue, .retryCancel, .offThreadStart, .leaksContext, .handleAsValue,
-            .cancelRacesStart, .backoffOnLoop, .timerNeverCancelled:
+            .cancelRacesStart, .backoffOnLoop, .timerNeverCancelled, .cancelDoesNothing:
             let ownTimer = self == .timerNeverCancelled
             return try await withCallback(isolation: isolation, timeout: ownTimer ? nil : timeout) { completion in
                 let handle = LoopHandle()
@@ -179,6 +190,13 @@ public enum LoopSDKMistake: String, CaseIterable, Sendable {
                     }
                 }
                 if self == .noSDKCancel { return nil }
+                if self == .cancelDoesNothing {
+                    let aborted = LockedValue(false)
+                    return CancelHandle {
+                        // WRONG: a flag of its own, which nothing in the SDK reads.
+                        post(sdk) { if handle.value != nil { probe.cancel { aborted.withLock { $0 = true } } } }
+                    }
+                }
                 if self == .cancelRacesStart {
                     return CancelHandle {
                         // WRONG: read here, before the posted start may have run

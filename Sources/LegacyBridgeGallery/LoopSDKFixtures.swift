@@ -25,12 +25,17 @@ public enum LoopSDKFixtures {
     /// - Parameters:
     ///   - name: The fixture's name.
     ///   - client: The client whose SDK the calls use; asked for when a call is made.
+    ///   - countsResources: Whether the fixture counts the SDK's `liveResources` (`false`: as a
+    ///     user's fixture that has no such count).
     ///   - fetch: The adapter's one-shot call.
     /// - Returns: The fixture.
     public static func oneShot(
-        name: String, client: @escaping @Sendable () -> LoopSDKClient, fetch: @escaping Fetch
+        name: String, client: @escaping @Sendable () -> LoopSDKClient, countsResources: Bool = true,
+        fetch: @escaping Fetch
     ) -> OneShotFixture<Int64> {
-        OneShotFixture(
+        var liveResources: (@Sendable () -> Int)?
+        if countsResources { liveResources = { client().liveResources } }
+        return OneShotFixture(
             name: name,
             threading: threading(client),
             succeeding: { probe in try await fetch(client(), .value(7), nil, probe) },
@@ -40,7 +45,7 @@ public enum LoopSDKFixtures {
                 start: { probe in try await fetch(client(), .hang, nil, probe) },
                 release: { client().sdk.releaseHeld() }),
             timingOut: .init { probe, timeout in try await fetch(client(), .hang, timeout, probe) },
-            liveResources: { client().liveResources },
+            liveResources: liveResources,
             offThreadCalls: { client().sdk.offLoopCalls })
     }
 

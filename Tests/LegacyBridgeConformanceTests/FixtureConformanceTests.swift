@@ -226,6 +226,7 @@ struct FixtureConformanceTests {
         .cancelRacesStart: "never reached the SDK's cancel",
         .backoffOnLoop: "after the SDK failed a call, the next call did not return",
         .timerNeverCancelled: "a timer of the adapter's own outlived the call",
+        .cancelDoesNothing: "the SDK delivered a value for the request after the adapter's cancel had returned",
     ]
 
     @Test(

@@ -122,6 +122,8 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "(a duplicate of an earlier request's reply)"),
         "shared-double-replays-last-event": Evidence(
             verdicts: ["failed"], detail: "got an event published before it joined"),
+        "loop-sdk-cancel-does-nothing": Evidence(
+            verdicts: ["failed"], detail: "after the adapter's cancel had returned: the cancel did not stop it"),
         "loop-sdk-timer-never-cancelled": Evidence(
             verdicts: ["failed"], detail: "a timer of the adapter's own outlived the call"),
         "keyed-double-late-cancel": Evidence(

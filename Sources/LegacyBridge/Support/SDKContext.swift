@@ -15,6 +15,9 @@
 /// SDKContext.release(context, as: Completion<Page>.self)                 // in the release callback
 /// ```
 ///
+/// To know how many contexts an SDK still holds (a conformance fixture's `liveResources`, a leak
+/// check), retain them with ``retain(_:countedIn:)`` and read the ``SDKContextCount``.
+///
 /// Contract:
 /// - ``retain(_:)`` makes one reference for the SDK; ``release(_:as:)`` or ``take(_:as:)`` ends it,
 ///   exactly once. If the C call fails and will never call back, release the context yourself.
@@ -28,7 +31,27 @@ public enum SDKContext {
     /// - Parameter value: What the callbacks need, typically a ``Completion`` or an ``EventSink``.
     /// - Returns: The pointer to pass as the C call's context.
     public static func retain<Value: Sendable>(_ value: Value) -> UnsafeMutableRawPointer {
-        let context = Unmanaged.passRetained(SDKContextBox(value)).toOpaque()
+        retain(value, count: nil)
+    }
+
+    /// Retains `value` for the SDK, counted in `count` until it is released: `count.live` is then
+    /// how many of these contexts the SDK still holds, ready for a fixture's `liveResources`.
+    ///
+    /// - Parameters:
+    ///   - value: What the callbacks need.
+    ///   - count: The count this context is part of until ``release(_:as:)`` or ``take(_:as:)``.
+    /// - Returns: The pointer to pass as the C call's context.
+    public static func retain<Value: Sendable>(
+        _ value: Value, countedIn count: SDKContextCount
+    )
+        -> UnsafeMutableRawPointer
+    {
+        count.opened()
+        return retain(value, count: count)
+    }
+
+    private static func retain<Value: Sendable>(_ value: Value, count: SDKContextCount?) -> UnsafeMutableRawPointer {
+        let context = Unmanaged.passRetained(SDKContextBox(value, count: count)).toOpaque()
         #if DEBUG
         SDKContextRegistry.opened(context, type: Value.self)
         #endif
@@ -56,6 +79,7 @@ public enum SDKContext {
         #if DEBUG
         SDKContextRegistry.closed(UnsafeRawPointer(Unmanaged.passUnretained(box).toOpaque()))
         #endif
+        box.count?.closed()
         Unmanaged.passUnretained(box).release()
     }
 
@@ -90,7 +114,34 @@ public enum SDKContext {
 /// What a context points to.
 final class SDKContextBox<Value: Sendable>: Sendable {
     let value: Value
-    init(_ value: Value) { self.value = value }
+    let count: SDKContextCount?
+    init(_ value: Value, count: SDKContextCount?) {
+        self.value = value
+        self.count = count
+    }
+}
+
+/// How many contexts retained with ``SDKContext/retain(_:countedIn:)`` the SDK still holds: one
+/// count per SDK client (or per fixture), so that a leak check sees that SDK's contexts only, not
+/// every context of the process.
+///
+/// ```swift
+/// let contexts = SDKContextCount()
+/// let context = SDKContext.retain(completion, countedIn: contexts)   // in start
+/// // ... the conformance fixture: liveResources: { contexts.live }
+/// ```
+public final class SDKContextCount: Sendable {
+    private let state = LockedBox(0)
+
+    /// Creates a count at zero.
+    public init() {}
+
+    /// Contexts retained with this count and not yet released.
+    public var live: Int { state.withLock { $0 } }
+
+    func opened() { state.withLock { $0 += 1 } }
+
+    func closed() { state.withLock { $0 -= 1 } }
 }
 
 #if DEBUG

@@ -80,6 +80,9 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
         var cancels = 0
         /// SDK cancels that returned.
         var cancelsEnded = 0
+        /// Values the SDK reported after one of the adapter's SDK cancels had returned: the cancel
+        /// did not stop the request.
+        var valuesAfterCancelReturned = 0
         var cancelSpots: [ThreadSpot] = []
         /// SDK cancels made before the SDK call was started.
         var cancelsBeforeStart = 0
@@ -215,6 +218,9 @@ final class CallRecorder<Value: Sendable>: CallProbeHooks, FixtureWatch, Sendabl
     ) {
         let first = state.withLock { state in
             state.snapshot.sdkOutcomes.append(outcome)
+            if case .success = outcome, state.snapshot.cancelsEnded > 0 {
+                state.snapshot.valuesAfterCancelReturned += 1
+            }
             return state.snapshot.sdkOutcomes.count == 1
         }
         if hostility.synchronousValue != nil { return }  // withheld: the call was answered in start

@@ -359,8 +359,19 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             guard let result else { return .fail("the caller was not resumed") }
             if case .fail(let why) = expectCancellation(result, recorder) { return .fail(why) }
             let stopped = await sdkStopped(recorder, context, how: "after the caller was cancelled")
+            // A cancel that did nothing leaves the request to answer once it is released: release it
+            // now, before the next call, which the SDK answers after it.
+            let cancelReturned = recorder.snapshot.cancelsEnded > 0
+            if cancelReturned && context.common.requestCancellation != .none { context.releaseHangs() }
             if let stuck = await nextCallAnswers(fixture, context, after: "a caller was cancelled") {
                 return all(stopped, stuck)
+            }
+            if cancelReturned && recorder.snapshot.valuesAfterCancelReturned > 0 {
+                return all(
+                    stopped,
+                    .fail(
+                        "the SDK delivered a value for the request after the adapter's cancel had returned: the cancel did not stop it (a flag the SDK never reads, a cancel of another handle, an abort value never returned from the SDK's callback). Make the cancel reach the SDK's own cancel for this request"
+                    ))
             }
             if started == .unknown {
                 return all(

@@ -31,6 +31,27 @@ struct SDKContextTests {
         #expect(Tracked.alive.load(ordering: .relaxed) == before)
     }
 
+    @Test("a count of its own sees its contexts only: up at each retain, down at each release or take")
+    func countedContexts() {
+        let mine = SDKContextCount()
+        let other = SDKContextCount()
+        let first = SDKContext.retain(Tracked(1), countedIn: mine)
+        let second = SDKContext.retain(Tracked(2), countedIn: mine)
+        let elsewhere = SDKContext.retain(Tracked(3), countedIn: other)
+        let uncounted = SDKContext.retain(Tracked(4))
+        #expect(mine.live == 2 && other.live == 1)
+        #expect(SDKContext.value(of: first, as: Tracked.self).number == 1)
+        #expect(mine.live == 2, "reading a context does not end it")
+        SDKContext.release(first, as: Tracked.self)
+        #expect(mine.live == 1)
+        #expect(SDKContext.take(second, as: Tracked.self).number == 2)
+        #expect(mine.live == 0 && other.live == 1)
+        SDKContext.release(uncounted, as: Tracked.self)
+        #expect(mine.live == 0 && other.live == 1, "a context retained without a count moves none")
+        SDKContext.release(elsewhere, as: Tracked.self)
+        #expect(other.live == 0)
+    }
+
     @Test("take returns the value and releases the context in one step")
     func take() {
         let before = Tracked.alive.load(ordering: .relaxed)
