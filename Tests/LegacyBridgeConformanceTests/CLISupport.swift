@@ -69,43 +69,20 @@ enum CLI {
         }
     }
 
+    /// The child runs through the conformance runner's `runChild` (`posix_spawn`): Foundation's
+    /// `Process.run()` of Swift 6.3.1 crashed one plain run of this suite in five under load
+    /// (swift-corelibs-foundation#5472).
     private static func runBlocking(
         _ arguments: [String], bound: TimeInterval, executable: URL, environment extra: [String: String]
     ) throws -> CLIRun {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        environment.merge(extra) { _, new in new }
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let done = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in done.signal() }
-        try process.run()
-        // Drain both pipes while the child runs so it never blocks on a full pipe.
-        let outData = LockedData()
-        let errData = LockedData()
-        let readers = DispatchGroup()
-        for (pipe, sink) in [(out, outData), (err, errData)] {
-            readers.enter()
-            onDedicatedThread("cli test reader") {
-                sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
-                readers.leave()
-            }
-        }
-        if done.wait(timeout: .now() + bound) == .timedOut {
-            process.terminate()
-            done.wait()
-        }
-        readers.wait()
+        var environment = extra
+        if environment["SWIFT_BACKTRACE"] == nil { environment["SWIFT_BACKTRACE"] = "enable=no" }
+        let child = try runChild(
+            executable: executable.path, arguments: arguments, bound: .milliseconds(Int(bound * 1000)),
+            environment: environment)
         return CLIRun(
-            status: process.terminationStatus,
-            output: String(decoding: outData.get(), as: UTF8.self),
-            errors: String(decoding: errData.get(), as: UTF8.self))
+            status: child.exitStatus ?? child.signal ?? -1, output: child.standardOutput,
+            errors: child.standardError)
     }
 }
 
@@ -165,45 +142,48 @@ extension CLI {
     }
 
     private static func runStreamingBlocking(_ arguments: [String], bound: TimeInterval) throws -> [StreamedLine] {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = environment
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + bound, execute: killer)
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw ChildProcessError(step: "make a pipe", code: errno) }
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        defer { close(readEnd) }
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+        let discard = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        let child: SpawnedChild
+        do {
+            defer {
+                close(writeEnd)
+                close(discard)
+            }
+            child = try spawnChild(
+                executable: executable.path, arguments: arguments, environment: environment,
+                standardOutput: writeEnd, standardError: discard)
+        }
+        // The waiter kills the child at the bound, which ends the pipe and so the reading below.
+        let exited = DispatchSemaphore(value: 0)
+        onDedicatedThread("cli test waiter") {
+            _ = child.wait(bound: .milliseconds(Int(bound * 1000)))
+            exited.signal()
+        }
         var lines: [StreamedLine] = []
-        var pending = Data()
-        let reader = out.fileHandleForReading
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let chunk = reader.availableData  // blocks until data or end of file
-            if chunk.isEmpty { break }
-            let running = process.isRunning
-            pending.append(chunk)
+            let count = chunk.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            let running = child.isRunning
+            pending.append(contentsOf: chunk[0..<count])
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                pending.removeSubrange(pending.startIndex...newline)
-                lines.append(StreamedLine(text: line, processWasRunning: running))
+                lines.append(StreamedLine(text: String(decoding: pending[..<newline], as: UTF8.self), processWasRunning: running))
+                pending.removeSubrange(...newline)
             }
         }
-        process.waitUntilExit()
-        killer.cancel()
+        exited.wait()
         return lines
     }
-}
-
-/// Bytes written by one reader thread and read after it finished.
-final class LockedData: @unchecked Sendable {
-    // @unchecked Sendable: `data` is only touched under `lock`.
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ value: Data) { lock.withLock { data = value } }
-    func get() -> Data { lock.withLock { data } }
 }
 
 /// What one scenario of a conformance run reported, from the CLI's JSON.

@@ -1,4 +1,5 @@
 import Foundation
+import LegacyBridge
 
 #if canImport(Glibc)
 import Glibc
@@ -113,65 +114,229 @@ package struct ChildProcessUnavailable: Error, CustomStringConvertible {
 
 /// Runs `executable` with `arguments`, waits at most `bound`, and captures its output.
 /// A child still running at the bound is killed (SIGKILL) and reported as timed out.
-/// - Throws: ``ChildProcessUnavailable`` where the platform cannot start processes, or what
-///   starting the process threw.
+///
+/// The child is started with `posix_spawn`, not Foundation's `Process`: on Linux, `Process.run()`
+/// of Swift 6.3.1 reads past the end of a buffer while it lists `/proc/self/fd`, and crashed one run
+/// of our suite in a handful (swift-corelibs-foundation#5472, fixed after 6.3.1). The child gets
+/// standard input from `/dev/null`, standard output and error in files of its own, the default
+/// action for every signal, an empty signal mask, and no other descriptor of this process.
+///
+/// - Throws: ``ChildProcessUnavailable`` where the platform cannot start processes,
+///   ``ChildProcessError`` when the output files cannot be made or the process cannot be started.
 package func runChild(
     executable: String, arguments: [String], bound: Duration, environment: [String: String] = [:]
 ) throws -> ChildOutcome {
     #if os(Linux) || os(macOS)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
     var childEnvironment = ProcessInfo.processInfo.environment
     for (key, value) in environment { childEnvironment[key] = value }
-    process.environment = childEnvironment
 
     let directory = FileManager.default.temporaryDirectory
     let token = UUID().uuidString
-    let outURL = directory.appendingPathComponent("legacy-bridge-\(token).out")
-    let errURL = directory.appendingPathComponent("legacy-bridge-\(token).err")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    let outPath = directory.appendingPathComponent("legacy-bridge-\(token).out").path
+    let errPath = directory.appendingPathComponent("legacy-bridge-\(token).err").path
+    let outFD = open(outPath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    let errFD = open(errPath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     defer {
-        try? FileManager.default.removeItem(at: outURL)
-        try? FileManager.default.removeItem(at: errURL)
+        if outFD >= 0 { close(outFD) }
+        if errFD >= 0 { close(errFD) }
+        unlink(outPath)
+        unlink(errPath)
     }
-    let outHandle = try FileHandle(forWritingTo: outURL)
-    let errHandle = try FileHandle(forWritingTo: errURL)
-    process.standardOutput = outHandle
-    process.standardError = errHandle
-    process.standardInput = FileHandle.nullDevice
-
-    let finished = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in finished.signal() }
-    try process.run()
-    var timedOut = false
-    let deadline =
-        DispatchTime.now()
-        + .nanoseconds(Int(bound.components.seconds * 1_000_000_000 + bound.components.attoseconds / 1_000_000_000))
-    if finished.wait(timeout: deadline) == .timedOut {
-        timedOut = true
-        kill(process.processIdentifier, SIGKILL)
-        finished.wait()
+    guard outFD >= 0, errFD >= 0 else {
+        throw ChildProcessError(step: "open an output file in \(directory.path)", code: errno)
     }
-    try? outHandle.close()
-    try? errHandle.close()
 
-    let output = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
-    let errors = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+    let child = try spawnChild(
+        executable: executable, arguments: arguments, environment: childEnvironment,
+        standardOutput: outFD, standardError: errFD)
+    let (status, timedOut) = child.wait(bound: bound)
+
     var outcome = ChildOutcome(
-        exitStatus: nil, signal: nil, timedOut: timedOut, standardOutput: output, standardError: errors)
-    switch process.terminationReason {
-    case .exit: outcome.exitStatus = process.terminationStatus
-    case .uncaughtSignal: outcome.signal = process.terminationStatus
-    @unknown default: outcome.exitStatus = process.terminationStatus
+        exitStatus: nil, signal: nil, timedOut: timedOut, standardOutput: readAll(outFD),
+        standardError: readAll(errFD))
+    // The POSIX wait status, decoded as WIFEXITED / WEXITSTATUS / WTERMSIG do (macros Swift does
+    // not import).
+    if status & 0x7f == 0 {
+        outcome.exitStatus = (status >> 8) & 0xff
+    } else {
+        outcome.signal = status & 0x7f
     }
     return outcome
     #else
-    // Foundation's Process exists only where apps may start processes.
+    // Only macOS and Linux let a program start processes.
     throw ChildProcessUnavailable()
     #endif
 }
+
+/// Why ``runChild(executable:arguments:bound:environment:)`` could not start a child.
+package struct ChildProcessError: Error, CustomStringConvertible {
+    /// What was being done.
+    package var step: String
+    /// The `errno` value (or the status `posix_spawn` returned).
+    package var code: Int32
+
+    package init(step: String, code: Int32) {
+        self.step = step
+        self.code = code
+    }
+
+    package var description: String {
+        "could not \(step): \(String(cString: strerror(code)))"
+    }
+}
+
+#if os(Linux) || os(macOS)
+/// A child started by ``spawnChild(executable:arguments:environment:standardOutput:standardError:)``.
+/// Call ``wait(bound:)`` exactly once: it reaps the child.
+package struct SpawnedChild: Sendable {
+    package let pid: pid_t
+
+    /// Whether the child has not exited yet (it is not reaped by asking).
+    package var isRunning: Bool {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT | WNOHANG) != 0 {
+            if errno != EINTR { return false }
+        }
+        #if canImport(Darwin)
+        return info.si_pid == 0
+        #else
+        return info._sifields._sigchld.si_pid == 0
+        #endif
+    }
+
+    /// Waits until the child exits, killing it (SIGKILL) at `bound`; returns its wait status and
+    /// whether it was killed for the bound.
+    ///
+    /// The child is waited for without being reaped first (`WNOWAIT`), so its process id cannot
+    /// be given to another process while the killer may still use it.
+    package func wait(bound: Duration) -> (status: Int32, timedOut: Bool) {
+        waitForExit(of: pid, bound: bound)
+    }
+}
+
+/// Starts `executable` with exactly `environment`, standard input from `/dev/null`, and the
+/// given descriptors as standard output and error; no other descriptor of this process reaches it.
+package func spawnChild(
+    executable: String, arguments: [String], environment: [String: String], standardOutput: Int32,
+    standardError: Int32
+) throws -> SpawnedChild {
+    SpawnedChild(
+        pid: try spawn(
+            executable: executable, arguments: arguments, environment: environment,
+            standardOutput: standardOutput, standardError: standardError))
+}
+
+/// Starts `executable`; returns its process id.
+private func spawn(
+    executable: String, arguments: [String], environment: [String: String], standardOutput: Int32,
+    standardError: Int32
+) throws -> pid_t {
+    #if canImport(Darwin)
+    var actions: posix_spawn_file_actions_t? = nil
+    var attributes: posix_spawnattr_t? = nil
+    #else
+    var actions = posix_spawn_file_actions_t()
+    var attributes = posix_spawnattr_t()
+    #endif
+    posix_spawn_file_actions_init(&actions)
+    posix_spawnattr_init(&attributes)
+    defer {
+        posix_spawn_file_actions_destroy(&actions)
+        posix_spawnattr_destroy(&attributes)
+    }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, standardOutput, 1)
+    posix_spawn_file_actions_adddup2(&actions, standardError, 2)
+
+    // No other descriptor of this process reaches the child: an SDK's socket or a pipe of another
+    // test would otherwise stay open for as long as the child runs.
+    var flags = Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
+    #if canImport(Darwin)
+    flags |= Int32(POSIX_SPAWN_CLOEXEC_DEFAULT)
+    #else
+    _ = closeFromThree?(&actions, 3)
+    #endif
+    posix_spawnattr_setflags(&attributes, Int16(flags))
+    // Signals this process ignores or blocks (an SDK that ignores SIGPIPE) are not the child's.
+    var noSignals = sigset_t()
+    sigemptyset(&noSignals)
+    posix_spawnattr_setsigmask(&attributes, &noSignals)
+    var defaults = sigset_t()
+    sigfillset(&defaults)
+    sigdelset(&defaults, SIGKILL)
+    sigdelset(&defaults, SIGSTOP)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        for pointer in argv { free(pointer) }
+        for pointer in envp { free(pointer) }
+    }
+    var pid = pid_t()
+    let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    guard status == 0 else { throw ChildProcessError(step: "start \(executable)", code: status) }
+    return pid
+}
+
+#if !canImport(Darwin)
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module
+/// does not import; `nil` on an older C library, where only descriptors marked close-on-exec stay
+/// out of the child.
+private let closeFromThree:
+    (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        else { return nil }
+        return unsafeBitCast(
+            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
+#endif
+
+/// See ``SpawnedChild/wait(bound:)``.
+private func waitForExit(of pid: pid_t, bound: Duration) -> (status: Int32, timedOut: Bool) {
+    struct State {
+        var exited = false
+        var killed = false
+    }
+    let state = LockedValue(State())
+    let killer = DispatchWorkItem {
+        state.withLock { state in
+            guard !state.exited else { return }
+            state.killed = true
+            kill(pid, SIGKILL)
+        }
+    }
+    let (seconds, attoseconds) = bound.components
+    let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: killer)
+
+    var info = siginfo_t()
+    while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+    let timedOut = state.withLock { state in
+        state.exited = true
+        return state.killed
+    }
+    killer.cancel()
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return (status, timedOut)
+}
+
+/// Everything written to the file `descriptor` names, from its start, as UTF-8 text.
+private func readAll(_ descriptor: Int32) -> String {
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    var offset: off_t = 0
+    while true {
+        let count = chunk.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, offset) }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { break }
+        bytes.append(contentsOf: chunk[0..<count])
+        offset += off_t(count)
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+#endif
 
 /// ``runChild(executable:arguments:bound:environment:)`` on a thread of its own, so the waiting
 /// never blocks a thread of the cooperative pool (on Linux, Dispatch's global threads are the pool).
