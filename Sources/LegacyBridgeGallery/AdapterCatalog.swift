@@ -22,6 +22,11 @@ public enum AdapterCatalog {
             Entry(
                 LoopSDKFixtures.correctBlocking(), gallery: false,
                 summary: "LoopSDKClient.query: OffloadPool.run over a blocking SDK call (real-adapter path)"),
+            Entry(
+                MailboxFixtures.oneShot(), gallery: false,
+                summary:
+                    "MailboxClient.fetch: a watch with the SDK's readiness query, over a descriptor that only says \"go look\""
+            ),
         ]
         if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) {
             entries.append(
@@ -92,6 +97,9 @@ public enum AdapterCatalog {
             }
         }
         for (mistake, fixture) in LoopSDKBlockingMistake.fixtures() {
+            entries.append(Entry(fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
+        }
+        for (mistake, fixture) in MailboxMistake.fixtures() {
             entries.append(Entry(fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
         }
         return entries

@@ -177,7 +177,9 @@ extension CLI {
             let running = child.isRunning
             pending.append(contentsOf: chunk[0..<count])
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                lines.append(StreamedLine(text: String(decoding: pending[..<newline], as: UTF8.self), processWasRunning: running))
+                lines.append(
+                    StreamedLine(text: String(decoding: pending[..<newline], as: UTF8.self), processWasRunning: running)
+                )
                 pending.removeSubrange(...newline)
             }
         }

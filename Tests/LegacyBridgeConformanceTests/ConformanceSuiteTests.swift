@@ -171,7 +171,8 @@ struct ConformanceSuiteTests {
                 "coalesced-double-coalesced-calls-no-cancel", "keyed-double-pending-requests",
                 "keyed-double-pending-requests-no-cancel", "latest-double-latest-wins",
                 "latest-double-latest-wins-no-cancel", "latest-wins", "loop-sdk-client", "loop-sdk-client-events",
-                "loop-sdk-client-latest-events", "loop-sdk-client-query", "offload-pool", "pending-requests",
+                "loop-sdk-client-latest-events", "loop-sdk-client-query", "mailbox-sdk-client", "offload-pool",
+                "pending-requests",
                 "sdk-thread-executor",
                 "shared-double-shared-subscription", "shared-subscription", "with-callback", "with-callback-context",
             ])

@@ -126,6 +126,8 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "after the adapter's cancel had returned: the cancel did not stop it"),
         "loop-sdk-timer-never-cancelled": Evidence(
             verdicts: ["failed"], detail: "a timer of the adapter's own outlived the call"),
+        "mailbox-sdk-level-triggered": Evidence(
+            verdicts: ["hung"], detail: "watched without the SDK's readiness query"),
         "keyed-double-late-cancel": Evidence(
             verdicts: ["failed"], detail: "the SDK's cancel for the request whose caller left reached the newer request"
         ),

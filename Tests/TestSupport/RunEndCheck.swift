@@ -21,6 +21,7 @@ let processWideThreads: [(prefix: String, owner: String)] = [
     ("gallery-retry-", "the gallery's static retry pool"),
     ("loop-sdk querie", "LoopSDKClient's static query pool"),
     ("loop-sdk-shared", "LoopSDKClient.shared's loop"),
+    ("mailbox-sdk", "MailboxClient.shared's loop, and the gallery's mailbox-sdk-* clients' loops"),
     ("conf-tests-", "OffloadConformanceTests' static pool"),
 ]
 

@@ -188,7 +188,9 @@ func result(for check: Check?, name: String, summary: String, watchdog: Duration
     case nil:
         return result(
             .hung,
-            "did not finish within \(watchdog) (the adapter never returned: a lost resume, a deadlock, or a wait nothing will end)"
+            "did not finish within \(watchdog) (the adapter never returned: a lost resume, a deadlock, a wait nothing "
+                + "will end, or a reply the SDK holds that the adapter never asked for: a descriptor that only says "
+                + "\"go look\" watched without the SDK's readiness query, SDKLoop.watch(_:for:readiness:_:))"
         )
     }
 }

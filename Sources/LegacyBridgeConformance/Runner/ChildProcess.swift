@@ -283,13 +283,12 @@ private func spawn(
 /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module
 /// does not import; `nil` on an older C library, where only descriptors marked close-on-exec stay
 /// out of the child.
-private let closeFromThree:
-    (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
-        else { return nil }
-        return unsafeBitCast(
-            symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-    }()
+private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+private let closeFromThree: CloseFrom? = {
+    let name = "posix_spawn_file_actions_addclosefrom_np"
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
+    return unsafeBitCast(symbol, to: CloseFrom.self)
+}()
 #endif
 
 /// See ``SpawnedChild/wait(bound:)``.
