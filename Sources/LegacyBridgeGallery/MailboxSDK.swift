@@ -55,6 +55,7 @@ public final class MailboxSDK: Sendable {
         /// Requests sent and not answered or withdrawn.
         var held: Set<UInt64> = []
         var offLoopCalls = 0
+        var shutDown = false
     }
     private let state = LockedValue(State())
 
@@ -82,7 +83,12 @@ public final class MailboxSDK: Sendable {
     /// Ends the SDK: held requests are withdrawn, the loop thread ends, and the descriptors close.
     /// Test control, not an SDK function.
     public func shutdown() async {
-        state.withLock { $0.held.removeAll() }
+        state.withLock { state in
+            state.held.removeAll()
+            state.shutDown = true
+        }
+        var byte: UInt8 = 1
+        _ = write(raiseEnd, &byte, 1)  // ends a poll(timeout:) in progress
         await loop.shutdown()
         close(signal)
         close(raiseEnd)
@@ -135,6 +141,20 @@ public final class MailboxSDK: Sendable {
         }
     }
 
+    /// Blocks until a reply is receivable (`zmq_poll`-style, loop thread only); returns whether
+    /// one is. Returns false at `timeout`, and at once when the SDK has shut down.
+    public func poll(timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if events().contains(.readable) { return true }
+            let left = deadline - ContinuousClock.now
+            if state.withLock({ $0.shutDown }) || left <= .zero { return false }
+            var descriptor = pollfd(fd: signal, events: Int16(POLLIN), revents: 0)
+            let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+            _ = pollDescriptors(&descriptor, 1, Int32(clamping: max(1, milliseconds)))
+        }
+    }
+
     /// Answers every held request with 42, as replies arriving from the peer: the signal is
     /// raised. Any thread; test control, not an SDK function.
     public func releaseHeld() {
@@ -166,6 +186,9 @@ public final class MailboxSDK: Sendable {
         }
     }
 }
+
+/// `poll(2)`, under a name that ``MailboxSDK/poll(timeout:)`` does not hide.
+private let pollDescriptors = poll
 
 /// The requests of one ``MailboxSDK`` waiting for their replies, matched by id.
 final class MailboxReplies: Sendable {
@@ -310,11 +333,16 @@ public enum MailboxMistake: String, CaseIterable, Sendable {
     /// while a send is processed raises no signal: it waits unreceived, and its caller with it,
     /// until some later reply signals. On ZeroMQ this hangs now and then; this SDK makes it certain.
     case levelTriggered = "mailbox-sdk-level-triggered"
+    /// Its handler, once it has received what is ready, waits on the loop thread (with the SDK's
+    /// `poll`) until every request it sent is answered, as a blocking client's read loop does.
+    /// While one request hangs, the loop runs nothing else: no send, no cancel, no timer.
+    case handlerWaitsForAll = "mailbox-sdk-handler-waits-for-all"
 
     /// The scenarios that must flag the mistake.
     public var flaggedBy: [String] {
         switch self {
         case .levelTriggered: return ["success"]
+        case .handlerWaitsForAll: return ["sdk-thread-not-held"]
         }
     }
 
@@ -324,6 +352,9 @@ public enum MailboxMistake: String, CaseIterable, Sendable {
         case .levelTriggered:
             return
                 "WRONG ON PURPOSE: over an SDK whose descriptor only says \"go look\", a watch without its readiness query"
+        case .handlerWaitsForAll:
+            return
+                "WRONG ON PURPOSE: over MailboxSDK, a handler that waits on the loop thread until every request is answered"
         }
     }
 
@@ -331,8 +362,24 @@ public enum MailboxMistake: String, CaseIterable, Sendable {
     var client: MailboxClient {
         switch self {
         case .levelTriggered: return Self.levelTriggeredClient
+        case .handlerWaitsForAll: return Self.waitsForAllClient
         }
     }
+
+    private static let waitsForAllClient: MailboxClient = {
+        do {
+            return try MailboxClient(sdk: MailboxSDK(name: "mailbox-sdk-all")) { sdk, replies in
+                try sdk.loop.watch(sdk.signal, for: .readable, readiness: { sdk.events() }) { _ in
+                    replies.drain(sdk)
+                    // WRONG: waits on the loop thread for the replies still due; the sends and
+                    // cancels posted meanwhile wait behind it.
+                    while replies.count > 0, sdk.poll(timeout: .seconds(60)) { replies.drain(sdk) }
+                }
+            }
+        } catch {
+            preconditionFailure("MailboxSDK could not start its loop thread: \(error)")
+        }
+    }()
 
     private static let levelTriggeredClient: MailboxClient = {
         do {

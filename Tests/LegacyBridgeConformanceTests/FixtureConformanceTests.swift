@@ -155,7 +155,7 @@ struct FixtureConformanceTests {
         #expect(
             Set(reasons.keys) == [
                 "failure-throws", "cancel-in-flight", "cancel-before-handle", "timeout", "late-callback-after-cancel",
-                "error-then-success", "callback-inside-cancel", "caller-not-blocked",
+                "error-then-success", "callback-inside-cancel", "caller-not-blocked", "sdk-thread-not-held",
             ], "\(report.rendered)")
         #expect(reasons["cancel-in-flight"]?.contains("no hanging call") == true)
         #expect(reasons["failure-throws"]?.contains("no failing call") == true)

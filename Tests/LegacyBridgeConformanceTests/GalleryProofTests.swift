@@ -126,6 +126,8 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "after the adapter's cancel had returned: the cancel did not stop it"),
         "loop-sdk-timer-never-cancelled": Evidence(
             verdicts: ["failed"], detail: "a timer of the adapter's own outlived the call"),
+        "mailbox-sdk-handler-waits-for-all": Evidence(
+            verdicts: ["failed"], detail: "a job posted to the SDK's thread did not run"),
         "mailbox-sdk-level-triggered": Evidence(
             verdicts: ["hung"], detail: "watched without the SDK's readiness query"),
         "keyed-double-late-cancel": Evidence(

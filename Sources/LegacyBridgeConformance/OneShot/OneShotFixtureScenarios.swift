@@ -15,7 +15,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
         [
             success, failureThrows, cancelInFlight, cancelBeforeHandle, timeout, lateCallbackAfterCancel,
             duplicateCallback, successThenError, errorThenSuccess, synchronousCallback, foreignThreadCallback,
-            callbackInsideCancel, burst, callerNotBlocked, mainActorCaller, threadAffinity,
+            callbackInsideCancel, burst, callerNotBlocked, mainActorCaller, threadAffinity, sdkThreadNotHeld,
         ]
     }
 
@@ -892,6 +892,53 @@ enum OneShotFixtureScenarios<Value: Sendable> {
                 }
                 return recorders.map { !$0.snapshot.startSpots.isEmpty || !$0.snapshot.cancelSpots.isEmpty }
             }
+        }
+    }
+}
+
+extension OneShotFixtureScenarios {
+    static var sdkThreadNotHeld: Scenario<Fixture, FixtureContext> {
+        Scenario(
+            name: "sdk-thread-not-held",
+            summary:
+                "while one SDK request hangs, another call returns its value, and the SDK's thread then runs a job posted to it: nothing on that thread waits for the hanging request"
+        ) { fixture, context in
+            guard let scheduler = context.threading.scheduler else {
+                return .notChecked("the fixture declares no SDK thread of its own (threading .sdkThread)")
+            }
+            guard let hanging = fixture.hanging, let succeeding = fixture.succeeding else {
+                return .notChecked("the fixture gives no hanging call and succeeding call to make at once")
+            }
+            context.releaseAtEnd(hanging.release)
+            let held = launchCall(hanging.start, recorder(context))
+            // The hanging request is started first: its start, posted to the SDK's thread, has run.
+            _ = await drainSDKThread(context.threading)
+            _ = await eventually(within: context.patience / 4) { held.recorder.snapshot.startsEnded > 0 }
+            let other = launchCall(succeeding, recorder(context))
+            let returned = await eventually(within: context.patience / 2) { other.recorder.snapshot.end != nil }
+            if returned, case .fail(let why) = expectValue(await other.result, other.recorder, fixture) {
+                hanging.release()
+                _ = await eventually { held.recorder.snapshot.end != nil }
+                return .fail(why)
+            }
+            // The SDK's thread must be free now, whether or not the other call could return (an SDK
+            // that serializes requests on one connection answers it after the hanging one).
+            let ran = LabGate()
+            let posted = (try? scheduler.post { ran.open() }) != nil
+            let threadFree = await eventually(within: context.patience / 2) { ran.wait(upTo: .zero) }
+            var result = Check.pass
+            if posted && !threadFree {
+                result = .fail(
+                    "while one SDK request hung\(returned ? " and another call had returned" : ""), a job posted to the SDK's thread did not run within \(context.patience / 2): a handler or callback keeps that thread waiting for the hanging request (reading until every request is answered, blocking until the next reply), and every send, cancel and timer waits behind it. A handler takes what is ready and returns; the loop calls it again"
+                )
+            } else if !returned {
+                result = .passWithNote(
+                    "while one SDK request hung, another call did not return within \(context.patience / 2) (an SDK that serializes its requests answers it after the hanging one); the SDK's thread stayed free"
+                )
+            }
+            hanging.release()
+            _ = await eventually { held.recorder.snapshot.end != nil && other.recorder.snapshot.end != nil }
+            return result
         }
     }
 }
