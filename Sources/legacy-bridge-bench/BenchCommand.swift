@@ -681,6 +681,9 @@ struct BenchRunner {
         let rounds = plan.loopRoundTrips
         var library: [Int: BenchSeries] = [:]
         var idiom: [Int: BenchSeries] = [:]
+        var timers = BenchSeries()
+        let many = BenchLoop.manyWatched
+        let manyFits = BenchLoop.allowDescriptors(many)
         for _ in 0..<plan.streamRounds {
             for watched in BenchLoop.watchCounts {
                 library[watched, default: BenchSeries()].samples.append(
@@ -688,12 +691,21 @@ struct BenchRunner {
                 idiom[watched, default: BenchSeries()].samples.append(
                     await BenchLoop.roundTrip(rounds, watched: watched) { HandWrittenPollLoop() })
             }
+            if manyFits {
+                library[many, default: BenchSeries()].samples.append(
+                    await BenchLoop.roundTrip(rounds, watched: many) { LibraryDescriptorLoop() })
+            }
+            timers.samples.append(
+                await BenchLoop.roundTrip(rounds, watched: 1) {
+                    LibraryDescriptorLoop(idleTimers: BenchLoop.manyTimers)
+                })
         }
         let one = library[1] ?? BenchSeries()
         let most = library[BenchLoop.watchCounts.last ?? 1] ?? BenchSeries()
         report.loop = BenchLoopReport(
             roundTripNs: one.median, idiomRoundTripNs: idiom[1]?.median ?? 0,
             roundTrip1000Ns: most.median, idiomRoundTrip1000Ns: idiom[BenchLoop.watchCounts.last ?? 1]?.median ?? 0,
+            roundTrip10000Ns: library[many]?.median ?? 0, roundTripTimersNs: timers.median,
             roundTrips: rounds, rounds: plan.streamRounds)
         report.addTarget(
             "loop: SDKLoop(name:) / hand-written poll loop with a self-pipe, per round trip",
@@ -701,11 +713,25 @@ struct BenchRunner {
         report.addTarget(
             "loop flatness: SDKLoop(name:) round trip with 1,000 descriptors watched / with 1",
             value: benchRatio(most, one), atMost: BenchLoop.flatTarget)
+        if let manySeries = library[many] {
+            report.addTarget(
+                "loop flatness: SDKLoop(name:) round trip with 10,000 descriptors watched / with 1",
+                value: benchRatio(manySeries, one), atMost: BenchLoop.manyTarget)
+        }
+        report.addTarget(
+            "loop timers: SDKLoop(name:) round trip with 10,000 timers armed / with none",
+            value: benchRatio(timers, one), atMost: BenchLoop.manyTarget)
         var lines = ["descriptor loop, \(rounds) round trips post → readable → handler (\(plan.streamRounds) rounds)"]
         for watched in BenchLoop.watchCounts {
             lines.append(row("  hand-written poll loop, \(watched) watched", idiom[watched] ?? BenchSeries()))
             lines.append(row("  SDKLoop(name:), \(watched) watched", library[watched] ?? BenchSeries()))
         }
+        if let manySeries = library[many] {
+            lines.append(row("  SDKLoop(name:), 10000 watched", manySeries))
+        } else {
+            lines.append("  SDKLoop(name:), 10000 watched: skipped, the descriptor limit (ulimit -n) is below 10,256")
+        }
+        lines.append(row("  SDKLoop(name:), 1 watched, 10000 timers armed", timers))
         show(lines)
     }
 

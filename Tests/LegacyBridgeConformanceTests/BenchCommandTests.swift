@@ -40,7 +40,7 @@ struct BenchCommandTests {
         "superseding": [
             "latestNs", "latestIdiomNs", "coalescedNs", "coalescedIdiomNs", "coalescedSharing", "coalescedIdiomSharing",
         ],
-        "loop": ["roundTripNs", "idiomRoundTripNs", "roundTrip1000Ns", "idiomRoundTrip1000Ns"],
+        "loop": ["roundTripNs", "idiomRoundTripNs", "roundTrip1000Ns", "idiomRoundTrip1000Ns", "roundTripTimersNs"],
     ]
 
     // --smoke: every section runs the code --quick runs, at a tenth of its sizes (in this debug
