@@ -27,6 +27,9 @@ public enum AdapterCatalog {
                 summary:
                     "MailboxClient.fetch: a watch with the SDK's readiness query, over a descriptor that only says \"go look\""
             ),
+            Entry(
+                SocketFixtures.oneShot(), gallery: false,
+                summary: "SocketClient.fetch: a descriptor per request, its watch cancelled before the SDK closes it"),
         ]
         if #available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *) {
             entries.append(
@@ -100,6 +103,9 @@ public enum AdapterCatalog {
             entries.append(Entry(fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
         }
         for (mistake, fixture) in MailboxMistake.fixtures() {
+            entries.append(Entry(fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
+        }
+        for (mistake, fixture) in SocketMistake.fixtures() {
             entries.append(Entry(fixture, gallery: true, summary: mistake.summary, flaggedBy: mistake.flaggedBy))
         }
         return entries

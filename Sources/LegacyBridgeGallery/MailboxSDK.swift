@@ -311,9 +311,7 @@ public enum MailboxFixtures {
     ) -> OneShotFixture<Int64> {
         OneShotFixture(
             name: name,
-            threading: .sdkThread(
-                SDKScheduler(
-                    post: { job in try client().sdk.loop.post(job) }, isCurrent: { client().sdk.loop.isCurrent })),
+            threading: .sdkLoop { client().sdk.loop },
             succeeding: { probe in try await client().fetch(.value(7), probe: probe) },
             expecting: 7,
             failing: { probe in try await client().fetch(.failure(LoopSDK.failedStatus), probe: probe) },

@@ -174,7 +174,8 @@ struct ConformanceSuiteTests {
                 "loop-sdk-client-latest-events", "loop-sdk-client-query", "mailbox-sdk-client", "offload-pool",
                 "pending-requests",
                 "sdk-thread-executor",
-                "shared-double-shared-subscription", "shared-subscription", "with-callback", "with-callback-context",
+                "shared-double-shared-subscription", "shared-subscription", "socket-sdk-client", "with-callback",
+                "with-callback-context",
             ])
     }
 }

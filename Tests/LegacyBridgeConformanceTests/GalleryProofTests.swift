@@ -128,6 +128,9 @@ struct GalleryProofTests {
             verdicts: ["failed"], detail: "a timer of the adapter's own outlived the call"),
         "mailbox-sdk-handler-waits-for-all": Evidence(
             verdicts: ["failed"], detail: "a job posted to the SDK's thread did not run"),
+        "socket-sdk-closes-under-watch": Evidence(
+            verdicts: ["failed", "crashed"], detail: "closed under them", "watch(es) more than before",
+            "already watched"),
         "mailbox-sdk-level-triggered": Evidence(
             verdicts: ["hung"], detail: "watched without the SDK's readiness query"),
         "keyed-double-late-cancel": Evidence(

@@ -22,6 +22,7 @@ let processWideThreads: [(prefix: String, owner: String)] = [
     ("loop-sdk querie", "LoopSDKClient's static query pool"),
     ("loop-sdk-shared", "LoopSDKClient.shared's loop"),
     ("mailbox-sdk", "MailboxClient.shared's loop, and the gallery's mailbox-sdk-* clients' loops"),
+    ("socket-sdk", "SocketClient.shared's loop, and the gallery's socket-sdk-* client's loop"),
     ("conf-tests-", "OffloadConformanceTests' static pool"),
 ]
 

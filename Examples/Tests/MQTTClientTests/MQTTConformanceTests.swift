@@ -81,7 +81,10 @@ struct MQTTConformanceTests {
         let report = await ConformanceSuite.run(fixture, options: .init(watchdog: .seconds(60)))
         #expect(report.results.count == ConformanceSuite.fixtureScenarios(for: .oneShot).count)
         #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
-        #expect(report.notChecked.map(\.name) == ["error-then-success"], "\(report.rendered)")
+        // Over two connections, each on a loop of its own, declared with a scheduler of the test's
+        // own: the suite cannot count one loop's watches (loop-watches-released needs .sdkLoop(loop)).
+        #expect(
+            report.notChecked.map(\.name) == ["error-then-success", "loop-watches-released"], "\(report.rendered)")
         await publishers.stop()
     }
 }

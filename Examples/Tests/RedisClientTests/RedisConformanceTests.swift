@@ -82,7 +82,10 @@ struct RedisConformanceTests {
         let report = await ConformanceSuite.run(fixture, options: .init(watchdog: .seconds(60)))
         #expect(report.results.count == ConformanceSuite.fixtureScenarios(for: .oneShot).count)
         #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
-        #expect(report.notChecked.map(\.name) == ["callback-inside-cancel"], "\(report.rendered)")
+        // Over two connections, each on a loop of its own, declared with a scheduler of the test's
+        // own: the suite cannot count one loop's watches (loop-watches-released needs .sdkLoop(loop)).
+        #expect(
+            report.notChecked.map(\.name) == ["callback-inside-cancel", "loop-watches-released"], "\(report.rendered)")
         await servers.stop()
     }
 
@@ -189,7 +192,9 @@ struct RedisConformanceTests {
             name: "redis-coalesced-blpop",
             threading: .sdkThread(blocking.scheduler),
             call: { key, probe in
-                try await lookups.value(for: key) { Self.blpop(blocking, "shared:\(key)", probe: probe, completion: $0) }
+                try await lookups.value(for: key) {
+                    Self.blpop(blocking, "shared:\(key)", probe: probe, completion: $0)
+                }
             },
             answer: { key, token in _ = try? await pusher.send("LPUSH", "shared:\(key)", "\(token)") },
             token: Self.poppedToken,
@@ -198,7 +203,10 @@ struct RedisConformanceTests {
             offThreadCalls: { blocking.statistics.callsOffLoopThread },
             requestCancellation: .none)
         let options = ConformanceOptions(watchdog: .seconds(60))
-        for report in [await ConformanceSuite.run(latest, options: options), await ConformanceSuite.run(coalesced, options: options)] {
+        for report in [
+            await ConformanceSuite.run(latest, options: options),
+            await ConformanceSuite.run(coalesced, options: options),
+        ] {
             #expect(report.results.count == 5, "\(report.rendered)")
             #expect(report.failures.isEmpty && report.usageErrors.isEmpty, "\(report.rendered)")
             #expect(report.notChecked.isEmpty, "\(report.rendered)")

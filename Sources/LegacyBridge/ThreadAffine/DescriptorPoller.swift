@@ -72,6 +72,8 @@ final class DescriptorPoller: Sendable {
         /// Watches ended by `.invalid` whose handle is still alive: their number was not open, so
         /// `cancel(closingDescriptor: true)` must not close it (it may name someone else's file).
         var endedInvalid: Set<UInt64> = []
+        /// How many watches ended by `.invalid` since the loop started.
+        var invalidEnds = 0
 
         mutating func takeID() -> UInt64 {
             defer { nextID += 1 }
@@ -229,6 +231,11 @@ final class DescriptorPoller: Sendable {
 
     func interest(of id: UInt64) -> DescriptorEvents {
         registry.withLock { $0.watches[id]?.interest ?? [] }
+    }
+
+    /// Live watches, armed timers, and the watches ended by `.invalid` so far.
+    var counts: (watches: Int, timers: Int, invalidEnds: Int) {
+        registry.withLock { ($0.watches.count, $0.timers.count, $0.invalidEnds) }
     }
 
     func isWatching(_ id: UInt64) -> Bool {
@@ -447,6 +454,7 @@ final class DescriptorPoller: Sendable {
                 // Reported once: a closed descriptor would make every wait return at once.
                 _ = end(id, in: &registry)
                 registry.endedInvalid.insert(id)
+                registry.invalidEnds += 1
             }
             return (watch.handler, delivered)
         }

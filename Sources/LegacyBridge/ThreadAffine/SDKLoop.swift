@@ -318,6 +318,33 @@ public final class SDKLoop: Sendable {
     /// The loop thread as an ``SDKScheduler``: it posts with ``post(_:)`` and knows ``isCurrent``.
     public var scheduler: SDKScheduler { Self.scheduler(of: core) }
 
+    /// What a loop made with ``init(name:onHandlerError:beforeWait:)`` holds now.
+    ///
+    /// A watch or a timer that outlives the request it served is a leak, and a watch ended by
+    /// ``DescriptorEvents/invalid`` means a descriptor was closed (or its number replaced) under a
+    /// live watch: close a watched descriptor with ``DescriptorWatch/cancel(closingDescriptor:)``,
+    /// which ends the watch first. The conformance suite reads these for an adapter declared
+    /// `.sdkLoop(loop)`. All zero for a loop that runs the SDK's own loop (made with a driver).
+    public struct Statistics: Sendable, Hashable {
+        /// Live watches.
+        public var watches: Int
+        /// Armed timers, repeating ones included.
+        public var timers: Int
+        /// Watches the loop ended since it started because their descriptor was not open: each was
+        /// reported to its handler as ``DescriptorEvents/invalid``.
+        public var watchesEndedInvalid: Int
+    }
+
+    /// Whether the loop waits on descriptors and timers itself (made with
+    /// ``init(name:onHandlerError:beforeWait:)``), rather than running the SDK's own loop.
+    package var watchesDescriptors: Bool { core.poller != nil }
+
+    /// What the loop holds now; see ``Statistics``. Read it from any thread.
+    public var statistics: Statistics {
+        guard let counts = core.poller?.counts else { return Statistics(watches: 0, timers: 0, watchesEndedInvalid: 0) }
+        return Statistics(watches: counts.watches, timers: counts.timers, watchesEndedInvalid: counts.invalidEnds)
+    }
+
     /// Runs `body` on the loop thread and returns its result.
     ///
     /// It is not cancellable: keep `body` short. The caller resumes on its own isolation.

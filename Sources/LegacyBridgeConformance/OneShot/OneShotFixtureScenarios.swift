@@ -16,6 +16,7 @@ enum OneShotFixtureScenarios<Value: Sendable> {
             success, failureThrows, cancelInFlight, cancelBeforeHandle, timeout, lateCallbackAfterCancel,
             duplicateCallback, successThenError, errorThenSuccess, synchronousCallback, foreignThreadCallback,
             callbackInsideCancel, burst, callerNotBlocked, mainActorCaller, threadAffinity, sdkThreadNotHeld,
+            loopWatchesReleased,
         ]
     }
 
@@ -939,6 +940,73 @@ extension OneShotFixtureScenarios {
             hanging.release()
             _ = await eventually { held.recorder.snapshot.end != nil && other.recorder.snapshot.end != nil }
             return result
+        }
+    }
+}
+
+extension OneShotFixtureScenarios {
+    /// Sequential calls measured, after one that warms the SDK up (a connection it keeps).
+    static var loopCalls: Int { 6 }
+
+    static var loopWatchesReleased: Scenario<Fixture, FixtureContext> {
+        Scenario(
+            name: "loop-watches-released",
+            summary:
+                "on an SDK hosted on an SDKLoop, \(loopCalls) calls one after another leave no watch or timer behind each, and close no descriptor under a live watch"
+        ) { fixture, context in
+            guard let loop = context.threading.loop else {
+                return .notChecked(
+                    "the fixture does not declare its SDKLoop (threading .sdkLoop(loop)), whose watches and timers this counts"
+                )
+            }
+            guard loop.watchesDescriptors else {
+                return .notChecked(
+                    "the fixture's SDKLoop runs the SDK's own loop (it was made with a driver): it holds no watches or timers to count"
+                )
+            }
+            guard let succeeding = fixture.succeeding else {
+                return .notChecked("the fixture gives no succeeding call to repeat")
+            }
+            // One call first: a connection the SDK opens on first use and keeps is not a leak.
+            let (first, firstRecorder) = await run(succeeding, context)
+            if case .fail(let why) = expectValue(first, firstRecorder, fixture) { return .fail(why) }
+            _ = await drainSDKThread(context.threading)
+            let before = loop.statistics
+            for _ in 0..<loopCalls {
+                let (result, recorder) = await run(succeeding, context)
+                if case .fail(let why) = expectValue(result, recorder, fixture) { return .fail(why) }
+            }
+            // A watch or timer ended by a job the adapter posted is gone once the jobs have run; a
+            // descriptor closed under a watch is found at the loop's next wait.
+            let half = (loopCalls + 1) / 2
+            let leftBehind: @Sendable (SDKLoop.Statistics) -> String? = { now in
+                let grown = [
+                    (
+                        now.watches - before.watches,
+                        "watch(es) more than before them: a watch not cancelled when its call ended (a descriptor closed without cancelling its watch stays in the loop, deaf, and its number cannot be watched again)"
+                    ),
+                    (
+                        now.timers - before.timers,
+                        "timer(s) more than before them: a timer of the adapter's own (a deadline, a retry) not cancelled when its call ended"
+                    ),
+                    (
+                        now.watchesEndedInvalid - before.watchesEndedInvalid,
+                        "watch(es) ended because their descriptor was closed under them: a descriptor closed before its watch was cancelled; until the loop found it, its number could name another file, and the watch heard that file"
+                    ),
+                ]
+                guard let (count, what) = grown.first(where: { $0.0 >= half }) else { return nil }
+                return
+                    "after \(loopCalls) calls one after another, the SDK's loop had \(count) \(what). Cancel the watch, then close the descriptor (DescriptorWatch.cancel(closingDescriptor: true) does both), and cancel a call's timers when it ends"
+            }
+            let clock = ContinuousClock()
+            let deadline = clock.now + context.patience / 2
+            var problem = leftBehind(loop.statistics)
+            while problem != nil && clock.now < deadline {
+                _ = await drainSDKThread(context.threading)
+                _ = await eventually(within: .milliseconds(20)) { leftBehind(loop.statistics) == nil }
+                problem = leftBehind(loop.statistics)
+            }
+            return problem.map { .fail($0) } ?? .pass
         }
     }
 }

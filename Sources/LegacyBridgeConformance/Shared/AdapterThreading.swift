@@ -11,7 +11,9 @@ import LegacyBridge
 ///   thread, which must run within the patience: an adapter that leaves the SDK's thread blocked
 ///   (a callback sleeping, retrying or waiting there) is failed by the first scenario that makes
 ///   it block, whatever the kind of fixture.
-/// - ``sdkLoop(_:)``: the same, for an SDK hosted on an `SDKLoop`.
+/// - ``sdkLoop(_:)``: the same, for an SDK hosted on an `SDKLoop`; the suite also counts the
+///   loop's watches and timers (`SDKLoop.statistics`), so a watch or a timer left behind by each
+///   call, or a descriptor closed under a live watch, is failed.
 public struct AdapterThreading: Sendable {
     enum Kind: Sendable {
         case anyThread
@@ -21,6 +23,15 @@ public struct AdapterThreading: Sendable {
     let kind: Kind
     /// The declaration as the fixture wrote it, for messages: `.anyThread`, `.sdkThread` or `.sdkLoop`.
     let declared: String
+    /// The loop of ``sdkLoop(_:)``, whose watches and timers the suite counts.
+    var loop: SDKLoop? { hostLoop?() }
+    private var hostLoop: (@Sendable () -> SDKLoop)? = nil
+
+    private init(kind: Kind, declared: String, hostLoop: (@Sendable () -> SDKLoop)? = nil) {
+        self.kind = kind
+        self.declared = declared
+        self.hostLoop = hostLoop
+    }
 
     /// The SDK may be called from any thread.
     public static var anyThread: AdapterThreading { AdapterThreading(kind: .anyThread, declared: ".anyThread") }
@@ -37,10 +48,22 @@ public struct AdapterThreading: Sendable {
     /// The SDK is hosted on `loop` and must only be called from its thread: the loop-driven SDKs
     /// (libcurl multi, c-ares, hiredis, libpq) and thread-affine ones alike.
     ///
+    /// The one-shot `loop-watches-released` scenario then also reads the loop's
+    /// `SDKLoop.statistics` around sequential calls: a watch or a timer left behind by each call,
+    /// or a descriptor closed under a live watch each time, fails it.
+    ///
     /// - Parameter loop: The loop the SDK runs on.
     /// - Returns: The declaration, as ``sdkThread(_:)`` with the loop's scheduler.
     public static func sdkLoop(_ loop: SDKLoop) -> AdapterThreading {
-        AdapterThreading(kind: .sdkThread(loop.scheduler), declared: ".sdkLoop")
+        AdapterThreading(kind: .sdkThread(loop.scheduler), declared: ".sdkLoop", hostLoop: { loop })
+    }
+
+    /// ``sdkLoop(_:)`` for a loop made on first use: `loop` is asked only when a scenario runs
+    /// (the gallery's fixtures, which must not start threads when the catalog is listed).
+    package static func sdkLoop(_ loop: @escaping @Sendable () -> SDKLoop) -> AdapterThreading {
+        AdapterThreading(
+            kind: .sdkThread(SDKScheduler(post: { job in try loop().post(job) }, isCurrent: { loop().isCurrent })),
+            declared: ".sdkLoop", hostLoop: loop)
     }
 
     /// The SDK's thread, for ``sdkThread(_:)``.

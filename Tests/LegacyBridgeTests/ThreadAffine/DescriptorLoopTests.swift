@@ -231,7 +231,28 @@ struct DescriptorLoopTests {
         _ = try await loop.run { 0 }
         #expect(log.all == [.invalid])
         #expect(!watch.isActive)
+        #expect(loop.statistics == .init(watches: 0, timers: 0, watchesEndedInvalid: 1))
         await loop.shutdown()
+    }
+
+    @Test(
+        "statistics count the live watches and armed timers, and drop each as it is cancelled or fires",
+        arguments: DescriptorBackend.available)
+    func statisticsCount(backend: DescriptorBackend) async throws {
+        let loop = try SDKLoop(name: "fd-stats", backend: backend)
+        let pipe = TestPipe()
+        #expect(loop.statistics == .init(watches: 0, timers: 0, watchesEndedInvalid: 0))
+        let watch = try loop.watch(pipe.readEnd, for: .readable) { _ in }
+        let later = try loop.schedule(after: .seconds(3600)) {}
+        let fired = AtomicCell<Int>(0)
+        try loop.schedule(after: .zero) { fired.add(1, ordering: .releasing) }
+        #expect(await eventually { fired.load(ordering: .acquiring) == 1 })
+        #expect(loop.statistics == .init(watches: 1, timers: 1, watchesEndedInvalid: 0))
+        watch.cancel()
+        later.cancel()
+        #expect(loop.statistics == .init(watches: 0, timers: 0, watchesEndedInvalid: 0))
+        await loop.shutdown()
+        pipe.closeAll()
     }
 
     @Test("a hang-up reaches a handler that asked for nothing", arguments: DescriptorBackend.available)
