@@ -379,13 +379,15 @@ struct ShutsDownLoopSDKs: SuiteTrait, TestTrait, TestScoping {
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
         let made = LockedValue<[LoopSDK]>([])
+        // Whether the test returned or threw, what it made is shut down before the error goes on.
+        var thrown: (any Error)?
         do {
             try await Self.$made.withValue(made) { try await function() }
         } catch {
-            for sdk in made.withLock({ $0 }) { await sdk.shutdown() }
-            throw error
+            thrown = error
         }
         for sdk in made.withLock({ $0 }) { await sdk.shutdown() }
+        if let thrown { throw thrown }
     }
 }
 

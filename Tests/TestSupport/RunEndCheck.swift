@@ -47,6 +47,11 @@ package enum RunEnd {
     }
 }
 
+/// Whether a library thread named `name` lives for the whole process (``processWideThreads``).
+private func isProcessWide(_ name: String) -> Bool {
+    processWideThreads.contains { name.hasPrefix($0.prefix) }
+}
+
 /// What is left running now that should not be: a line per kind, empty when nothing is.
 func runEndLeftovers() -> [String] {
     var problems: [String] = []
@@ -54,9 +59,7 @@ func runEndLeftovers() -> [String] {
     if clients > 0 { problems.append("\(clients) simulated SDK client(s) never destroyed") }
     let sdkThreads = lsdk_live_threads()
     if sdkThreads > 0 { problems.append("\(sdkThreads) SDK thread(s) still running (workers, timers, loops)") }
-    let library = LiveThreads.byName.filter { name, _ in
-        !processWideThreads.contains { name.hasPrefix($0.prefix) }
-    }
+    let library = LiveThreads.byName.filter { name, _ in !isProcessWide(name) }
     for (name, count) in library.sorted(by: { $0.key < $1.key }) {
         problems.append("\(count) library thread(s) named \"\(name)\" (a pool, loop or executor nobody shut down)")
     }
@@ -75,8 +78,7 @@ public func legacyBridgeRunEndCheck() -> Int32 {
         usleep(50_000)
         leftovers = runEndLeftovers()
     }
-    let kept = LiveThreads.byName.filter { name, _ in processWideThreads.contains { name.hasPrefix($0.prefix) } }
-        .values.reduce(0, +)
+    let kept = LiveThreads.byName.filter { name, _ in isProcessWide(name) }.values.reduce(0, +)
     let threads = "peak \(legacy_bridge_peak_threads()) threads, \(legacy_bridge_thread_count()) at exit"
     guard leftovers.isEmpty else {
         var message = "error: run-end check: tests left these running after \(seconds) s of waiting:\n"

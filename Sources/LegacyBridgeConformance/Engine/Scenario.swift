@@ -146,7 +146,7 @@ struct LabContext: ScenarioContext {
         if !hung { lab.releaseContextGuards() }
         // Whatever the adapter still holds, the scenario's clients end with it. A hung adapter's
         // callback may never return, and the destroy waits for it: then it is not waited for.
-        _ = await lab.destroyClients(waiting: hung ? .zero : lab.patience)
+        await lab.destroyClients(waiting: hung ? .zero : lab.patience)
         return nil
     }
 }

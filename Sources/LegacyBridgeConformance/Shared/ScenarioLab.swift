@@ -39,16 +39,14 @@ final class ScenarioLab: Sendable {
     /// operation is cancelled and releases its context, and every SDK thread ends. The destroy runs
     /// on a thread of its own, since it waits for callbacks still running, and a broken adapter's
     /// may never return; this waits for it at most `bound`.
-    ///
-    /// - Returns: Whether every client was destroyed within `bound`.
-    func destroyClients(waiting bound: Duration) async -> Bool {
+    func destroyClients(waiting bound: Duration) async {
         let clients = [sdk] + adopted.withLock { $0 }
         let done = LockedBox(false)
         onDedicatedThread("conformance lab teardown") {
             for client in clients { client.destroy() }
             done.withLock { $0 = true }
         }
-        return await eventually(within: bound) { done.withLock { $0 } }
+        _ = await eventually(within: bound) { done.withLock { $0 } }
     }
 
     var counters: SDKCounters { sdk.counters }

@@ -85,7 +85,8 @@ func resolve(
 
 /// Scaffolding: the keyed section's RPC wire, a stand-in for an SDK with one reply handler for
 /// every request and ids the caller chooses. It answers a request only when told, and only one it
-/// still holds; it cannot withdraw a request.
+/// still holds. The first snippet treats it as an SDK that cannot withdraw a request; the second
+/// uses `withdraw(id:)`.
 nonisolated final class RPCWire: Sendable {
     struct Failed: Error {}
     private let handler = LockedValue<(@Sendable (UInt64, Result<String, any Error>) -> Void)?>(nil)
@@ -102,6 +103,14 @@ nonisolated final class RPCWire: Sendable {
     }
 
     func answer(id: UInt64, with text: String) { deliver(id, .success(text)) }
+
+    /// Forgets one held request under `id`: it is never answered.
+    func withdraw(id: UInt64) {
+        held.withLock { held in
+            guard let count = held[id] else { return }
+            held[id] = count > 1 ? count - 1 : nil
+        }
+    }
 
     func fail(id: UInt64) { deliver(id, .failure(Failed())) }
 
@@ -141,6 +150,69 @@ func call(
     #expect(report.failures.isEmpty, "\(report.rendered)")
 }
 // end snippet
+
+// snippet: Sources/LegacyBridgeConformance/LegacyBridgeConformance.docc/CheckingYourAdapter.md
+func withdrawableCall(
+    _ method: String, id: UInt64, over wire: RPCWire, calls: PendingRequests<UInt64, String>,
+    probes: LockedValue<[UInt64: CallProbe<String>]>, probe: CallProbe<String> = .off,
+    isolation: isolated (any Actor)? = #isolation
+) async throws -> String {
+    do {
+        let reply = try await calls.request(id: id, isolation: isolation) { id in
+            probes.withLock { $0[id] = probe }  // the id is this request's now
+            probe.start { wire.send(id: id, method: method) }
+        }
+        probes.withLock { $0[id] = nil }  // answered: the table makes no cancel for it
+        return reply
+    } catch let error where error is CancellationError || error is BridgeTimeoutError || error is RequestIDError {
+        throw error  // the table's cancel takes the probe; a refused id never held one
+    } catch {
+        probes.withLock { $0[id] = nil }  // the SDK's own failure: no cancel either
+        throw error
+    }
+}
+
+@Test func withdrawableCallConforms() async throws {
+    let wire = RPCWire()
+    let probes = LockedValue<[UInt64: CallProbe<String>]>([:])
+    let calls = PendingRequests<UInt64, String>(cancel: { id in
+        let probe = probes.withLock { $0.removeValue(forKey: id) } ?? .off
+        probe.cancel { wire.withdraw(id: id) }
+    })
+    wire.onReply { id, result in _ = calls.complete(id, with: result) }
+    let fixture = KeyedFixture<String>(
+        name: "rpc-call-withdrawable",
+        request: { id, probe in
+            try await withdrawableCall("status", id: id, over: wire, calls: calls, probes: probes, probe: probe)
+        },
+        reply: { id, token in wire.answer(id: id, with: "ok \(token)") },
+        token: { value in UInt64(value.dropFirst(3)) },
+        failing: { id in wire.fail(id: id) },
+        liveResources: { wire.pending + calls.statistics.pending })
+    let report = await ConformanceSuite.run(fixture)
+    #expect(report.failures.isEmpty, "\(report.rendered)")
+    #expect(report.notChecked.map(\.name) == ["keyed-stray-replies"])  // only a test double makes those
+}
+// end snippet
+
+/// The routing is what lets the suite see the cancel: the same adapter with its table's cancel
+/// made without the caller's probe leaves keyed-cancel-then-reuse unable to hold it back, and the
+/// scenario says so instead of passing.
+@Test func withoutRoutingTheCancelIsNotSeen() async throws {
+    let wire = RPCWire()
+    let calls = PendingRequests<UInt64, String>(cancel: { id in wire.withdraw(id: id) })
+    wire.onReply { id, result in _ = calls.complete(id, with: result) }
+    let fixture = KeyedFixture<String>(
+        name: "rpc-call-unrouted",
+        request: { id, probe in try await call("status", id: id, over: wire, calls: calls, probe: probe) },
+        reply: { id, token in wire.answer(id: id, with: "ok \(token)") },
+        token: { value in UInt64(value.dropFirst(3)) },
+        failing: { id in wire.fail(id: id) },
+        liveResources: { wire.pending + calls.statistics.pending })
+    let report = await ConformanceSuite.run(fixture, options: .init(only: ["keyed-cancel-then-reuse"]))
+    #expect(report.notChecked.map(\.name) == ["keyed-cancel-then-reuse"], "\(report.rendered)")
+    #expect(report.notChecked.first?.detail.contains("Routing the probe into a table's cancel") == true)
+}
 
 /// Scaffolding: the shared section's news feed, a stand-in for an SDK with observers that get
 /// every item posted while they are registered.
