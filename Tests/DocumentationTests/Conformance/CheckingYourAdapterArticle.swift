@@ -195,25 +195,6 @@ func withdrawableCall(
 }
 // end snippet
 
-/// The routing is what lets the suite see the cancel: the same adapter with its table's cancel
-/// made without the caller's probe leaves keyed-cancel-then-reuse unable to hold it back, and the
-/// scenario says so instead of passing.
-@Test func withoutRoutingTheCancelIsNotSeen() async throws {
-    let wire = RPCWire()
-    let calls = PendingRequests<UInt64, String>(cancel: { id in wire.withdraw(id: id) })
-    wire.onReply { id, result in _ = calls.complete(id, with: result) }
-    let fixture = KeyedFixture<String>(
-        name: "rpc-call-unrouted",
-        request: { id, probe in try await call("status", id: id, over: wire, calls: calls, probe: probe) },
-        reply: { id, token in wire.answer(id: id, with: "ok \(token)") },
-        token: { value in UInt64(value.dropFirst(3)) },
-        failing: { id in wire.fail(id: id) },
-        liveResources: { wire.pending + calls.statistics.pending })
-    let report = await ConformanceSuite.run(fixture, options: .init(only: ["keyed-cancel-then-reuse"]))
-    #expect(report.notChecked.map(\.name) == ["keyed-cancel-then-reuse"], "\(report.rendered)")
-    #expect(report.notChecked.first?.detail.contains("Routing the probe into a table's cancel") == true)
-}
-
 /// Scaffolding: the shared section's news feed, a stand-in for an SDK with observers that get
 /// every item posted while they are registered.
 nonisolated final class NewsFeed: Sendable {
