@@ -998,6 +998,12 @@ extension OneShotFixtureScenarios {
                 return
                     "after \(loopCalls) calls one after another, the SDK's loop had \(count) \(what). Cancel the watch, then close the descriptor (DescriptorWatch.cancel(closingDescriptor: true) does both), and cancel a call's timers when it ends"
             }
+            // Watches ended as invalid never come back: that count is judged at once. Watches and
+            // timers an adapter ends by a job of its own are given time.
+            let now = loop.statistics
+            if now.watchesEndedInvalid - before.watchesEndedInvalid >= half, let problem = leftBehind(now) {
+                return .fail(problem)
+            }
             let clock = ContinuousClock()
             let deadline = clock.now + context.patience / 2
             var problem = leftBehind(loop.statistics)
