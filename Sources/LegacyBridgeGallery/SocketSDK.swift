@@ -105,11 +105,13 @@ public final class SocketSDK: Sendable {
         guard socketpair(AF_UNIX, socketStreamType, 0, &ends) == 0 else { return -1 }
         for index in ends.indices {
             if let nextFreshNumber {
-                let floor = nextFreshNumber.withLock { number in
-                    defer { number += 1 }
-                    return number
+                // Above every number given before: the lowest free one at or above a fixed floor
+                // may be one given earlier and closed since, in a process with many open.
+                let fresh = nextFreshNumber.withLock { floor -> Int32 in
+                    let fresh = fcntl(ends[index], F_DUPFD_CLOEXEC, floor)
+                    if fresh >= 0 { floor = fresh + 1 }
+                    return fresh
                 }
-                let fresh = fcntl(ends[index], F_DUPFD_CLOEXEC, floor)
                 if fresh >= 0 {
                     close(ends[index])
                     ends[index] = fresh
