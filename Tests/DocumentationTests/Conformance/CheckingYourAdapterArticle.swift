@@ -175,9 +175,9 @@ func withdrawableCall(
 @Test func withdrawableCallConforms() async throws {
     let wire = RPCWire()
     let probes = LockedValue<[UInt64: CallProbe<String>]>([:])
-    let calls = PendingRequests<UInt64, String>(cancel: { id in
+    let calls = PendingRequests<UInt64, String>(cancel: { [weak wire] id in  // the wire holds the table
         let probe = probes.withLock { $0.removeValue(forKey: id) } ?? .off
-        probe.cancel { wire.withdraw(id: id) }
+        probe.cancel { wire?.withdraw(id: id) }
     })
     wire.onReply { id, result in _ = calls.complete(id, with: result) }
     let fixture = KeyedFixture<String>(
